@@ -154,6 +154,18 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One thing wrong with a run: the rule it breaks (a stable id) and a sentence saying what and what to do."""
+
+    rule: str
+    text: str
+
+
+def _tagged(rule: str, texts: list[str]) -> list[Finding]:
+    return [Finding(rule, t) for t in texts]
+
+
+@dataclass(frozen=True)
 class LoadgenRun:
     """One LoadGen test as its logs tell it."""
 
@@ -197,16 +209,22 @@ class LoadgenRun:
         `scenario` is the benchmark's scenario (Offline, Server, Interactive); by default it is
         read from the log, an Interactive run being recognised by its TTFT/TPOT settings.
         `compliance_test="TEST06"` judges the run as that test's audit run."""
+        return [f.text for f in self.findings(round_, benchmark, compliant, scenario=scenario,
+                                              compliance_test=compliance_test)]
+
+    def findings(self, round_: Round, benchmark: Benchmark | str, compliant: bool, *,
+                 scenario: str | None = None, compliance_test: str | None = None) -> list[Finding]:
+        """`problems`, each with the rule it breaks (`loadgen.seeds`, `loadgen.min-duration`, ...)."""
         bench = round_.benchmark(benchmark) if isinstance(benchmark, str) else benchmark
         rules = bench.scenario(scenario or self._guess_scenario(bench))
-        out = _error_problems(self.errors)
-        out += _summary_problems(self)
-        out += _seed_problems(self, round_)
-        out += _audit_problems(self, compliance_test)
+        out = _tagged("loadgen.error", _error_problems(self.errors))
+        out += _tagged("loadgen.logs-disagree", _summary_problems(self))
+        out += _tagged("loadgen.seeds", _seed_problems(self, round_))
+        out += _tagged("loadgen.audit", _audit_problems(self, compliance_test))
         if self.is_performance and compliance_test is None:
-            out += _validity_problems(self)
-            out += _token_problems(self, bench)
-            out += _latency_limit_problems(self, round_, rules)
+            out += _tagged("loadgen.invalid", _validity_problems(self))
+            out += _tagged("loadgen.tokens", _token_problems(self, bench))
+            out += _tagged("loadgen.latency-limit", _latency_limit_problems(self, round_, rules))
         if compliant and compliance_test is None:
             out += _compliance_problems(self, round_, bench, rules)
         return out
@@ -567,27 +585,31 @@ def _latency_limit_problems(run: LoadgenRun, round_: Round, rules: ScenarioRules
     return out
 
 
-def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules: ScenarioRules) -> list[str]:
+def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules: ScenarioRules) -> list[Finding]:
     s, name = run.settings, f"{round_.name} {bench.name} {rules.name}"
     out = []
     if run.scenario is not None and run.scenario != rules.loadgen_scenario:
-        out.append(f"the log is a {run.scenario} run, but {rules.name} is a {rules.loadgen_scenario} run.")
+        out.append(Finding("loadgen.scenario",
+                           f"the log is a {run.scenario} run, but {rules.name} is a {rules.loadgen_scenario} run."))
     if run.is_performance:
         if s.min_duration_ms is not None and s.min_duration_ms < rules.min_duration_ms:
-            out.append(f"min_duration was {s.min_duration_ms} ms; {name} needs at least {rules.min_duration_ms} ms.")
+            out.append(Finding("loadgen.min-duration", f"min_duration was {s.min_duration_ms} ms; {name} needs at "
+                                                       f"least {rules.min_duration_ms} ms."))
         if rules.min_query_count and s.samples_per_query is not None and s.samples_per_query < rules.min_query_count:
-            out.append(f"the Offline query had {s.samples_per_query} samples; {name} needs at least "
-                       f"{rules.min_query_count}.")
+            out.append(Finding("loadgen.sample-count", f"the Offline query had {s.samples_per_query} samples; "
+                                                       f"{name} needs at least {rules.min_query_count}."))
         if s.performance_sample_count is not None and s.performance_sample_count < bench.performance_sample_count:
-            out.append(f"performance_sample_count was {s.performance_sample_count}; {name} needs "
-                       f"{bench.performance_sample_count}.")
+            out.append(Finding("loadgen.sample-count", f"performance_sample_count was {s.performance_sample_count}; "
+                                                       f"{name} needs {bench.performance_sample_count}."))
         if bench.equal_issue and s.sample_concatenate_permutation is False:
-            out.append(f"equal-issue mode (sample_concatenate_permutation) was off; {name} runs with it on.")
-        out += _latency_setting_problems(run, rules, name)
+            out.append(Finding("loadgen.equal-issue", f"equal-issue mode (sample_concatenate_permutation) was off; "
+                                                      f"{name} runs with it on."))
+        out += _tagged("loadgen.latency-setting", _latency_setting_problems(run, rules, name))
     else:
         covered = s.accuracy_sample_count if s.accuracy_sample_count is not None else run.qsl_total_count
         if covered is not None and covered != bench.dataset_size:
-            out.append(f"the accuracy run covered {covered} samples, not all {bench.dataset_size} of {bench.name}.")
+            out.append(Finding("accuracy.coverage", f"the accuracy run covered {covered} samples, not all "
+                                                    f"{bench.dataset_size} of {bench.name}."))
     return out
 
 
