@@ -125,6 +125,18 @@ class Layout:
     code_dir: str           # <division>/<submitter>/<code_dir>: src (v6.0), code (v5.1)
     compliance_dir: str     # <division>/<submitter>/<compliance_dir>/<system>/<benchmark>/<scenario>/TEST06
     measurements_dir: str   # <division>/<submitter>/<measurements_dir>/<system>/<benchmark>/<scenario>/
+    measurements_file: str  # its name there: measurements.json (v6.0), {system}_{scenario}.json (v5.1)
+
+
+@dataclass(frozen=True)
+class SubmissionRules:
+    """What a round's checker wants of a tree beyond the logs: the system description and measurements fields."""
+
+    system_fields: tuple[str, ...]              # every field systems/<system>.json must have
+    system_fields_may_be_empty: tuple[str, ...]  # the rest need a meaningful (non-empty, non-0) value
+    status_values: tuple[str, ...]
+    system_types: tuple[str, ...]
+    measurements_fields: tuple[str, ...]        # measurements.json: each must be non-empty
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,7 @@ class Round:
     loadgen_seed_versions: tuple[str, ...]  # releases checked to carry this round's seeds
     seeds: Seeds
     layout: Layout
+    submission: SubmissionRules
     benchmarks: tuple[Benchmark, ...]
 
     @property
@@ -246,16 +259,19 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 def _parse_round(top: _Reader) -> Round:
-    loadgen, seeds, layout = top.sub("loadgen"), top.sub("seeds"), top.sub("layout")
+    loadgen, seeds, layout, sub = top.sub("loadgen"), top.sub("seeds"), top.sub("layout"), top.sub("submission")
     parsed = Round(
         name=top.get("round", str),
         loadgen_version=loadgen.get("version", str),
         loadgen_seed_versions=tuple(loadgen.get("seed_versions", list)),
         seeds=Seeds(**{k: seeds.get(k, int) for k in ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")}),
-        layout=Layout(**{k: layout.get(k, str) for k in ("code_dir", "compliance_dir", "measurements_dir")}),
+        layout=Layout(**{k: layout.get(k, str) for k in ("code_dir", "compliance_dir", "measurements_dir",
+                                                       "measurements_file")}),
+        submission=SubmissionRules(**{k: tuple(str(v) for v in sub.get(k, list)) for k in (
+            "system_fields", "system_fields_may_be_empty", "status_values", "system_types", "measurements_fields")}),
         benchmarks=tuple(_parse_benchmark(name, reader) for name, reader in top.sub("benchmarks").items()),
     )
-    for reader in (loadgen, seeds, layout, top):
+    for reader in (loadgen, seeds, layout, sub, top):
         reader.done()
     return parsed
 
