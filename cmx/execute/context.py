@@ -132,7 +132,8 @@ class StepContext:
                  deps: dict[str, DepView], workdir: Path, log: StepLog, variations: tuple[str, ...],
                  install_missing: bool = False,
                  on_progress: Callable[[int, int | None, str], None] | None = None,
-                 scratch: Path | None = None, stop: threading.Event | None = None) -> None:
+                 scratch: Path | None = None, stop: threading.Event | None = None,
+                 run_argv: Sequence[str] = (), run_record: Path | None = None) -> None:
         self.step_id = step_id
         self.recipe = recipe
         self.inputs: Mapping[str, Any] = MappingProxyType(inputs)
@@ -148,6 +149,10 @@ class StepContext:
         self._on_progress = on_progress or (lambda completed, total, description: None)
         self._log = log
         self.log = log.logger
+        # the command that started this run (secrets redacted) and its run.json: what a step that
+        # writes a report (a submission README) cites as "how this was made"
+        self.run_argv: tuple[str, ...] = tuple(run_argv)
+        self.run_record = run_record
 
     @property
     def scratch(self) -> Path:

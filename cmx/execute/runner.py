@@ -236,7 +236,9 @@ class Runner:
                           deps=views, workdir=workdir, log=log, variations=step.variations,
                           install_missing=self.install_missing,
                           on_progress=lambda done, total, what: self.reporter.step_progress(step, done, total, what),
-                          scratch=scratch, stop=self._stop)
+                          scratch=scratch, stop=self._stop,
+                          run_argv=self._record.argv if self._record else (),
+                          run_record=self._record.path / "run.json" if self._record else None)
         returned = fn(ctx)
         return check_outputs(step.recipe, returned, workdir)
 

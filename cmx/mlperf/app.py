@@ -8,7 +8,8 @@ The layout, under `results_dir`:
         performance/run_1/    LoadGen's logs of the performance run, result.json, harness.log
         accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample)
         TEST06/               the TEST06 audit run, and verify_accuracy.txt
-        cmx_run.json          the facts: short, tiny, compliant and why not, validity, problems
+        cmx_run.json          the facts: short, tiny, compliant and why not, validity, problems, and
+                              where the run came from (command, versions, system, model: RunOrigin)
     summary.txt               one line per test (the table `format_table` prints)
 
 A short run (cmx's smoke profile) or one on the tiny model is never compliant, and cmx_run.json
@@ -34,6 +35,7 @@ from cmx.mlperf.harness import (
     run_test,
     verify_test06,
 )
+from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.userconf import ShortProfile, UserConf, user_conf
 
@@ -92,6 +94,7 @@ class AppConfig:
     max_tokens: int = 1024
     engine: EngineSettings = field(default_factory=EngineSettings)
     timeout_s: float | None = None
+    origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -313,6 +316,7 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "problems": {r.mode: r.problems for r in runs if r.problems},
         "runs": [asdict(r) for r in runs],
         "engine": asdict(config.engine),
+        "origin": config.origin.to_json() if config.origin else None,
     }
     path = config.scenario_dir(scenario) / CMX_RUN_JSON
     path.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")

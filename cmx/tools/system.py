@@ -6,6 +6,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ class SystemInfo:
     memory_bytes: int
     python_version: str
     python_executable: str
+    storage_bytes: int = 0  # the size of the filesystem holding / (0 when it cannot be read)
 
 
 def parse_os_release(text: str) -> OsRelease:
@@ -159,4 +161,12 @@ def detect_system() -> SystemInfo:
     uname = os.uname()
     return SystemInfo(os=read_os_release(), kernel=uname.release, arch=uname.machine, cpu=read_cpu(),
                       memory_bytes=read_memory_bytes(), python_version=platform.python_version(),
-                      python_executable=sys.executable)
+                      python_executable=sys.executable, storage_bytes=read_storage_bytes())
+
+
+def read_storage_bytes(path: str = "/") -> int:
+    """The capacity of the filesystem holding `path` (statvfs; no process is started)."""
+    try:
+        return shutil.disk_usage(path).total
+    except OSError:
+        return 0

