@@ -1,4 +1,4 @@
-"""The Python API the CLI calls: find(), show(), plan(), run(), and the cache and registry verbs.
+"""The Python API the CLI calls: find(), show(), plan(), run(), check(), and the cache and registry verbs.
 
     import cmx.api
     result = cmx.api.run("detect system", inputs={"verbose": True}, jobs=2)
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.cache.store import Entry, VerifyProblem
     from cmx.execute.progress import Reporter
     from cmx.execute.runner import RunResult
+    from cmx.mlperf.check import CheckReport
     from cmx.recipe.model import Recipe
     from cmx.registry.sources import Source
     from cmx.resolve.plan import Plan
@@ -223,3 +224,12 @@ def registry_update(name: str, rev: str, *, settings: Settings | None = None) ->
 
 def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
+
+
+# --- MLPerf submissions ------------------------------------------------------------------------
+
+def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> "CheckReport":
+    """Check a submission tree against a round's rules (cmx.mlperf.check); the report lists every problem."""
+    from cmx.mlperf.check import check_tree
+
+    return check_tree(Path(path), round_name)

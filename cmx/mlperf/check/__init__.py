@@ -1,0 +1,81 @@
+"""`cmx check`: check a submission tree (made by cmx or by anyone) against a round's rules, and say what to fix.
+
+The official MLCommons checker is the judge of record; this one applies the same rules (see
+docs/submission.md for the list and where each comes from) and adds the ones the round's
+rules state but the official checker does not look at: an INVALID LoadGen result, the
+Interactive latency limits, and a folder at the root that is not a division. Every problem
+is one line: the path, the rule, what was found, what to do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cmx.mlperf.check.layout import ResultFolder, Submitter, hygiene, result_folders, submitter_files, submitters
+from cmx.mlperf.check.model import ERROR, WARNING, CheckReport, Problem, ResultRow
+from cmx.mlperf.check.result import check_result
+from cmx.mlperf.rounds import Round, load_round
+from cmx.mlperf.system_desc import description_problems
+from cmx.mlperf.tree import relative, system_json
+
+__all__ = ["CheckReport", "Problem", "ResultRow", "check_tree", "ERROR", "WARNING"]
+
+_FIELD_RULES = {"status": "system.status", "system_type": "system.type", "division": "system.division",
+                "submitter": "system.submitter", "is_network": "system.network"}
+
+
+def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:
+    """Every problem of the tree at `root` under `round_name`'s rules, and a row per result found."""
+    root = Path(root)
+    round_ = load_round(round_name)
+    problems: list[Problem] = []
+    rows: list[ResultRow] = []
+    for sub in submitters(root, round_, problems):
+        hygiene(sub, root, problems)
+        submitter_files(sub, root, round_, problems)
+        folders = result_folders(sub, root, round_, problems)
+        systems = {name: _system(sub, name, root, round_, problems) for name in sorted({f.system for f in folders})}
+        rows += [check_result(f, root, round_, systems[f.system], problems) for f in folders]
+        if sub.division != "open":
+            problems += _scenario_problems(sub, folders, root, round_)
+    return CheckReport(str(root), round_.name, rows, problems)
+
+
+def _system(sub: Submitter, name: str, root: Path, round_: Round, problems: list[Problem]) -> dict[str, Any]:
+    path = system_json(sub.path, name)
+    where = relative(path, root)
+    if not path.is_file():
+        problems.append(Problem(where, "system.missing-json", "missing",
+                                f"describe the system: cmx writes it when it packages ({len(round_.submission.system_fields)} "
+                                "fields, from detection and --input system_file=FILE)"))
+        return {}
+    try:
+        desc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        problems.append(Problem(where, "system.field", f"not valid JSON ({exc})", "write a JSON object"))
+        return {}
+    if not isinstance(desc, dict):
+        problems.append(Problem(where, "system.field", "not a JSON object", "write a JSON object of field: value"))
+        return {}
+    for p in description_problems(desc, round_, division=sub.division, submitter=sub.name):
+        problems.append(Problem(where, _FIELD_RULES.get(p.field, "system.field"), f"{p.field}: {p.found}", p.fix))
+    known = set(round_.submission.system_fields) | {"is_network"}
+    for extra in sorted(set(desc) - known):
+        problems.append(Problem(where, "system.unknown-field", f"{extra} is not a field of {round_.name}",
+                                "a typo? the checker ignores it", WARNING))
+    return desc
+
+
+def _scenario_problems(sub: Submitter, folders: list[ResultFolder], root: Path, round_: Round) -> list[Problem]:
+    present: dict[tuple[str, str], set[str]] = {}
+    for f in folders:
+        present.setdefault((f.system, f.official or f.benchmark), set()).add(f.scenario)
+    out = []
+    for (system, bench), scenarios in sorted(present.items()):
+        for missing in round_.benchmark(bench).missing_scenarios(scenarios):
+            where = relative(sub.path / "results" / system / bench, root)
+            out.append(Problem(where, "scenarios.required", f"no {missing} result",
+                               f"the {sub.division} division needs it for {bench}: run it, or submit to open"))
+    return out

@@ -1,0 +1,74 @@
+"""What `cmx check` finds: problems (path, rule, what was found, what to do) and one row per result."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ERROR = "error"      # the official checker fails on it, or the round's rules forbid it where the checker does not look
+WARNING = "warning"  # worth fixing; fails nothing
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a tree, located and explained."""
+
+    path: str        # relative to the tree's root: closed/cmx/results/box/llama2-70b-99/Offline/user.conf
+    rule: str        # a stable id: layout.missing-file, loadgen.seeds, accuracy.hash, ...
+    found: str
+    fix: str
+    severity: str = ERROR
+
+    def line(self) -> str:
+        fix = f"; {self.fix}" if self.fix else ""
+        mark = "" if self.severity == ERROR else f" ({self.severity})"
+        return f"{self.path}: [{self.rule}]{mark} {self.found}{fix}"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One result of the tree, as the table and the CSV show it."""
+
+    division: str
+    submitter: str
+    system: str
+    benchmark: str
+    scenario: str
+    path: str
+    metric: float | None            # tokens/s (Offline), completed tokens/s (Server, Interactive)
+    units: str
+    validity: str | None            # LoadGen's VALID / INVALID
+    accuracy: dict[str, float]      # ROUGE1, ROUGE2, ROUGEL, TOKENS_PER_SAMPLE as found
+    problems: int                   # errors located in this result's folders
+    weight_data_types: str = ""     # from measurements.json
+    system_facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def compliant(self) -> bool:
+        return self.problems == 0 and self.validity == "VALID"
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything `check_tree` found: the results and the problems, errors first."""
+
+    root: str
+    round: str
+    results: list[ResultRow]
+    problems: list[Problem]
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == ERROR]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def rules_broken(self) -> set[str]:
+        return {p.rule for p in self.errors}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": self.root, "round": self.round, "ok": self.ok,
+                "results": [{**asdict(r), "compliant": r.compliant} for r in self.results],
+                "problems": [asdict(p) for p in self.problems]}

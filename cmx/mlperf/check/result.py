@@ -1,0 +1,189 @@
+"""One result folder: its files, measurements.json, the LoadGen logs, accuracy and TEST06, checked against the round."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from cmx.mlperf.accuracy import TRUNCATED_SIZE, meets_targets, parse_accuracy_txt
+from cmx.mlperf.check.layout import ResultFolder
+from cmx.mlperf.check.model import ERROR, Problem, ResultRow
+from cmx.mlperf.loadgen_log import LoadgenLogError, LoadgenRun, read_loadgen_run
+from cmx.mlperf.rounds import Round
+from cmx.mlperf.test06 import verify_accuracy_txt_passes
+from cmx.mlperf.tree import (
+    ACCURACY_FILES,
+    ACCURACY_LOG,
+    ACCURACY_TXT,
+    DETAIL_LOG,
+    PERFORMANCE_FILES,
+    README,
+    USER_CONF,
+    VERIFY_TXT,
+    ResultPaths,
+    relative,
+)
+
+MAX_ACCURACY_LOG_SIZE = 10 * 1024  # the checker's limit for the truncated accuracy log
+PERFORMANCE_OPTIONAL = (ACCURACY_LOG, "mlperf_log_trace.json", "results.json", ".gitkeep")
+ACCURACY_METRICS = (("rouge1", "ROUGE1"), ("rouge2", "ROUGE2"), ("rougeL", "ROUGEL"),
+                    ("tokens_per_sample", "TOKENS_PER_SAMPLE"))
+# What to do about each LoadGen rule; the finding's own sentence says what was found.
+LOADGEN_FIX = {
+    "loadgen.error": "fix the cause and run the test again: any error line fails the check",
+    "loadgen.logs-disagree": "copy both logs of the same run, unedited",
+    "loadgen.seeds": "run with the LoadGen release the round pins (cmx installs it: get loadgen)",
+    "loadgen.audit": "run the compliance test with its audit.config, and the others without one",
+    "loadgen.invalid": "the official checker may let an INVALID run through; the review will not: run it again",
+    "loadgen.tokens": "report n_tokens (all output tokens, >= 2) and first tokens from the SUT",
+    "loadgen.latency-limit": "lower target_qps until the p99 latencies are within the scenario's limits",
+    "loadgen.scenario": "put each run under the scenario folder it was run as",
+    "loadgen.min-duration": "remove min_duration from user.conf (mlperf.conf sets the round's 600000 ms) and run "
+                            "again",
+    "loadgen.sample-count": "remove the sample-count overrides from user.conf and run again (a _short run never "
+                            "passes this)",
+    "loadgen.equal-issue": "leave sample_concatenate_permutation as mlperf.conf sets it",
+    "loadgen.latency-setting": "use the scenario's LoadGen model name and leave the latency settings to mlperf.conf",
+    "accuracy.coverage": "run the accuracy test over the whole dataset (no rows limit, no _tiny)",
+}
+_NUMPY_REPR = re.compile(r"np\.\w+\(")
+
+
+def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[str, Any],
+                 problems: list[Problem]) -> ResultRow:
+    """Every rule for one result, appending to `problems`; the row the table and the CSV show."""
+    sub, bench_name = folder.submitter, folder.official or folder.benchmark
+    closed = sub.division != "open"
+    paths = ResultPaths(sub.path, round_.layout, folder.system, folder.benchmark, folder.scenario)
+    mine: list[Problem] = []
+    _file_set(paths.performance, PERFORMANCE_FILES, PERFORMANCE_OPTIONAL, root, mine)
+    _file_set(paths.accuracy, ACCURACY_FILES, (), root, mine)
+    measured = _measurement_files(paths, root, round_, mine)
+    perf = _loadgen(paths.performance, root, round_, bench_name, folder.scenario, mine)
+    _loadgen(paths.accuracy, root, round_, bench_name, folder.scenario, mine)
+    accuracy = _accuracy(paths, root, round_, bench_name, closed, mine)
+    if closed and "TEST06" in round_.benchmark(bench_name).compliance_tests:
+        _test06(paths, root, mine)
+    problems += mine
+    metric = perf.results.tokens_per_second if perf else None
+    return ResultRow(division=sub.division, submitter=sub.name, system=folder.system, benchmark=folder.benchmark,
+                     scenario=folder.scenario, path=relative(folder.path, root), metric=metric, units="Tokens/s",
+                     validity=perf.results.validity if perf else None, accuracy=accuracy,
+                     problems=sum(1 for p in mine if p.severity == ERROR), system_facts=system,
+                     weight_data_types=str(measured.get("weight_data_types") or ""))
+
+
+def _file_set(folder: Path, required: tuple[str, ...], optional: tuple[str, ...], root: Path,
+              out: list[Problem]) -> None:
+    where = relative(folder, root)
+    if not folder.is_dir():
+        out.append(Problem(where, "layout.missing-file", "the folder is missing",
+                           f"it holds {', '.join(required)}"))
+        return
+    present = {p.name for p in folder.iterdir() if p.is_file()}
+    for name in required:
+        if name not in present:
+            out.append(Problem(f"{where}/{name}", "layout.missing-file", "missing", "copy it from the run's logs"))
+        elif (folder / name).stat().st_size == 0:
+            out.append(Problem(f"{where}/{name}", "layout.empty-file", "empty", "copy it again from the run"))
+    for name in sorted(present - set(required) - set(optional)):
+        out.append(Problem(f"{where}/{name}", "layout.file-list", "a file the checker does not expect here",
+                           f"this folder holds exactly {', '.join(required)}: remove it"))
+
+
+def _measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[Problem]) -> dict[str, Any]:
+    """user.conf, README.md and the measurements JSON beside them; returns the JSON ({} when unusable)."""
+    folder = paths.measurements_dir
+    for name in (USER_CONF, README):
+        path = folder / name
+        if not path.is_file():
+            out.append(Problem(relative(path, root), "layout.missing-file", "missing",
+                               "user.conf: the one every test ran with; README.md: how to reproduce the result"))
+        elif path.stat().st_size == 0:
+            out.append(Problem(relative(path, root), "layout.empty-file", "empty",
+                               f"the checker wants a non-empty {name}"))
+    path = paths.measurements_json
+    where = relative(path, root)
+    if not path.is_file():
+        out.append(Problem(where, "measurements.missing", "missing",
+                           f"write it with {', '.join(round_.submission.measurements_fields)}"))
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        out.append(Problem(where, "measurements.field", f"not valid JSON ({exc})", "write a JSON object"))
+        return {}
+    if not isinstance(data, dict):
+        out.append(Problem(where, "measurements.field", "not a JSON object", "write a JSON object"))
+        return {}
+    for name in round_.submission.measurements_fields:
+        if name not in data:
+            out.append(Problem(where, "measurements.field", f"field {name} is missing", "add it"))
+        elif not data[name]:
+            out.append(Problem(where, "measurements.field", f"field {name} is empty", "give it a meaningful value"))
+    return data
+
+
+def _loadgen(folder: Path, root: Path, round_: Round, benchmark: str, scenario: str,
+             out: list[Problem]) -> LoadgenRun | None:
+    if not (folder / DETAIL_LOG).is_file():
+        return None  # reported as a missing file
+    where = relative(folder / DETAIL_LOG, root)
+    try:
+        run = read_loadgen_run(folder)
+    except LoadgenLogError as exc:
+        out.append(Problem(where, "loadgen.unreadable", str(exc), "copy the log again from the run"))
+        return None
+    for finding in run.findings(round_, benchmark, compliant=True, scenario=scenario):
+        out.append(Problem(where, finding.rule, finding.text, LOADGEN_FIX.get(finding.rule, "")))
+    return run
+
+
+def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, closed: bool,
+              out: list[Problem]) -> dict[str, float]:
+    txt, log = paths.accuracy / ACCURACY_TXT, paths.accuracy / ACCURACY_LOG
+    if log.is_file() and log.stat().st_size > MAX_ACCURACY_LOG_SIZE:
+        out.append(Problem(relative(log, root), "accuracy.truncation",
+                           f"{log.stat().st_size} bytes: not truncated (the limit is {MAX_ACCURACY_LOG_SIZE})",
+                           f"keep the first and last 4096 characters ({TRUNCATED_SIZE} bytes; cmx's packager does) "
+                           "and the full log outside the tree"))
+    if not txt.is_file():
+        return {}
+    where = relative(txt, root)
+    text = txt.read_text(encoding="utf-8", errors="replace")
+    values = parse_accuracy_txt(text)
+    found = {label: float(values[key]) for key, label in ACCURACY_METRICS if isinstance(values.get(key), float)}
+    missing = [label for key, label in ACCURACY_METRICS if label not in found]
+    if missing:
+        numpy = " (a numpy repr such as np.float64(...) hides them from the checker's patterns)" \
+            if _NUMPY_REPR.search(text) else ""
+        out.append(Problem(where, "accuracy.unreadable", f"the checker finds no {', '.join(missing)}{numpy}",
+                           "print plain numbers: 'rouge1': 44.43 and 'tokens_per_sample': 294.4"))
+    if "hash" not in values:
+        out.append(Problem(where, "accuracy.hash", "no hash= line",
+                           f"append hash=<sha256 of the full {ACCURACY_LOG}> (cmx's packager does)"))
+    if closed and not missing:
+        for shortfall in meets_targets(values, round_.benchmark(benchmark).accuracy):
+            out.append(Problem(where, "accuracy.target", shortfall,
+                               "closed needs the round's accuracy; submit to open or fix the model"))
+    return found
+
+
+def _test06(paths: ResultPaths, root: Path, out: list[Problem]) -> None:
+    verify = paths.test06 / VERIFY_TXT
+    if not paths.test06.is_dir():
+        out.append(Problem(relative(paths.test06, root), "test06.missing", "no TEST06 folder",
+                           "the closed division needs TEST06 for every LLM scenario: run _compliance"))
+        return
+    if not verify.is_file():
+        out.append(Problem(relative(verify, root), "test06.missing", "missing", "run the TEST06 verification"))
+        return
+    text = verify.read_text(encoding="utf-8", errors="replace")
+    if not verify_accuracy_txt_passes(text):
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        out.append(Problem(relative(verify, root), "test06.check",
+                           f"the checks do not all pass ({'; '.join(lines) or 'the file is empty'})",
+                           "it needs 'First token check pass: True' (or Skipped), 'EOS check pass: True' and "
+                           "'Sample length check pass: True'"))

@@ -1,0 +1,261 @@
+"""`cmx check` (cmx.mlperf.check): a compliant-shaped tree from recorded real LoadGen logs passes every rule,
+and each perturbation of it is caught by the rule it breaks, with a message that says what and what to do."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cmx.mlperf.check import check_tree
+from cmx.mlperf.check.report import CSV_HEADER, format_report, summary_csv
+
+from .conftest import Home
+from .submission_trees import BENCHMARK, SUBMITTER, SYSTEM, build_tree, result_dir
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return build_tree(tmp_path / "submission")
+
+
+def sub(root: Path) -> Path:
+    return root / "closed" / SUBMITTER
+
+
+def edit_json(path: Path, **changes: object) -> None:
+    data = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is ...:
+            data.pop(key)
+        else:
+            data[key] = value
+    path.write_text(json.dumps(data))
+
+
+def edit_log(path: Path, key: str, value: str) -> None:
+    """Replace the value of one `:::MLLOG` entry, as a hand edit of the log would."""
+    text = path.read_text()
+    new, count = re.subn(rf'("key": "{re.escape(key)}", "value": )("[^"]*"|[^,]+)', rf"\g<1>{value}", text, count=1)
+    assert count == 1, key
+    path.write_text(new)
+
+
+def perf(root: Path, scenario: str = "Offline") -> Path:
+    return result_dir(root, scenario) / "performance" / "run_1"
+
+
+def acc(root: Path, scenario: str = "Offline") -> Path:
+    return result_dir(root, scenario) / "accuracy"
+
+
+def system_json(root: Path) -> Path:
+    return sub(root) / "systems" / f"{SYSTEM}.json"
+
+
+def test_the_compliant_tree_passes_every_rule(tree: Path):
+    report = check_tree(tree, "v6.0")
+    assert report.problems == [], format_report(report)
+    assert report.ok
+    assert [(r.scenario, r.validity, r.compliant) for r in report.results] == [
+        ("Interactive", "VALID", True), ("Offline", "VALID", True), ("Server", "VALID", True)]
+    assert all(r.metric and r.metric > 0 for r in report.results)
+    assert report.results[0].accuracy == {"ROUGE1": 44.4312, "ROUGE2": 22.0352, "ROUGEL": 28.6162,
+                                          "TOKENS_PER_SAMPLE": 294.45}
+
+
+def test_the_csv_has_the_official_columns_and_one_quoted_row_per_result(tree: Path):
+    text = summary_csv(check_tree(tree))
+    assert text.splitlines()[0] == ",".join(CSV_HEADER)
+    assert all(line.startswith('"') for line in text.splitlines()[1:])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["Scenario"] for r in rows] == ["Interactive", "Offline", "Server"]
+    offline = rows[1]
+    assert (offline["Organization"], offline["Division"], offline["Platform"], offline["Model"]) == \
+        (SUBMITTER, "closed", SYSTEM, BENCHMARK)
+    assert offline["total_accelerators"] == "8" and offline["Units"] == "Tokens/s"
+    assert float(offline["Result"]) > 0 and offline["weight_data_types"] == "bf16"
+    assert offline["Accuracy"] == "ROUGE1: 44.4312  ROUGE2: 22.0352  ROUGEL: 28.6162  TOKENS_PER_SAMPLE: 294.45"
+
+
+def test_an_open_tree_needs_neither_test06_nor_calibration_nor_every_scenario(tmp_path: Path):
+    root = build_tree(tmp_path / "s", division="open", scenarios=("Offline",))
+    below = result_dir(root, "Offline", division="open") / "accuracy" / "accuracy.txt"
+    below.write_text(below.read_text().replace("'rouge1': 44.4312", "'rouge1': 12.5"))
+    report = check_tree(root)
+    assert report.problems == [], format_report(report)
+
+
+Mutation = Callable[[Path], None]
+
+
+def _unlink(rel: Callable[[Path], Path]) -> Mutation:
+    return lambda root: rel(root).unlink()
+
+
+def _write(rel: Callable[[Path], Path], text: str | bytes) -> Mutation:
+    def apply(root: Path) -> None:
+        path = rel(root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    return apply
+
+
+def _replace(rel: Callable[[Path], Path], old: str, new: str) -> Mutation:
+    def apply(root: Path) -> None:
+        path = rel(root)
+        text = path.read_text()
+        assert old in text, old
+        path.write_text(text.replace(old, new))
+    return apply
+
+
+def _invalid(root: Path) -> None:
+    edit_log(perf(root) / "mlperf_log_detail.txt", "result_validity", '"INVALID"')
+    _replace(lambda r: perf(r) / "mlperf_log_summary.txt", "Result is : VALID", "Result is : INVALID")(root)
+
+
+def _error_line(root: Path) -> None:
+    entry = {"key": "error_runtime", "value": "Loadgen found an error in the SUT's response", "time_ms": 1.0,
+             "namespace": "mlperf::logging", "event_type": "POINT_IN_TIME",
+             "metadata": {"is_error": True, "is_warning": False, "file": "loadgen.cc", "line_no": 1, "pid": 1,
+                          "tid": 1}}
+    with open(acc(root) / "mlperf_log_detail.txt", "a") as f:
+        f.write(f":::MLLOG {json.dumps(entry)}\n")
+    _replace(lambda r: acc(r) / "mlperf_log_summary.txt", "No errors encountered", "1 ERROR encountered")(root)
+
+
+def _rename_benchmark(root: Path) -> None:
+    folder = result_dir(root, "Offline").parent
+    folder.rename(folder.with_name("llama2-70b"))
+
+
+def _only_offline(root: Path) -> None:
+    for scenario in ("Server", "Interactive"):
+        shutil.rmtree(result_dir(root, scenario))
+
+
+# (id, mutation, rule, path fragment, message fragment)
+MUTATIONS: list[tuple[str, Mutation, str, str, str]] = [
+    ("missing-file", _unlink(lambda r: perf(r) / "mlperf_log_summary.txt"), "layout.missing-file",
+     "Offline/performance/run_1/mlperf_log_summary.txt", "missing"),
+    ("empty-user-conf", _write(lambda r: result_dir(r, "Server") / "user.conf", ""), "layout.empty-file",
+     "Server/user.conf", "empty"),
+    ("wrong-seed", lambda r: edit_log(perf(r) / "mlperf_log_detail.txt", "effective_qsl_rng_seed",
+                                      "1780908523862526354"), "loadgen.seeds", "Offline/performance/run_1",
+     "not v6.0's"),
+    ("invalid-result", _invalid, "loadgen.invalid", "Offline/performance/run_1", "INVALID"),
+    ("error-line", _error_line, "loadgen.error", "Offline/accuracy/mlperf_log_detail.txt",
+     "LoadGen logged an error"),
+    ("min-duration-1000", lambda r: edit_log(perf(r, "Server") / "mlperf_log_detail.txt",
+                                             "effective_min_duration_ms", "1000"),
+     "loadgen.min-duration", "Server/performance/run_1", "min_duration was 1000 ms"),
+    ("n-tokens-missing", lambda r: edit_log(perf(r) / "mlperf_log_detail.txt", "result_tokens_per_second", "0.0"),
+     "loadgen.tokens", "Offline/performance/run_1", "0 tokens/s"),
+    ("numpy-repr", _replace(lambda r: acc(r) / "accuracy.txt", "'rouge1': 44.4312", "'rouge1': np.float64(44.4312)"),
+     "accuracy.unreadable", "Offline/accuracy/accuracy.txt", "np.float64"),
+    ("missing-hash", lambda r: (acc(r) / "accuracy.txt").write_text(
+        "\n".join(ln for ln in (acc(r) / "accuracy.txt").read_text().splitlines() if not ln.startswith("hash="))),
+     "accuracy.hash", "Offline/accuracy/accuracy.txt", "no hash= line"),
+    ("untruncated-json", _write(lambda r: acc(r) / "mlperf_log_accuracy.json", "[" + " " * 20000 + "]"),
+     "accuracy.truncation", "Offline/accuracy/mlperf_log_accuracy.json", "not truncated"),
+    ("missing-system-field", lambda r: edit_json(system_json(r), cooling=...), "system.field",
+     f"systems/{SYSTEM}.json", "cooling: missing"),
+    ("zero-not-string", lambda r: edit_json(system_json(r), accelerators_per_node=0), "system.field",
+     f"systems/{SYSTEM}.json", "the number 0"),
+    ("is-network-false", lambda r: edit_json(system_json(r), is_network="false"), "system.network",
+     f"systems/{SYSTEM}.json", "is_network"),
+    ("division-mismatch", lambda r: edit_json(system_json(r), division="open"), "system.division",
+     f"systems/{SYSTEM}.json", "division folder"),
+    ("missing-test06-line", _replace(lambda r: result_dir(r, "Server") / "TEST06" / "verify_accuracy.txt",
+                                     "EOS check pass: True\n", ""),
+     "test06.check", "Server/TEST06/verify_accuracy.txt", "do not all pass"),
+    ("interactive-ttft-500ms", lambda r: edit_log(perf(r, "Interactive") / "mlperf_log_detail.txt",
+                                                  "result_first_token_99.00_percentile_latency_ns", "500000000"),
+     "loadgen.latency-limit", "Interactive/performance/run_1", "over the v6.0 Interactive limit of 450 ms"),
+    ("wrong-benchmark-folder", _rename_benchmark, "layout.benchmark", "results/box/llama2-70b",
+     "did you mean 'llama2-70b-99'"),
+    ("extra-folder-at-root", lambda r: (r / "extras").mkdir(), "layout.root", "extras", "not a division"),
+    ("accuracy-below-target", _replace(lambda r: acc(r) / "accuracy.txt", "'rouge1': 44.4312", "'rouge1': 40.0"),
+     "accuracy.target", "Offline/accuracy/accuracy.txt", "ROUGE-1 is 40.0, below the minimum"),
+    ("missing-required-scenario", _only_offline, "scenarios.required", f"results/{SYSTEM}/{BENCHMARK}",
+     "no Server or Interactive result"),
+    ("missing-test06", lambda r: shutil.rmtree(result_dir(r, "Offline") / "TEST06"), "test06.missing",
+     "Offline/TEST06", "no TEST06 folder"),
+    ("empty-measurement", lambda r: edit_json(result_dir(r, "Offline") / "measurements.json", retraining=""),
+     "measurements.field", "Offline/measurements.json", "retraining is empty"),
+    ("no-src", lambda r: shutil.rmtree(sub(r) / "src"), "layout.src", "src", "no src/ folder"),
+    ("no-calibration", lambda r: shutil.rmtree(sub(r) / "documentation"), "layout.calibration",
+     "documentation/calibration.md", "missing"),
+    ("file-at-root", _write(lambda r: r / "notes.txt", "x"), "layout.root", "notes.txt", "a file at the root"),
+    ("hidden-file", _write(lambda r: sub(r) / "src" / ".DS_Store", "x"), "layout.hygiene", "src/.DS_Store",
+     "hidden"),
+    ("extra-accuracy-file", _write(lambda r: acc(r) / "notes.txt", "x"), "layout.file-list",
+     "Offline/accuracy/notes.txt", "does not expect"),
+    ("bad-status", lambda r: edit_json(system_json(r), status="released"), "system.status",
+     f"systems/{SYSTEM}.json", "'released'"),
+    ("orphan-system", _write(lambda r: sub(r) / "systems" / "other.json", "{}"), "system.orphan",
+     "systems/other.json", "no results"),
+    ("lowercase-scenario", lambda r: result_dir(r, "Server").rename(result_dir(r, "Server").with_name("server")),
+     "layout.scenario", f"{BENCHMARK}/server", "not a scenario"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "rule", "where", "message"), [m[1:] for m in MUTATIONS],
+                         ids=[m[0] for m in MUTATIONS])
+def test_check_catches_each_perturbation_with_its_rule(tree: Path, mutate: Mutation, rule: str, where: str,
+                                                       message: str):
+    mutate(tree)
+    report = check_tree(tree, "v6.0")
+    assert not report.ok
+    hits = [p for p in report.errors if p.rule == rule]
+    assert hits, format_report(report)
+    assert any(where in p.path and message in p.line() for p in hits), [p.line() for p in hits]
+    assert all(p.fix for p in hits)  # every problem says what to do
+
+
+def test_each_perturbation_breaks_only_its_own_rules(tree: Path):
+    """The rules do not cascade: a wrong seed is a seed problem, not also an INVALID or a layout one."""
+    edit_log(perf(tree) / "mlperf_log_detail.txt", "effective_qsl_rng_seed", "1780908523862526354")
+    assert check_tree(tree).rules_broken() == {"loadgen.seeds"}
+
+
+def test_a_network_tree_with_a_boolean_is_network_is_reported_not_a_crash(tree: Path):
+    edit_json(system_json(tree), is_network=True)
+    found = [p.line() for p in check_tree(tree).errors if p.rule == "system.network"]
+    assert found and "not a string" in found[0]
+
+
+def test_the_v51_layout_keeps_measurements_and_compliance_in_their_own_folders(tree: Path):
+    report = check_tree(tree, "v5.1")
+    paths = {p.path for p in report.errors if p.rule in ("measurements.missing", "test06.missing")}
+    assert f"closed/{SUBMITTER}/measurements/{SYSTEM}/{BENCHMARK}/Offline/{SYSTEM}_Offline.json" in paths
+    assert any(p.startswith(f"closed/{SUBMITTER}/compliance/") for p in paths)
+    assert "loadgen.seeds" in report.rules_broken()  # v6.0 logs are not v5.1's
+
+
+def test_cmx_check_prints_the_table_and_problems_and_exits_1(home: Home, tree: Path, tmp_path: Path):
+    ok = home.cmx("check", str(tree), "--csv", str(tmp_path / "summary.csv"))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "PASS" in ok.stdout and "Offline" in ok.stdout
+    assert (tmp_path / "summary.csv").read_text().startswith("Organization,Availability,Division")
+    edit_json(system_json(tree), cooling="")
+    bad = home.cmx("check", str(tree))
+    assert bad.returncode == 1
+    assert f"closed/{SUBMITTER}/systems/{SYSTEM}.json: [system.field] cooling: empty; put it in the system file" \
+        in bad.stdout
+    data = json.loads(home.cmx("check", str(tree), "--json").stdout)
+    assert data["ok"] is False and data["problems"][0]["rule"] == "system.field"
+    assert len(data["results"]) == 3
+
+
+def test_cmx_check_of_a_missing_folder_says_so(home: Home, tmp_path: Path):
+    proc = home.cmx("check", str(tmp_path / "nowhere"))
+    assert proc.returncode == 1
+    assert "is not a folder" in proc.stdout
