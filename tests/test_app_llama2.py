@@ -34,6 +34,8 @@ from cmx.mlperf.app import (
     system_name,
 )
 from cmx.mlperf.harness import HarnessConfig, HarnessResult, judge
+from cmx.mlperf.check import check_tree
+from cmx.mlperf.check.report import format_report
 from cmx.mlperf.loadgen_log import read_loadgen_run
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.test06 import Check, Test06Result, format_verify_accuracy_txt
@@ -194,13 +196,15 @@ needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
 
 @needs_vllm
 @pytest.mark.e2e
-def test_the_app_runs_offline_tiny_short_through_the_cli(home: Home, tmp_path: Path):
+def test_the_app_runs_offline_tiny_short_through_the_cli_and_packages_it(home: Home, tmp_path: Path):
     (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
                                              encoding="utf-8")
-    results = tmp_path / "results"
-    proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short", "--input", "rows=256",
+    results, submission = tmp_path / "results", tmp_path / "submission"
+    proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _submission", "--input", "rows=256",
                     "--input", "modes=performance,accuracy", "--input", f"results_dir={results}",
-                    "--input", "system_name=cpu-box", "--progress", "none", timeout=900)
+                    "--input", "system_name=cpu-box", "--input", "submitter=cmx-test",
+                    "--input", f"system_file={REPO / 'docs/examples/system-demo.yaml'}",
+                    "--input", f"submission_dir={submission}", "--progress", "none", timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     scenario = results / "cpu-box" / "llama2-70b-99" / "Offline"
     perf, acc = scenario / "performance" / "run_1", scenario / "accuracy"
@@ -220,6 +224,18 @@ def test_the_app_runs_offline_tiny_short_through_the_cli(home: Home, tmp_path: P
     assert facts["validity"]["performance"] == "VALID"
     assert "  summary = " in proc.stdout and "\n  table:\n    scenario" in proc.stdout  # the table as a block
     assert "VALID" in (results / "summary.txt").read_text()
+    # _submission: an open tree, structurally complete; cmx check finds only what _short breaks by design
+    tree = submission / "open" / "cmx-test"
+    packaged = tree / "results" / "cpu-box" / "llama2-70b-99" / "Offline"
+    for rel in ("performance/run_1/mlperf_log_detail.txt", "accuracy/accuracy.txt", "accuracy/mlperf_log_accuracy.json",
+                "measurements.json", "user.conf", "README.md"):
+        assert (packaged / rel).stat().st_size > 0, rel
+    assert (tree / "systems" / "cpu-box.json").is_file() and (tree / "src" / "cmx" / "api.py").is_file()
+    assert "app mlperf inference llama2 _cpu _tiny _short _submission" in (packaged / "README.md").read_text()
+    report = check_tree(submission, "v6.0")
+    assert report.rules_broken() == {"loadgen.min-duration", "loadgen.sample-count", "accuracy.coverage"}, \
+        format_report(report)
+    assert json.loads((tree / "systems" / "cpu-box.json").read_text())["accelerators_per_node"] == "0"
 
 
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):

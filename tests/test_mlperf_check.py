@@ -259,3 +259,18 @@ def test_cmx_check_of_a_missing_folder_says_so(home: Home, tmp_path: Path):
     proc = home.cmx("check", str(tmp_path / "nowhere"))
     assert proc.returncode == 1
     assert "is not a folder" in proc.stdout
+
+
+def test_expect_passes_only_when_exactly_the_listed_rules_break(home: Home, tree: Path):
+    edit_log(perf(tree, "Server") / "mlperf_log_detail.txt", "effective_min_duration_ms", "1000")
+    exact = home.cmx("check", str(tree), "--expect", "loadgen.min-duration")
+    assert exact.returncode == 0, exact.stdout
+    assert "[loadgen.min-duration]" in exact.stdout  # still reported
+    assert "FAIL:" in exact.stdout and "AS EXPECTED: the tree breaks exactly loadgen.min-duration" in exact.stdout
+    more = home.cmx("check", str(tree), "--expect", "loadgen.min-duration,accuracy.coverage")
+    assert more.returncode == 1
+    assert "does not break accuracy.coverage, which was expected" in more.stdout
+    edit_json(system_json(tree), cooling="")
+    other = home.cmx("check", str(tree), "--expect", "loadgen.min-duration", "--json")
+    assert other.returncode == 1
+    assert json.loads(other.stdout)["expectation"].startswith("NOT AS EXPECTED: the tree breaks system.field")

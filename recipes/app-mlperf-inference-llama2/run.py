@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+from cmx import __version__
 from cmx.mlperf.app import (
     SHORT_TIMEOUT_S,
     AppConfig,
+    AppConfigError,
     EngineSettings,
     benchmark_name,
     modes_for,
@@ -18,7 +20,9 @@ from cmx.mlperf.app import (
     scenarios_from_list,
     system_name,
 )
+from cmx.mlperf.provenance import RunOrigin, container_facts, software_versions
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.submission import PackageRequest, package_and_check
 
 GROUPS = {"target": ("99", "99.9"), "scenario": ("offline", "server", "interactive", "all-scenarios"),
           "mode": ("valid", "performance", "accuracy", "compliance")}
@@ -40,8 +44,18 @@ def modes(ctx):
     return modes_from_list(listed) if listed else modes_for(variation)
 
 
+def origin(ctx, model):
+    return RunOrigin(command=ctx.run_argv, cmx_version=__version__,
+                     run_record=str(ctx.run_record) if ctx.run_record else None,
+                     system=dict(ctx.deps.system.outputs), software=software_versions(),
+                     model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny")},
+                     container=container_facts(), python=ctx.deps.system.outputs["python"])
+
+
 def run(ctx):
     i = ctx.inputs
+    if "submission" in ctx.variations and not i["submitter"]:  # before the hours of benchmarking, not after
+        raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
     benchmark = benchmark_name("llama2-70b", chosen(ctx, "target"))
     model = ctx.deps.model.outputs
     short = "short" in ctx.variations
@@ -58,8 +72,18 @@ def run(ctx):
         engine=EngineSettings(precision=ctx.context.get("precision"), tensor_parallel_size=i["tensor_parallel_size"],
                               max_num_seqs=i["max_num_seqs"], max_num_batched_tokens=i["max_num_batched_tokens"],
                               gpu_memory_utilization=i["gpu_memory_utilization"], max_model_len=i["max_model_len"]),
-        timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None))
+        timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))
     result = run_app(config, logger=ctx.log)
     ctx.log.info("results in %s\n%s", result.results_dir, result.table)
     return {"results_dir": result.results_dir, "system": config.system, "benchmark": benchmark,
-            "summary": [asdict(r) for r in result.runs], "table": result.table}
+            "summary": [asdict(r) for r in result.runs], "table": result.table,
+            "submission": submission(ctx, config.results_dir) if "submission" in ctx.variations else {}}
+
+
+def submission(ctx, results_dir):
+    i = ctx.inputs
+    request = PackageRequest(results_dir=results_dir, out_dir=i["submission_dir"] or results_dir.parent / "submission",
+                             submitter=i["submitter"], division=i["division"], round=i["round"],
+                             system_file=i["system_file"], calibration_file=i["calibration_file"])
+    packaged = package_and_check(request, ctx.log)
+    return {**packaged, "tree": str(packaged["tree"])}

@@ -1,0 +1,448 @@
+"""Package a cmx results tree as an MLPerf submission tree (`<out>/<division>/<submitter>/`), or refuse and say why.
+
+The source is what `cmx.mlperf.app` writes: `<results>/<system>/<benchmark>/<Scenario>/` with
+cmx_run.json, user.conf and the LoadGen logs of each test. Every reason not to package is
+collected before anything is written (INVALID runs, errors in a log, seeds of another round,
+short or tiny results or missed accuracy targets into closed, a missing scenario or test, an
+incomplete system description), so one attempt shows the whole list. Nothing is invented: a
+field no one supplied is a refusal, never a placeholder. The tree is built in a temporary
+folder beside its destination and moved into place whole.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx.errors import CmxError
+from cmx.mlperf.accuracy import meets_targets, read_accuracy_txt, sha256_file, truncate_accuracy_log
+from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS
+from cmx.mlperf.loadgen_log import LoadgenLogError, read_loadgen_run
+from cmx.mlperf.provenance import RunOrigin
+from cmx.mlperf.rounds import Round, RoundError, load_round
+from cmx.mlperf.system_desc import (
+    build_description,
+    description_problems,
+    detected_fields,
+    read_user_file,
+    write_description,
+)
+from cmx.mlperf.test06 import verify_accuracy_txt_passes
+from cmx.mlperf.tree import (
+    ACCURACY_LOG,
+    ACCURACY_TXT,
+    CALIBRATION,
+    PERFORMANCE_FILES,
+    VERIFY_TXT,
+    ResultPaths,
+    system_json,
+)
+
+PACKAGE_DIVISIONS = ("closed", "open")
+UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_CHECKOUT = Path(__file__).resolve().parent.parent.parent
+# what src/ gets: enough to `pip install -e src` and run the same recipes
+SOURCE_FOLDERS = ("cmx", "recipes", "templates")
+SOURCE_FILES = ("pyproject.toml", "registry.yaml")
+
+
+class SubmissionRefused(CmxError):
+    """The results cannot be packaged as asked; the message lists every reason."""
+
+
+@dataclass(frozen=True)
+class PackageRequest:
+    """What to package, where, and as whom."""
+
+    results_dir: Path
+    out_dir: Path
+    submitter: str
+    division: str
+    round: str | None = None            # default: the round the results were run for
+    system_file: Path | None = None     # the fields detection cannot fill (status, cooling, ...)
+    calibration_file: Path | None = None  # closed, quantized weights: what calibration was done
+    tar: bool = False
+
+
+@dataclass(frozen=True)
+class SourceResult:
+    """One scenario folder of a cmx results tree and the facts cmx_run.json holds about it."""
+
+    path: Path
+    system: str
+    benchmark: str
+    scenario: str
+    facts: Mapping[str, Any]
+
+    @property
+    def origin(self) -> RunOrigin | None:
+        data = self.facts.get("origin")
+        return RunOrigin.from_json(data) if isinstance(data, Mapping) else None
+
+    @property
+    def name(self) -> str:
+        return f"{self.system}/{self.benchmark}/{self.scenario}"
+
+    def run_dir(self, mode: str) -> Path:
+        return self.path / MODE_FOLDERS[mode]
+
+    def has(self, mode: str) -> bool:
+        return (self.run_dir(mode) / "mlperf_log_detail.txt").is_file()
+
+
+@dataclass(frozen=True)
+class PackagedResult:
+    name: str
+    path: Path
+    full_accuracy_log: Path   # kept outside the tree: the hash in accuracy.txt is all the tree keeps of it
+    accuracy_log_sha256: str
+
+
+@dataclass(frozen=True)
+class Packaged:
+    """What `package` wrote."""
+
+    tree: Path                # <out>/<division>/<submitter>
+    round: str
+    division: str
+    submitter: str
+    results: list[PackagedResult]
+    notes: list[str] = field(default_factory=list)   # what makes the results non-compliant (open only)
+    tarball: Path | None = None
+
+
+# --- reading the results tree ---------------------------------------------------------------------
+
+def find_results(results_dir: Path) -> list[SourceResult]:
+    """Every `<system>/<benchmark>/<Scenario>/cmx_run.json` under `results_dir`, in name order."""
+    if not results_dir.is_dir():
+        raise SubmissionRefused(f"{results_dir} is not a folder",
+                                hint="give --input results_dir=DIR: the results_dir of a `cmx run \"app mlperf "
+                                     "inference ...\"`")
+    found = []
+    for facts_path in sorted(results_dir.glob(f"*/*/*/{CMX_RUN_JSON}")):
+        folder = facts_path.parent
+        try:
+            facts = json.loads(facts_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SubmissionRefused(f"cannot read {facts_path}: {exc}",
+                                    hint="the file is written by cmx at the end of each scenario; re-run it") from None
+        found.append(SourceResult(folder, folder.parent.parent.name, folder.parent.name, folder.name, facts))
+    if not found:
+        raise SubmissionRefused(f"no cmx results under {results_dir} (no <system>/<benchmark>/<Scenario>/"
+                                f"{CMX_RUN_JSON})", hint="point results_dir at the folder an app run wrote")
+    return found
+
+
+# --- deciding ------------------------------------------------------------------------------------
+
+def refusals(request: PackageRequest, round_: Round, results: Sequence[SourceResult]) -> list[str]:
+    """Every reason these results cannot go into the requested division; [] when they can."""
+    closed = request.division == "closed"
+    reasons: list[str] = []
+    for result in results:
+        reasons += [f"{result.name}: {r}" for r in result_refusals(result, round_, closed=closed)]
+    if closed:
+        reasons += scenario_refusals(round_, results)
+    return reasons
+
+
+def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
+    facts, out = result.facts, []
+    if facts.get("round") and facts["round"] != round_.name:
+        out.append(f"it was run for {facts['round']}, not {round_.name}: its LoadGen seeds are that round's")
+    try:
+        bench = round_.benchmark(result.benchmark)
+    except RoundError as exc:
+        return out + [str(exc)]
+    if result.scenario not in bench.scenario_names:
+        return out + [f"{result.benchmark} has no scenario {result.scenario} in {round_.name}"]
+    if closed:
+        if facts.get("short"):
+            out.append("a _short run (cmx's smoke profile) cannot go into the closed division; run without _short")
+        if facts.get("tiny"):
+            out.append("a _tiny run (random weights, generated data) cannot go into the closed division")
+        if facts.get("rows") is not None:
+            out.append(f"only {facts['rows']} dataset rows were used; the closed division needs all "
+                       f"{bench.dataset_size}")
+    modes = ("performance", "accuracy", "test06") if closed else ("performance", "accuracy")
+    for mode in modes:
+        if not result.has(mode):
+            what = "TEST06 (closed needs it for LLMs)" if mode == "test06" else f"a {mode} run"
+            out.append(f"there is no {what}: its {MODE_FOLDERS[mode]}/mlperf_log_detail.txt is missing")
+    for mode in modes:
+        if result.has(mode):
+            out += _log_refusals(result, round_, mode, closed=closed)
+    if result.has("accuracy"):
+        out += _accuracy_refusals(result, round_, closed=closed)
+    if closed and result.has("test06"):
+        verify = result.run_dir("test06") / VERIFY_TXT
+        if not verify.is_file():
+            out.append(f"TEST06 has no {VERIFY_TXT}: the verification did not run")
+        elif not verify_accuracy_txt_passes(verify.read_text(encoding="utf-8", errors="replace")):
+            out.append(f"TEST06 failed a check (see {verify})")
+    return out
+
+
+def _log_refusals(result: SourceResult, round_: Round, mode: str, *, closed: bool) -> list[str]:
+    try:
+        run = read_loadgen_run(result.run_dir(mode))
+    except LoadgenLogError as exc:
+        return [f"{mode}: {exc}"]
+    test = "TEST06" if mode == "test06" else None
+    found = run.findings(round_, result.benchmark, compliant=closed and test is None, scenario=result.scenario,
+                         compliance_test=test)
+    label = "TEST06" if test else mode
+    return [f"{label}: {f.text}" for f in found]
+
+
+def _accuracy_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
+    folder = result.run_dir("accuracy")
+    txt, log = folder / ACCURACY_TXT, folder / ACCURACY_LOG
+    if not txt.is_file():
+        return [f"accuracy: there is no {ACCURACY_TXT}: the accuracy run was not scored"]
+    values = read_accuracy_txt(txt)
+    out = []
+    if not log.is_file():
+        out.append(f"accuracy: the full {ACCURACY_LOG} is missing, so accuracy.txt cannot be checked against it")
+    elif values.get("hash") != sha256_file(log):
+        out.append(f"accuracy: the hash in {ACCURACY_TXT} is not the sha256 of {ACCURACY_LOG}: the log changed "
+                   "after it was scored; score it again")
+    if closed:
+        out += [f"accuracy: {s} (closed needs the round's targets)"
+                for s in meets_targets(values, round_.benchmark(result.benchmark).accuracy)]
+    return out
+
+
+def scenario_refusals(round_: Round, results: Sequence[SourceResult]) -> list[str]:
+    """Closed: each system's benchmark needs the round's required scenarios."""
+    present: dict[tuple[str, str], set[str]] = {}
+    for r in results:
+        present.setdefault((r.system, r.benchmark), set()).add(r.scenario)
+    out = []
+    for (system, benchmark), scenarios in sorted(present.items()):
+        try:
+            missing = round_.benchmark(benchmark).missing_scenarios(scenarios)
+        except RoundError:
+            continue  # reported per result
+        out += [f"{system}/{benchmark}: the closed division needs a {m} result; run it (_all-scenarios runs every "
+                f"scenario)" for m in missing]
+    return out
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+def package(request: PackageRequest) -> Packaged:
+    """Build `<out>/<division>/<submitter>/` from `request.results_dir`, or raise SubmissionRefused with every reason."""
+    _check_request(request)
+    results = find_results(request.results_dir)
+    round_ = load_round(request.round or _results_round(results))
+    user = read_user_file(request.system_file, round_) if request.system_file else {}
+    descriptions = {system: build_description(round_, detected=detected_fields(_origin_of(results, system)),
+                                              user=user, division=request.division, submitter=request.submitter)
+                    for system in sorted({r.system for r in results})}
+    reasons = refusals(request, round_, results)
+    for system, desc in descriptions.items():
+        reasons += [f"systems/{system}.json: {p}" for p in description_problems(desc, round_)]
+    reasons += _calibration_refusals(request, results)
+    if reasons:
+        raise SubmissionRefused(f"cannot package {request.results_dir} into the {request.division} division "
+                                f"({len(reasons)} reason(s)):\n" + "\n".join(f"  - {r}" for r in reasons),
+                                hint="docs/submission.md explains each refusal; nothing was written")
+    dest = request.out_dir / request.division / request.submitter
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".cmx-package-", dir=request.out_dir))
+    try:
+        packaged = [_write_result(staging, round_, request, r) for r in results]
+        for system, desc in descriptions.items():
+            write_description(desc, system_json(staging, system))
+        _write_code(staging / round_.layout.code_dir)
+        if request.division == "closed":
+            _write_calibration(staging / "documentation" / CALIBRATION, request, results)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    notes = sorted({f"{r.name}: {n}" for r in results for n in r.facts.get("noncompliance") or []})
+    tarball = write_tarball(request.out_dir, request.division, request.submitter) if request.tar else None
+    return Packaged(dest, round_.name, request.division, request.submitter, packaged, notes, tarball)
+
+
+def _check_request(request: PackageRequest) -> None:
+    if request.division not in PACKAGE_DIVISIONS:
+        raise SubmissionRefused(f"division {request.division!r} is not one cmx packages",
+                                hint=f"use one of {', '.join(PACKAGE_DIVISIONS)}")
+    if not _NAME.match(request.submitter or ""):
+        raise SubmissionRefused(f"submitter {request.submitter!r} is not a folder name",
+                                hint="use your organisation's name in letters, digits, '.', '_' and '-' "
+                                     "(it must match what MLCommons has registered)")
+    dest = request.out_dir / request.division / request.submitter
+    if dest.exists():
+        raise SubmissionRefused(f"{dest} already exists", hint="remove it, or give another --input out_dir=DIR; "
+                                                               "cmx never mixes two packagings in one tree")
+    if request.out_dir.is_dir():
+        strays = sorted(p.name for p in request.out_dir.iterdir() if p.name not in PACKAGE_DIVISIONS)
+        if strays:
+            raise SubmissionRefused(f"{request.out_dir} holds {', '.join(strays)}: the root of a submission tree "
+                                    "may hold only division folders (closed, open)",
+                                    hint="give an empty or new folder as --input out_dir=DIR")
+
+
+def _results_round(results: Sequence[SourceResult]) -> str:
+    rounds = sorted({str(r.facts.get("round") or "") for r in results} - {""})
+    if len(rounds) != 1:
+        raise SubmissionRefused(f"the results were run for {', '.join(rounds) or 'no recorded round'}",
+                                hint="package one round at a time: give --input round=v6.0 (results of another "
+                                     "round are refused)")
+    return rounds[0]
+
+
+def _origin_of(results: Sequence[SourceResult], system: str) -> RunOrigin | None:
+    return next((r.origin for r in results if r.system == system and r.origin), None)
+
+
+def _calibration_refusals(request: PackageRequest, results: Sequence[SourceResult]) -> list[str]:
+    if request.division != "closed" or request.calibration_file:
+        return []
+    return [f"{r.name}: it ran quantized weights ({_precision(r)}); give --input calibration_file=FILE saying how "
+            "they were calibrated (it becomes documentation/calibration.md)"
+            for r in results if _precision(r) not in UNQUANTIZED]
+
+
+def _precision(result: SourceResult) -> str:
+    return str((result.facts.get("engine") or {}).get("precision") or "")
+
+
+def _write_result(root: Path, round_: Round, request: PackageRequest, source: SourceResult) -> PackagedResult:
+    paths = ResultPaths(root, round_.layout, source.system, source.benchmark, source.scenario)
+    _copy_files(source.run_dir("performance"), paths.performance, PERFORMANCE_FILES)
+    acc = source.run_dir("accuracy")
+    _copy_files(acc, paths.accuracy, ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_TXT))
+    digest = truncate_accuracy_log(acc / ACCURACY_LOG, paths.accuracy / ACCURACY_LOG)
+    if request.division == "closed":
+        test06 = source.run_dir("test06")
+        _copy_files(test06, paths.test06, (VERIFY_TXT,))
+        _copy_files(test06, paths.test06 / "accuracy", (ACCURACY_LOG,))
+    paths.measurements_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source.path / "user.conf", paths.user_conf)
+    paths.measurements_json.write_text(json.dumps(measurements(source), indent=4) + "\n", encoding="utf-8")
+    paths.readme.write_text(render_readme(source, round_, request, digest), encoding="utf-8")
+    return PackagedResult(source.name, paths.result_dir, acc / ACCURACY_LOG, digest)
+
+
+def _copy_files(src: Path, dest: Path, names: Iterable[str]) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copyfile(src / name, dest / name)
+
+
+def measurements(source: SourceResult) -> dict[str, str]:
+    """measurements.json from what the run recorded of its model and precision."""
+    origin = source.origin
+    model = dict(origin.model) if origin else {}
+    precision = _precision(source) or str(model.get("precision") or "")
+    name = str(model.get("name") or "")
+    if model.get("revision"):
+        name = f"{name} (revision {model['revision']})"
+    if model.get("is_tiny"):
+        name = f"{name} (random weights generated by cmx: not a result)"
+    if precision and precision in UNQUANTIZED:
+        transformations = f"none (weights loaded as {model.get('dtype') or precision})"
+    else:
+        transformations = f"quantization to {precision} (see documentation/calibration.md)"
+    return {"input_data_types": "int32 (token ids)", "retraining": "No",
+            "starting_weights_filename": name, "weight_data_types": precision,
+            "weight_transformations": transformations}
+
+
+def render_readme(source: SourceResult, round_: Round, request: PackageRequest, digest: str) -> str:
+    from cmx.templates import render
+
+    origin = source.origin
+    return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
+                  division=request.division, submitter=request.submitter, accuracy_sha256=digest,
+                  runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [])
+
+
+def _write_code(dest: Path) -> None:
+    """The harness source: this cmx package and its recipes, as they ran (the tree must say how results were made)."""
+    from cmx import __version__
+    from cmx.templates import render
+
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+    for name in SOURCE_FOLDERS:
+        if (_CHECKOUT / name).is_dir():
+            shutil.copytree(_CHECKOUT / name, dest / name, ignore=ignore)
+    for name in SOURCE_FILES:
+        if (_CHECKOUT / name).is_file():
+            shutil.copyfile(_CHECKOUT / name, dest / name)
+    (dest / "README.md").write_text(render("submission/src-README.md.j2", version=__version__,
+                                           commit=source_commit()), encoding="utf-8")
+
+
+def source_commit() -> str:
+    """The git commit of the cmx checkout ("" outside one), with " (with uncommitted changes)" when dirty."""
+    if not (_CHECKOUT / ".git").exists():
+        return ""
+    try:
+        sha = subprocess.run(["git", "-C", str(_CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(_CHECKOUT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{sha} (with uncommitted changes)" if dirty else sha
+
+
+def _write_calibration(path: Path, request: PackageRequest, results: Sequence[SourceResult]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if request.calibration_file:
+        shutil.copyfile(request.calibration_file, path)
+        return
+    from cmx.templates import render
+
+    precisions = sorted({_precision(r) for r in results} - {""}) or ["the checkpoint's own dtype"]
+    path.write_text(render("submission/calibration.md.j2", precisions=precisions), encoding="utf-8")
+
+
+def write_tarball(out_dir: Path, division: str, submitter: str) -> Path:
+    """`<out>.tar.gz` beside the tree, holding `<division>/<submitter>/...` (what submitters upload)."""
+    tarball = out_dir.parent / f"{out_dir.name}.tar.gz"
+    tmp = tarball.with_name(f".{tarball.name}.tmp")
+
+    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+
+    with tarfile.open(tmp, "w:gz") as tar:
+        tar.add(out_dir / division / submitter, arcname=f"{division}/{submitter}", filter=clean)
+    os.replace(tmp, tarball)
+    return tarball
+
+
+def package_and_check(request: PackageRequest, log: logging.Logger) -> dict[str, Any]:
+    """`package`, then `cmx check` of the tree: what the generate-mlperf-submission recipe returns."""
+    from cmx.mlperf.check import check_tree
+    from cmx.mlperf.check.report import format_report
+
+    packaged = package(request)
+    log.info("packaged %d result(s) into %s", len(packaged.results), packaged.tree)
+    for note in packaged.notes:
+        log.warning("not compliant: %s", note)
+    report = check_tree(request.out_dir, packaged.round)
+    log.info("cmx check %s --round %s:\n%s", request.out_dir, packaged.round, format_report(report))
+    return {"tree": packaged.tree, "tarball": str(packaged.tarball or ""),
+            "results": [r.name for r in packaged.results], "check_ok": report.ok,
+            "check_problems": [p.line() for p in report.problems], "notes": packaged.notes}

@@ -1,0 +1,11 @@
+"""Package the results (cmx.mlperf.submission) and check the tree (cmx.mlperf.check)."""
+
+from cmx.mlperf.submission import PackageRequest, package_and_check
+
+
+def run(ctx):
+    i = ctx.inputs
+    request = PackageRequest(results_dir=i["results_dir"], out_dir=i["out_dir"], submitter=i["submitter"],
+                             division=i["division"], round=i["round"], system_file=i["system_file"],
+                             calibration_file=i["calibration_file"], tar=i["tar"])
+    return package_and_check(request, ctx.log)

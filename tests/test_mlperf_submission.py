@@ -1,0 +1,304 @@
+"""The submission packager (cmx.mlperf.submission) and the system description (cmx.mlperf.system_desc).
+
+A cmx results tree is built from recorded real LoadGen logs (tests/submission_trees.py); packaging
+it for closed must give a tree `cmx check` finds nothing wrong with, and every reason not to
+package (INVALID, errors, short or tiny into closed, missing scenarios, an incomplete system
+description ...) must be refused, all reasons at once, with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cmx.mlperf.accuracy import is_truncated_accuracy_log, read_accuracy_txt, sha256_file
+from cmx.mlperf.check import check_tree
+from cmx.mlperf.check.report import format_report
+from cmx.mlperf.provenance import RunOrigin
+from cmx.mlperf.rounds import load_round
+from cmx.mlperf.submission import PackageRequest, SubmissionRefused, package
+from cmx.mlperf.system_desc import (
+    SystemDescriptionError,
+    as_field_text,
+    build_description,
+    description_problems,
+    detected_fields,
+    read_user_file,
+)
+from cmx.mlperf.tree import ResultPaths
+
+from .conftest import REPO, Home
+from .submission_trees import BENCHMARK, ORIGIN, SYSTEM, USER_SYSTEM, cmx_results
+
+V60 = load_round("v6.0")
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return cmx_results(tmp_path / "results")
+
+
+def system_file(tmp_path: Path, **changes: object) -> Path:
+    path = tmp_path / "system.yaml"
+    data = {**USER_SYSTEM, **changes}
+    path.write_text(yaml.safe_dump({k: v for k, v in data.items() if v is not ...}))
+    return path
+
+
+def request(tmp_path: Path, results: Path, division: str = "closed", **kw: object) -> PackageRequest:
+    base = {"results_dir": results, "out_dir": tmp_path / "out", "submitter": "cmx-test", "division": division}
+    if "system_file" not in kw:
+        base["system_file"] = system_file(tmp_path)
+    return PackageRequest(**{**base, **kw})
+
+
+def refusal(req: PackageRequest) -> str:
+    before = sorted(req.out_dir.rglob("*")) if req.out_dir.exists() else []
+    with pytest.raises(SubmissionRefused) as info:
+        package(req)
+    assert (sorted(req.out_dir.rglob("*")) if req.out_dir.exists() else []) == before  # nothing written
+    return info.value.render()
+
+
+def set_facts(results: Path, scenario: str, **facts: object) -> None:
+    path = results / SYSTEM / BENCHMARK / scenario / "cmx_run.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **facts}))
+
+
+# --- packaging compliant results -------------------------------------------------------------------
+
+def test_compliant_results_package_into_a_closed_tree_that_cmx_check_passes(tmp_path: Path, results: Path):
+    done = package(request(tmp_path, results))
+    tree = tmp_path / "out" / "closed" / "cmx-test"
+    assert done.tree == tree and [r.name for r in done.results] == [
+        f"{SYSTEM}/{BENCHMARK}/{s}" for s in ("Interactive", "Offline", "Server")]
+    report = check_tree(tmp_path / "out", "v6.0")
+    assert report.problems == [], format_report(report)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["closed"]  # nothing else at the root
+
+
+def test_the_system_description_joins_detection_and_the_user_file_as_text(tmp_path: Path, results: Path):
+    package(request(tmp_path, results))
+    desc = json.loads((tmp_path / "out/closed/cmx-test/systems" / f"{SYSTEM}.json").read_text())
+    assert set(desc) == set(V60.submission.system_fields)
+    assert desc["host_processor_model_name"] == "AMD EPYC 9575F 64-Core Processor"  # detected
+    assert (desc["host_processors_per_node"], desc["host_processor_core_count"]) == ("2", "64")
+    assert (desc["accelerators_per_node"], desc["accelerator_model_name"]) == ("8", "AMD Instinct MI300X")
+    assert desc["framework"] == "vLLM 0.9.2, PyTorch 2.7.0, ROCm 6.4.1"
+    assert desc["system_name"] == "Supermicro AS-8125GS-TNMR2" and desc["cooling"] == "air"  # the user's file
+    assert (desc["division"], desc["submitter"]) == ("closed", "cmx-test")
+    assert all(isinstance(v, str) for v in desc.values())
+
+
+def test_each_result_gets_logs_truncated_accuracy_with_hash_measurements_and_a_readme(tmp_path: Path, results: Path):
+    package(request(tmp_path, results))
+    paths = ResultPaths(tmp_path / "out/closed/cmx-test", V60.layout, SYSTEM, BENCHMARK, "Server")
+    full = results / SYSTEM / BENCHMARK / "Server" / "accuracy" / "mlperf_log_accuracy.json"
+    assert is_truncated_accuracy_log(paths.accuracy / "mlperf_log_accuracy.json")
+    assert read_accuracy_txt(paths.accuracy / "accuracy.txt")["hash"] == sha256_file(full)  # the full log, kept
+    assert sorted(p.name for p in paths.performance.iterdir()) == ["mlperf_log_detail.txt", "mlperf_log_summary.txt"]
+    assert (paths.test06 / "verify_accuracy.txt").is_file()
+    assert (paths.test06 / "accuracy" / "mlperf_log_accuracy.json").is_file()
+    measurements = json.loads(paths.measurements_json.read_text())
+    assert measurements["starting_weights_filename"].startswith("meta-llama/Llama-2-70b-chat-hf (revision e9149a1")
+    assert measurements["weight_data_types"] == "bf16"
+    readme = paths.readme.read_text()
+    assert "cmx run 'app mlperf inference llama2 _rocm _all-scenarios' --input system_name=box" in readme
+    assert "cmx 0.1.0" in readme and "Natively on the host" in readme and sha256_file(full) in readme
+    assert (paths.user_conf.read_text() ==
+            (results / SYSTEM / BENCHMARK / "Server" / "user.conf").read_text())
+
+
+def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(tmp_path: Path, results: Path):
+    package(request(tmp_path, results))
+    sub = tmp_path / "out/closed/cmx-test"
+    assert (sub / "src/cmx/mlperf/harness.py").read_bytes() == (REPO / "cmx/mlperf/harness.py").read_bytes()
+    assert (sub / "src/recipes/app-mlperf-inference-llama2/recipe.yaml").is_file()
+    assert (sub / "src/pyproject.toml").is_file() and "cmx 0.1.0" in (sub / "src/README.md").read_text()
+    assert not list(sub.rglob("__pycache__"))
+    assert "No calibration or quantization" in (sub / "documentation/calibration.md").read_text()
+
+
+def test_a_run_in_a_container_names_its_image_in_the_readme(tmp_path: Path, results: Path):
+    container = {"image": "cmx/llama2-rocm:3f2a", "image_id": "sha256:" + "b" * 64, "base_image": "rocm/vllm:1"}
+    for scenario in ("Offline", "Server", "Interactive"):
+        set_facts(results, scenario, origin={**ORIGIN, "container": container})
+    package(request(tmp_path, results))
+    readme = (tmp_path / "out/closed/cmx-test/results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
+    assert "cmx/llama2-rocm:3f2a" in readme and "sha256:" + "b" * 64 in readme and "rocm/vllm:1" in readme
+
+
+def test_tar_writes_the_archive_submitters_upload(tmp_path: Path, results: Path):
+    done = package(request(tmp_path, results, tar=True))
+    assert done.tarball == tmp_path / "out.tar.gz"
+    with tarfile.open(done.tarball) as tar:
+        names = tar.getnames()
+        assert all(n.startswith("closed/cmx-test") for n in names)
+        assert f"closed/cmx-test/systems/{SYSTEM}.json" in names
+        assert {m.uid for m in tar.getmembers()} == {0}
+
+
+# --- refusals ----------------------------------------------------------------------------------------
+
+def test_short_and_tiny_results_are_refused_for_closed_naming_every_reason(tmp_path: Path, results: Path):
+    for scenario in ("Offline", "Server"):
+        set_facts(results, scenario, short=True, tiny=True, rows=256)
+    text = refusal(request(tmp_path, results))
+    assert f"{SYSTEM}/{BENCHMARK}/Offline: a _short run (cmx's smoke profile) cannot go into the closed" in text
+    assert f"{SYSTEM}/{BENCHMARK}/Server: a _tiny run" in text
+    assert "only 256 dataset rows were used" in text
+    assert "(6 reason(s))" in text
+
+
+def test_an_invalid_run_is_refused_in_open_too(tmp_path: Path, results: Path):
+    detail = results / SYSTEM / BENCHMARK / "Offline" / "performance/run_1/mlperf_log_detail.txt"
+    detail.write_text(detail.read_text().replace('"key": "result_validity", "value": "VALID"',
+                                                 '"key": "result_validity", "value": "INVALID"'))
+    text = refusal(request(tmp_path, results, division="open"))
+    assert "Offline: performance: LoadGen marked the result INVALID" in text
+
+
+def test_error_lines_in_a_log_are_refused(tmp_path: Path, results: Path):
+    detail = results / SYSTEM / BENCHMARK / "Server" / "accuracy/mlperf_log_detail.txt"
+    entry = {"key": "error_runtime", "value": "Multiple conf files are used", "time_ms": 0.1,
+             "metadata": {"is_error": True, "is_warning": False, "file": "x", "line_no": 1}}
+    with open(detail, "a") as f:
+        f.write(f":::MLLOG {json.dumps(entry)}\n")
+    text = refusal(request(tmp_path, results, division="open"))
+    assert 'Server: accuracy: LoadGen logged an error: "Multiple conf files are used"' in text
+
+
+def test_a_stale_accuracy_txt_is_refused(tmp_path: Path, results: Path):
+    log = results / SYSTEM / BENCHMARK / "Offline" / "accuracy/mlperf_log_accuracy.json"
+    log.write_text(log.read_text() + " ")
+    assert "the hash in accuracy.txt is not the sha256 of mlperf_log_accuracy.json" in \
+        refusal(request(tmp_path, results, division="open"))
+
+
+def test_accuracy_below_target_is_refused_for_closed_but_packaged_for_open(tmp_path: Path, results: Path):
+    txt = results / SYSTEM / BENCHMARK / "Offline" / "accuracy/accuracy.txt"
+    txt.write_text(txt.read_text().replace("'rouge1': 44.4312", "'rouge1': 40.0"))
+    assert "Offline: accuracy: ROUGE-1 is 40.0, below the minimum 43.986888" in refusal(request(tmp_path, results))
+    assert package(request(tmp_path, results, division="open")).division == "open"
+
+
+def test_a_missing_required_scenario_is_refused_for_closed(tmp_path: Path):
+    results = cmx_results(tmp_path / "results", ("Offline",))
+    assert f"{SYSTEM}/{BENCHMARK}: the closed division needs a Server or Interactive result" in \
+        refusal(request(tmp_path, results))
+
+
+def test_a_missing_test06_is_refused_for_closed(tmp_path: Path, results: Path):
+    (results / SYSTEM / BENCHMARK / "Server" / "TEST06" / "mlperf_log_detail.txt").unlink()
+    assert "Server: there is no TEST06 (closed needs it for LLMs)" in refusal(request(tmp_path, results))
+
+
+def test_results_of_another_round_are_refused(tmp_path: Path, results: Path):
+    text = refusal(request(tmp_path, results, round="v5.1", division="open"))
+    assert "it was run for v6.0, not v5.1" in text
+    assert "the RNG seeds (LoadGen 6.0.15) are those of v6.0, not v5.1's" in text
+
+
+def test_missing_system_fields_are_refused_each_with_what_to_put_there(tmp_path: Path, results: Path):
+    path = system_file(tmp_path, cooling=..., status=..., host_networking="")
+    text = refusal(request(tmp_path, results, system_file=path))
+    assert f"systems/{SYSTEM}.json: status: missing" not in text  # every field is written; empty ones are named
+    assert f"systems/{SYSTEM}.json: status: empty; put it in the system file (--input system_file=FILE): available" \
+        in text
+    assert f"systems/{SYSTEM}.json: cooling: empty" in text and "host_networking: empty" in text
+
+
+def test_quantized_weights_need_a_calibration_file_for_closed(tmp_path: Path, results: Path):
+    for scenario in ("Offline", "Server", "Interactive"):
+        set_facts(results, scenario, engine={"precision": "fp8"})
+    assert "it ran quantized weights (fp8); give --input calibration_file=FILE" in refusal(request(tmp_path, results))
+    calibration = tmp_path / "calibration.md"
+    calibration.write_text("FP8 with the AMD Quark recipe, calibrated on 1000 OpenOrca samples.\n")
+    done = package(request(tmp_path, results, calibration_file=calibration))
+    assert (done.tree / "documentation/calibration.md").read_text() == calibration.read_text()
+
+
+def test_an_existing_tree_or_a_stray_root_folder_is_refused(tmp_path: Path, results: Path):
+    package(request(tmp_path, results))
+    assert "already exists" in refusal(request(tmp_path, results))
+    (tmp_path / "out2" / "notes").mkdir(parents=True)
+    text = refusal(request(tmp_path, results, out_dir=tmp_path / "out2"))
+    assert "holds notes: the root of a submission tree may hold only division folders" in text
+
+
+def test_no_results_and_a_bad_division_are_refused(tmp_path: Path):
+    (tmp_path / "empty").mkdir()
+    assert "no cmx results under" in refusal(request(tmp_path, tmp_path / "empty"))
+    assert "division 'network' is not one cmx packages" in refusal(request(tmp_path, tmp_path, division="network"))
+
+
+# --- the system description ----------------------------------------------------------------------------
+
+def test_field_values_are_text_as_the_checker_wants():
+    assert [as_field_text(v) for v in (0, 8, 2.0, 1.5, True, None, " x ")] == ["0", "8", "2", "1.5", "true", "", "x"]
+
+
+def test_a_cpu_only_system_has_no_accelerators_as_facts_not_blanks():
+    origin = RunOrigin.from_json({**ORIGIN, "system": {**ORIGIN["system"], "gpus": [], "gpu_count": 0,
+                                                       "rocm_version": ""}})
+    fields = detected_fields(origin)
+    assert fields["accelerators_per_node"] == "0"
+    assert fields["accelerator_model_name"] == fields["accelerator_interconnect"] == "N/A"
+    assert fields["framework"] == "vLLM 0.9.2, PyTorch 2.7.0"
+
+
+def test_the_user_file_overrides_detection_and_the_packager_overrides_both():
+    desc = build_description(V60, detected={"system_name": "detected", "cooling": "x"},
+                             user={"system_name": "mine", "division": "open"}, division="closed", submitter="me")
+    assert (desc["system_name"], desc["cooling"], desc["division"]) == ("mine", "x", "closed")
+
+
+def test_description_problems_name_zero_bad_status_and_network(tmp_path: Path):
+    desc = {name: "x" for name in V60.submission.system_fields}
+    desc.update(accelerators_per_node=0, status="released", system_type="Datacenter", is_network="false")
+    found = {p.field: str(p) for p in description_problems(desc, V60)}
+    assert "the number 0" in found["accelerators_per_node"] and 'the string "0"' in found["accelerators_per_node"]
+    assert "available, preview, rdi" in found["status"]
+    assert "'Datacenter'" in found["system_type"]
+    assert "leave is_network out" in found["is_network"]
+
+
+def test_a_user_file_with_a_typo_or_bad_yaml_is_an_error_naming_it(tmp_path: Path):
+    path = tmp_path / "system.yaml"
+    path.write_text("status: available\ncoolng: air\n")
+    with pytest.raises(SystemDescriptionError, match="unknown field 'coolng'") as info:
+        read_user_file(path, V60)
+    assert "did you mean 'cooling'?" in info.value.render()
+    path.write_text("status: available\ncooling: [air\n")
+    with pytest.raises(SystemDescriptionError, match="not valid YAML") as info:
+        read_user_file(path, V60)
+    assert f"{path}:3" in info.value.render() or f"{path}:2" in info.value.render()
+
+
+def test_the_v51_layout_puts_measurements_and_compliance_in_their_own_folders(tmp_path: Path):
+    paths = ResultPaths(tmp_path, load_round("v5.1").layout, "box", BENCHMARK, "Server")
+    assert paths.measurements_json == tmp_path / "measurements/box" / BENCHMARK / "Server/box_Server.json"
+    assert paths.user_conf == tmp_path / "measurements/box" / BENCHMARK / "Server/user.conf"
+    assert paths.test06 == tmp_path / "compliance/box" / BENCHMARK / "Server/TEST06"
+    assert paths.performance == tmp_path / "results/box" / BENCHMARK / "Server/performance/run_1"
+
+
+# --- the recipe, through the CLI --------------------------------------------------------------------------
+
+def test_generate_mlperf_submission_packages_and_checks_through_the_cli(home: Home, tmp_path: Path, results: Path):
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n")
+    args = ["run", "generate mlperf submission", "--input", f"results_dir={results}", "--input",
+            f"out_dir={tmp_path / 'out'}", "--input", "submitter=cmx-test", "--input", "division=closed",
+            "--input", f"system_file={system_file(tmp_path)}", "--progress", "none"]
+    done = home.cmx(*args, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs = json.loads(done.stdout)["outputs"]
+    assert outputs["check_ok"] is True and outputs["check_problems"] == []
+    assert outputs["tree"] == str(tmp_path / "out/closed/cmx-test")
+    again = home.cmx(*args)
+    assert again.returncode == 1
+    assert "already exists" in again.stdout + again.stderr
