@@ -460,3 +460,19 @@ def test_a_missing_or_incomplete_config_is_a_profile_error(tmp_path: Path):
         read_model_facts(tmp_path)
     with pytest.raises(ProfileError, match="num_hidden_layers"):
         model_facts({"hidden_size": 128})
+
+
+def test_a_cpu_without_native_bf16_computes_in_float32_with_a_kv_cache_twice_the_size(tmp_path):
+    from cmx.mlperf.profiles import read_cpu_bf16
+
+    avx2 = MachineFacts(memory=BIG_CPU.memory, cpu_bf16=False)
+    spec = only(engine_specs(EngineOptions(device="cpu", max_num_seqs=16), avx2, TINY_LLAMA))
+    assert spec.engine_kwargs["dtype"] == "float32"
+    assert spec.engine_kwargs["kv_cache_memory_bytes"] == 2 * 16 * 2048 * TINY_LLAMA.kv_bytes_per_token
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx avx2 fma\n")  # this project's CI machine
+    assert read_cpu_bf16(cpuinfo) is False
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile amx_bf16\n")
+    assert read_cpu_bf16(cpuinfo) is True
+    cpuinfo.write_text("processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\n")  # Neoverse V2
+    assert read_cpu_bf16(cpuinfo) is True
