@@ -238,6 +238,21 @@ def test_the_app_runs_offline_tiny_short_through_the_cli_and_packages_it(home: H
     assert json.loads((tree / "systems" / "cpu-box.json").read_text())["accelerators_per_node"] == "0"
 
 
+@needs_vllm
+@pytest.mark.e2e
+def test_submission_into_closed_from_a_tiny_run_is_refused_before_the_benchmark_runs(home: Home, tmp_path: Path):
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
+                                             encoding="utf-8")
+    proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _submission", "--input", "division=closed",
+                    "--input", "submitter=cmx-test", "--input", f"results_dir={tmp_path / 'results'}",
+                    "--progress", "none", timeout=300)
+    assert proc.returncode == 1
+    out = proc.stdout + proc.stderr
+    assert "_submission into the closed division would be refused after the run: a _short run" in out
+    assert "a _tiny run" in out and "use --input division=open" in out
+    assert not (tmp_path / "results").exists()  # nothing ran
+
+
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
     from cmx.mlperf.app import EngineSettings, harness_config
     from cmx.mlperf.harness import parse_args

@@ -213,8 +213,33 @@ def test_saved_logs_still_say_what_their_names_say() -> None:
     assert accuracy.mode == "AccuracyOnly" and not accuracy.errors
     assert invalid.results.validity == "INVALID" and invalid.results.perf_constraints_met is False
     assert error.mode == "AccuracyOnly" and len(error.errors) == 16
-    total = sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file() and p.name != "tiny_sut.py")
-    assert total < 200_000
+    short_runs = [p for p in DATA.rglob("*") if p.is_file() and p.name != "tiny_sut.py" and "compliant" not in p.parts]
+    assert sum(p.stat().st_size for p in short_runs) < 200_000
+
+
+def test_the_compliant_runs_say_what_their_readme_says() -> None:
+    """tests/data/loadgen/compliant: 600 s, 24576 samples, the v6.0 seeds, VALID, no finding at all."""
+    import gzip
+    import shutil
+    import tempfile
+
+    compliant = DATA / "compliant"
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, scenario in (("offline-perf", "Offline"), ("server-perf", "Server"),
+                               ("interactive-perf", "Interactive"), ("accuracy-offline", "Offline")):
+            folder = Path(tmp) / name
+            folder.mkdir()
+            with gzip.open(compliant / name / "mlperf_log_detail.txt.gz", "rb") as f, \
+                    open(folder / "mlperf_log_detail.txt", "wb") as out:
+                shutil.copyfileobj(f, out)
+            shutil.copyfile(compliant / name / "mlperf_log_summary.txt", folder / "mlperf_log_summary.txt")
+            run = read_loadgen_run(folder)
+            assert run.loadgen_version == "6.0.15" and run.settings.seeds == V60.seeds
+            assert run.findings(V60, BENCH, compliant=True, scenario=scenario) == [], name
+            if run.is_performance:
+                assert run.valid and run.settings.min_duration_ms == 600_000
+                assert run.settings.performance_sample_count == 24576
+    assert sum(p.stat().st_size for p in compliant.rglob("*") if p.is_file()) < 1_000_000
 
 
 def test_a_detail_log_that_lost_its_error_lines_disagrees_with_its_summary(tmp_path: Path) -> None:

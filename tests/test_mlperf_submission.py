@@ -188,13 +188,13 @@ def test_accuracy_below_target_is_refused_for_closed_but_packaged_for_open(tmp_p
 
 def test_a_missing_required_scenario_is_refused_for_closed(tmp_path: Path):
     results = cmx_results(tmp_path / "results", ("Offline",))
-    assert f"{SYSTEM}/{BENCHMARK}: the closed division needs a Server or Interactive result" in \
+    assert f"{SYSTEM}/{BENCHMARK}: the closed division needs a result for Server or Interactive" in \
         refusal(request(tmp_path, results))
 
 
 def test_a_missing_test06_is_refused_for_closed(tmp_path: Path, results: Path):
     (results / SYSTEM / BENCHMARK / "Server" / "TEST06" / "mlperf_log_detail.txt").unlink()
-    assert "Server: there is no TEST06 (closed needs it for LLMs)" in refusal(request(tmp_path, results))
+    assert "Server: there is no TEST06 run (closed needs it for LLMs)" in refusal(request(tmp_path, results))
 
 
 def test_results_of_another_round_are_refused(tmp_path: Path, results: Path):
@@ -302,3 +302,39 @@ def test_generate_mlperf_submission_packages_and_checks_through_the_cli(home: Ho
     again = home.cmx(*args)
     assert again.returncode == 1
     assert "already exists" in again.stdout + again.stderr
+
+
+def test_the_v51_profile_packages_into_its_own_layout_and_checks_clean(tmp_path: Path, results: Path):
+    """v5.1 logs are v6.0's with v5.1's seeds written in (the only difference cmx can see between them)."""
+    v60, v51 = V60.seeds.as_dict(), load_round("v5.1").seeds.as_dict()
+    for detail in results.rglob("mlperf_log_detail.txt"):
+        text = detail.read_text()
+        for key in v60:
+            text = text.replace(f'"effective_{key}", "value": {v60[key]}', f'"effective_{key}", "value": {v51[key]}')
+        detail.write_text(text)
+    for scenario in ("Offline", "Server", "Interactive"):
+        set_facts(results, scenario, round="v5.1")
+    done = package(request(tmp_path, results))
+    assert done.round == "v5.1"
+    sub = done.tree
+    assert sorted(p.name for p in sub.iterdir()) == ["code", "compliance", "documentation", "measurements",
+                                                     "results", "systems"]
+    assert (sub / "measurements" / SYSTEM / BENCHMARK / "Server" / f"{SYSTEM}_Server.json").is_file()
+    assert (sub / "compliance" / SYSTEM / BENCHMARK / "Server" / "TEST06" / "verify_accuracy.txt").is_file()
+    report = check_tree(tmp_path / "out", "v5.1")
+    assert report.problems == [], format_report(report)
+
+
+def test_missing_files_are_refusals_not_crashes(tmp_path: Path, results: Path):
+    (results / SYSTEM / BENCHMARK / "Offline" / "user.conf").unlink()
+    text = refusal(request(tmp_path, results, calibration_file=tmp_path / "nope.md"))
+    assert "Offline: there is no user.conf" in text
+    assert f"the calibration file {tmp_path / 'nope.md'} does not exist" in text
+
+
+def test_results_that_do_not_record_their_model_are_refused(tmp_path: Path, results: Path):
+    for scenario in ("Offline", "Server", "Interactive"):
+        set_facts(results, scenario, origin=None)
+    text = refusal(request(tmp_path, results, division="open"))
+    assert "Offline: measurements.json would have no starting_weights_filename" in text
+    assert f"systems/{SYSTEM}.json: host_processor_model_name: empty" in text  # nothing detected either

@@ -590,7 +590,7 @@ def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules
     out = []
     if run.scenario is not None and run.scenario != rules.loadgen_scenario:
         out.append(Finding("loadgen.scenario",
-                           f"the log is a {run.scenario} run, but {rules.name} is a {rules.loadgen_scenario} run."))
+                           f"the log's scenario is {run.scenario}, but {rules.name} runs as {rules.loadgen_scenario}."))
     if run.is_performance:
         if s.min_duration_ms is not None and s.min_duration_ms < rules.min_duration_ms:
             out.append(Finding("loadgen.min-duration", f"min_duration was {s.min_duration_ms} ms; {name} needs at "

@@ -165,22 +165,19 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
     try:
         bench = round_.benchmark(result.benchmark)
     except RoundError as exc:
-        return out + [str(exc)]
+        return out + [exc.message]
     if result.scenario not in bench.scenario_names:
         return out + [f"{result.benchmark} has no scenario {result.scenario} in {round_.name}"]
     if closed:
-        if facts.get("short"):
-            out.append("a _short run (cmx's smoke profile) cannot go into the closed division; run without _short")
-        if facts.get("tiny"):
-            out.append("a _tiny run (random weights, generated data) cannot go into the closed division")
-        if facts.get("rows") is not None:
-            out.append(f"only {facts['rows']} dataset rows were used; the closed division needs all "
-                       f"{bench.dataset_size}")
+        out += closed_refusals(short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), rows=facts.get("rows"),
+                               dataset_size=bench.dataset_size)
     modes = ("performance", "accuracy", "test06") if closed else ("performance", "accuracy")
     for mode in modes:
         if not result.has(mode):
-            what = "TEST06 (closed needs it for LLMs)" if mode == "test06" else f"a {mode} run"
+            what = "TEST06 run (closed needs it for LLMs)" if mode == "test06" else f"{mode} run"
             out.append(f"there is no {what}: its {MODE_FOLDERS[mode]}/mlperf_log_detail.txt is missing")
+    if not (result.path / "user.conf").is_file():
+        out.append("there is no user.conf: the tree must hold the one the tests ran with")
     for mode in modes:
         if result.has(mode):
             out += _log_refusals(result, round_, mode, closed=closed)
@@ -192,6 +189,18 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
             out.append(f"TEST06 has no {VERIFY_TXT}: the verification did not run")
         elif not verify_accuracy_txt_passes(verify.read_text(encoding="utf-8", errors="replace")):
             out.append(f"TEST06 failed a check (see {verify})")
+    return out
+
+
+def closed_refusals(*, short: bool, tiny: bool, rows: int | None, dataset_size: int) -> list[str]:
+    """What keeps a run out of the closed division whatever its logs say (the app checks it before running)."""
+    out = []
+    if short:
+        out.append("a _short run (cmx's smoke profile) cannot go into the closed division; run without _short")
+    if tiny:
+        out.append("a _tiny run (random weights, generated data) cannot go into the closed division")
+    if rows is not None:
+        out.append(f"only {rows} dataset rows were used; the closed division needs all {dataset_size}")
     return out
 
 
@@ -236,8 +245,8 @@ def scenario_refusals(round_: Round, results: Sequence[SourceResult]) -> list[st
             missing = round_.benchmark(benchmark).missing_scenarios(scenarios)
         except RoundError:
             continue  # reported per result
-        out += [f"{system}/{benchmark}: the closed division needs a {m} result; run it (_all-scenarios runs every "
-                f"scenario)" for m in missing]
+        out += [f"{system}/{benchmark}: the closed division needs a result for {m}; run it (_all-scenarios runs "
+                f"every scenario)" for m in missing]
     return out
 
 
@@ -249,13 +258,17 @@ def package(request: PackageRequest) -> Packaged:
     results = find_results(request.results_dir)
     round_ = load_round(request.round or _results_round(results))
     user = read_user_file(request.system_file, round_) if request.system_file else {}
-    descriptions = {system: build_description(round_, detected=detected_fields(_origin_of(results, system)),
+    descriptions = {system: build_description(round_, detected=_detected(results, system),
                                               user=user, division=request.division, submitter=request.submitter)
                     for system in sorted({r.system for r in results})}
     reasons = refusals(request, round_, results)
     for system, desc in descriptions.items():
         reasons += [f"systems/{system}.json: {p}" for p in description_problems(desc, round_)]
     reasons += _calibration_refusals(request, results)
+    measured = {r.name: measurements(r, request) for r in results}
+    reasons += [f"{name}: measurements.json would have no {field}: the results do not record it (a cmx_run.json "
+                "without 'origin' predates cmx recording the model); run them again with this cmx"
+                for name, fields in measured.items() for field, value in fields.items() if not value]
     if reasons:
         raise SubmissionRefused(f"cannot package {request.results_dir} into the {request.division} division "
                                 f"({len(reasons)} reason(s)):\n" + "\n".join(f"  - {r}" for r in reasons),
@@ -264,11 +277,11 @@ def package(request: PackageRequest) -> Packaged:
     request.out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".cmx-package-", dir=request.out_dir))
     try:
-        packaged = [_write_result(staging, round_, request, r) for r in results]
+        packaged = [_write_result(staging, round_, request, r, measured[r.name]) for r in results]
         for system, desc in descriptions.items():
             write_description(desc, system_json(staging, system))
         _write_code(staging / round_.layout.code_dir)
-        if request.division == "closed":
+        if request.division == "closed" or request.calibration_file:
             _write_calibration(staging / "documentation" / CALIBRATION, request, results)
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, dest)
@@ -308,11 +321,15 @@ def _results_round(results: Sequence[SourceResult]) -> str:
     return rounds[0]
 
 
-def _origin_of(results: Sequence[SourceResult], system: str) -> RunOrigin | None:
-    return next((r.origin for r in results if r.system == system and r.origin), None)
+def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
+    """What the system's own run detected (the first of its results that recorded it)."""
+    source = next((r for r in results if r.system == system and r.origin), None)
+    return detected_fields(source.origin, str(source.facts.get("device") or "")) if source else {}
 
 
 def _calibration_refusals(request: PackageRequest, results: Sequence[SourceResult]) -> list[str]:
+    if request.calibration_file and not request.calibration_file.is_file():
+        return [f"the calibration file {request.calibration_file} does not exist"]
     if request.division != "closed" or request.calibration_file:
         return []
     return [f"{r.name}: it ran quantized weights ({_precision(r)}); give --input calibration_file=FILE saying how "
@@ -324,7 +341,8 @@ def _precision(result: SourceResult) -> str:
     return str((result.facts.get("engine") or {}).get("precision") or "")
 
 
-def _write_result(root: Path, round_: Round, request: PackageRequest, source: SourceResult) -> PackagedResult:
+def _write_result(root: Path, round_: Round, request: PackageRequest, source: SourceResult,
+                  measured: Mapping[str, str]) -> PackagedResult:
     paths = ResultPaths(root, round_.layout, source.system, source.benchmark, source.scenario)
     _copy_files(source.run_dir("performance"), paths.performance, PERFORMANCE_FILES)
     acc = source.run_dir("accuracy")
@@ -336,7 +354,7 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
         _copy_files(test06, paths.test06 / "accuracy", (ACCURACY_LOG,))
     paths.measurements_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source.path / "user.conf", paths.user_conf)
-    paths.measurements_json.write_text(json.dumps(measurements(source), indent=4) + "\n", encoding="utf-8")
+    paths.measurements_json.write_text(json.dumps(dict(measured), indent=4) + "\n", encoding="utf-8")
     paths.readme.write_text(render_readme(source, round_, request, digest), encoding="utf-8")
     return PackagedResult(source.name, paths.result_dir, acc / ACCURACY_LOG, digest)
 
@@ -347,20 +365,22 @@ def _copy_files(src: Path, dest: Path, names: Iterable[str]) -> None:
         shutil.copyfile(src / name, dest / name)
 
 
-def measurements(source: SourceResult) -> dict[str, str]:
+def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str]:
     """measurements.json from what the run recorded of its model and precision."""
     origin = source.origin
     model = dict(origin.model) if origin else {}
     precision = _precision(source) or str(model.get("precision") or "")
     name = str(model.get("name") or "")
-    if model.get("revision"):
+    if name and model.get("revision"):
         name = f"{name} (revision {model['revision']})"
-    if model.get("is_tiny"):
+    if name and model.get("is_tiny"):
         name = f"{name} (random weights generated by cmx: not a result)"
     if precision and precision in UNQUANTIZED:
         transformations = f"none (weights loaded as {model.get('dtype') or precision})"
-    else:
+    elif request.calibration_file:
         transformations = f"quantization to {precision} (see documentation/calibration.md)"
+    else:
+        transformations = f"quantization to {precision}" if precision else ""
     return {"input_data_types": "int32 (token ids)", "retraining": "No",
             "starting_weights_filename": name, "weight_data_types": precision,
             "weight_transformations": transformations}

@@ -72,8 +72,10 @@ class FieldProblem:
 
 # --- building ---------------------------------------------------------------------------------
 
-def detected_fields(origin: RunOrigin | None) -> dict[str, str]:
-    """The fields a run's own detection answers (CPU, memory, GPUs, OS, software), as strings."""
+def detected_fields(origin: RunOrigin | None, device: str = "") -> dict[str, str]:
+    """The fields a run's own detection answers (CPU, memory, GPUs, OS, software), as strings.
+
+    `device` (cuda, rocm, cpu) is what the run ran on: only its GPU stack is named in framework."""
     if origin is None:
         return {}
     sysf, sw = origin.system, origin.software
@@ -95,12 +97,12 @@ def detected_fields(origin: RunOrigin | None) -> dict[str, str]:
     if gpus:
         out["accelerator_model_name"] = str(gpus[0].get("name") or "")
         if gpus[0].get("memory_mib"):
-            out["accelerator_memory_capacity"] = f"{int(gpus[0]['memory_mib']) / 1024:.0f} GB"
+            out["accelerator_memory_capacity"] = f"{int(gpus[0]['memory_mib']) / 1024:.0f} GiB"
     else:  # no accelerator: these are facts, not blanks
         for name in ("accelerator_model_name", "accelerator_memory_capacity", "accelerator_memory_configuration",
                      "accelerator_host_interconnect", "accelerator_interconnect"):
             out[name] = "N/A"
-    out["framework"] = framework_string(origin)
+    out["framework"] = framework_string(origin, device)
     stack = [f"Python {origin.python}" if origin.python else "",
              f"mlcommons-loadgen {sw['loadgen']}" if sw.get("loadgen") else "",
              f"cmx {origin.cmx_version}" if origin.cmx_version else "",
@@ -109,12 +111,13 @@ def detected_fields(origin: RunOrigin | None) -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
-def framework_string(origin: RunOrigin) -> str:
-    """ "vLLM 0.32.0, PyTorch 2.9.0+cpu" plus the CUDA or ROCm release the run saw."""
+def framework_string(origin: RunOrigin, device: str = "") -> str:
+    """ "vLLM 0.32.0, PyTorch 2.9.0+cpu" plus the CUDA or ROCm release of the device the run used (a CUDA
+    toolkit installed beside a CPU run is not part of its stack)."""
     sw, sysf = origin.software, origin.system
     parts = [f"vLLM {sw['vllm']}" if sw.get("vllm") else "", f"PyTorch {sw['torch']}" if sw.get("torch") else "",
-             f"CUDA {sysf['cuda_version']}" if sysf.get("cuda_version") else "",
-             f"ROCm {sysf['rocm_version']}" if sysf.get("rocm_version") else ""]
+             f"CUDA {sysf['cuda_version']}" if device == "cuda" and sysf.get("cuda_version") else "",
+             f"ROCm {sysf['rocm_version']}" if device == "rocm" and sysf.get("rocm_version") else ""]
     return ", ".join(p for p in parts if p)
 
 

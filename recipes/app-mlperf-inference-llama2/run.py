@@ -22,7 +22,8 @@ from cmx.mlperf.app import (
 )
 from cmx.mlperf.provenance import RunOrigin, container_facts, software_versions
 from cmx.mlperf.rounds import load_round
-from cmx.mlperf.submission import PackageRequest, package_and_check
+from cmx.mlperf.submission import PackageRequest, closed_refusals, package_and_check
+from cmx.mlperf.system_desc import read_user_file
 
 GROUPS = {"target": ("99", "99.9"), "scenario": ("offline", "server", "interactive", "all-scenarios"),
           "mode": ("valid", "performance", "accuracy", "compliance")}
@@ -54,11 +55,11 @@ def origin(ctx, model):
 
 def run(ctx):
     i = ctx.inputs
-    if "submission" in ctx.variations and not i["submitter"]:  # before the hours of benchmarking, not after
-        raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
     benchmark = benchmark_name("llama2-70b", chosen(ctx, "target"))
     model = ctx.deps.model.outputs
     short = "short" in ctx.variations
+    if "submission" in ctx.variations:  # before the hours of benchmarking, not after
+        check_submission_inputs(ctx, benchmark, short=short, tiny=bool(model["is_tiny"]))
     config = AppConfig(
         round=i["round"], benchmark=benchmark, device=ctx.context["device"],
         scenarios=scenarios(ctx, load_round(i["round"]), benchmark), modes=modes(ctx),
@@ -78,6 +79,21 @@ def run(ctx):
     return {"results_dir": result.results_dir, "system": config.system, "benchmark": benchmark,
             "summary": [asdict(r) for r in result.runs], "table": result.table,
             "submission": submission(ctx, config.results_dir) if "submission" in ctx.variations else {}}
+
+
+def check_submission_inputs(ctx, benchmark, *, short, tiny):
+    i = ctx.inputs
+    if not i["submitter"]:
+        raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
+    round_ = load_round(i["round"])
+    if i["system_file"]:
+        read_user_file(i["system_file"], round_)  # a missing file or an unknown field fails now
+    if i["division"] == "closed":
+        reasons = closed_refusals(short=short, tiny=tiny, rows=i["rows"],
+                                  dataset_size=round_.benchmark(benchmark).dataset_size)
+        if reasons:
+            raise AppConfigError("_submission into the closed division would be refused after the run: "
+                                 + "; ".join(reasons), hint="use --input division=open, or drop what it names")
 
 
 def submission(ctx, results_dir):

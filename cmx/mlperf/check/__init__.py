@@ -9,13 +9,12 @@ is one line: the path, the rule, what was found, what to do.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.check.layout import ResultFolder, Submitter, hygiene, result_folders, submitter_files, submitters
 from cmx.mlperf.check.model import ERROR, WARNING, CheckReport, Problem, ResultRow
-from cmx.mlperf.check.result import check_result
+from cmx.mlperf.check.result import check_result, json_object
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.system_desc import description_problems
 from cmx.mlperf.tree import relative, system_json
@@ -40,6 +39,7 @@ def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:
         rows += [check_result(f, root, round_, systems[f.system], problems) for f in folders]
         if sub.division != "open":
             problems += _scenario_problems(sub, folders, root, round_)
+    problems.sort(key=lambda p: p.severity != ERROR)  # stable: errors first, each group in the tree's order
     return CheckReport(str(root), round_.name, rows, problems)
 
 
@@ -51,13 +51,8 @@ def _system(sub: Submitter, name: str, root: Path, round_: Round, problems: list
                                 f"describe the system: cmx writes it when it packages ({len(round_.submission.system_fields)} "
                                 "fields, from detection and --input system_file=FILE)"))
         return {}
-    try:
-        desc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        problems.append(Problem(where, "system.field", f"not valid JSON ({exc})", "write a JSON object"))
-        return {}
-    if not isinstance(desc, dict):
-        problems.append(Problem(where, "system.field", "not a JSON object", "write a JSON object of field: value"))
+    desc = json_object(path, where, "system.field", problems)
+    if not desc:
         return {}
     for p in description_problems(desc, round_, division=sub.division, submitter=sub.name):
         problems.append(Problem(where, _FIELD_RULES.get(p.field, "system.field"), f"{p.field}: {p.found}", p.fix))

@@ -22,7 +22,8 @@ class Problem:
     def line(self) -> str:
         fix = f"; {self.fix}" if self.fix else ""
         mark = "" if self.severity == ERROR else f" ({self.severity})"
-        return f"{self.path}: [{self.rule}]{mark} {self.found}{fix}"
+        found = self.found.rstrip(".") if fix else self.found
+        return f"{self.path}: [{self.rule}]{mark} {found}{fix}"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class ResultRow:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """Everything `check_tree` found: the results and the problems, errors first."""
+    """Everything `check_tree` found: the results and the problems (errors first, each in the tree's order)."""
 
     root: str
     round: str

@@ -110,19 +110,25 @@ def _measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[
         out.append(Problem(where, "measurements.missing", "missing",
                            f"write it with {', '.join(round_.submission.measurements_fields)}"))
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        out.append(Problem(where, "measurements.field", f"not valid JSON ({exc})", "write a JSON object"))
-        return {}
-    if not isinstance(data, dict):
-        out.append(Problem(where, "measurements.field", "not a JSON object", "write a JSON object"))
-        return {}
+    data = json_object(path, where, "measurements.field", out)
     for name in round_.submission.measurements_fields:
         if name not in data:
             out.append(Problem(where, "measurements.field", f"field {name} is missing", "add it"))
         elif not data[name]:
             out.append(Problem(where, "measurements.field", f"field {name} is empty", "give it a meaningful value"))
+    return data
+
+
+def json_object(path: Path, where: str, rule: str, out: list[Problem]) -> dict[str, Any]:
+    """The JSON object in `path`; {} after reporting under `rule` when it is not valid JSON or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        out.append(Problem(where, rule, f"not valid JSON ({exc})", "write a JSON object of field: value"))
+        return {}
+    if not isinstance(data, dict):
+        out.append(Problem(where, rule, "not a JSON object", "write a JSON object of field: value"))
+        return {}
     return data
 
 
