@@ -32,7 +32,7 @@ from cmx.mlperf.backend import (
     GenResult,
     check_result,
 )
-from cmx.mlperf.profiles import EngineOptions, EngineSpec
+from cmx.mlperf.profiles import EngineOptions, EngineSpec, read_cpu_bf16
 from cmx.mlperf.vllm_backend import (
     WARMUP_MAX_TOKENS,
     VllmBackend,
@@ -180,7 +180,10 @@ def direct(report):
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = BIND
     from vllm import LLM, SamplingParams
     began = time.monotonic()
-    llm = LLM(model=str(MODEL), skip_tokenizer_init=True, dtype="bfloat16", max_model_len=MAX_MODEL_LEN,
+    from cmx.mlperf.profiles import read_cpu_bf16
+    # the dtype cmx's cpu profile picks: bf16 where the CPU has it natively, else float32
+    llm = LLM(model=str(MODEL), skip_tokenizer_init=True, dtype="bfloat16" if read_cpu_bf16() else "float32",
+              max_model_len=MAX_MODEL_LEN,
               max_num_seqs=MAX_NUM_SEQS, kv_cache_memory_bytes=64 << 20, enforce_eager=True)
     report["start_seconds"] = time.monotonic() - began
 
@@ -346,8 +349,9 @@ def test_start_warms_the_engine_up_and_sizes_the_cpu_kv_cache_from_the_model(off
         start = report["start"]
         assert start["engines"] == 1
         assert start["warmup_requests"] >= 1 and start["warmup_seconds"] > 0
-        # 16 sequences of 2048 tokens, 2 layers of 2 KV heads of 64 at bf16
-        assert start["engine_kwargs"]["kv_cache_memory_bytes"] == 16 * 2048 * (2 * 2 * 2 * 64 * 2)
+        # 16 sequences of 2048 tokens, 2 layers of 2 KV heads of 64 at bf16 (twice that in float32)
+        width = 2 if read_cpu_bf16() else 4
+        assert start["engine_kwargs"]["kv_cache_memory_bytes"] == 16 * 2048 * (2 * 2 * 2 * 64 * width)
 
 
 @needs_vllm
