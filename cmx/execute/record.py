@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx import __version__
+from cmx.container import container_facts
 from cmx.errors import CmxError
 from cmx.recipe.types import Secret, to_json
 from cmx.resolve.plan import Plan
@@ -22,7 +23,7 @@ class RunRecord:
     def __init__(self, path: Path, plan: Plan, argv: list[str]) -> None:
         self.path = path
         self.plan = plan
-        self.argv = _redact_argv(argv, plan)
+        self.argv = redact_argv(argv, plan)
         self.started = datetime.now().astimezone()
         self._plan_json: dict[str, Any] | None = None
 
@@ -78,6 +79,7 @@ class RunRecord:
             "argv": self.argv,
             "cwd": os.getcwd(),
             "started": self.started.isoformat(timespec="seconds"),
+            "container": container_facts(),  # the image, its base and Dockerfile, in a `cmx run --docker` container
             "plan": self._plan_json,
             **extra,
         }
@@ -86,7 +88,7 @@ class RunRecord:
         tmp.replace(self.path / "run.json")
 
 
-def _redact_argv(argv: list[str], plan: Plan) -> list[str]:
+def redact_argv(argv: list[str], plan: Plan) -> list[str]:
     """A secret given on the command line (`--input token=...`) must not reach run.json."""
     secrets = {v.reveal() for step in plan for v in step.inputs.values() if isinstance(v, Secret) and v.reveal()}
     out = []

