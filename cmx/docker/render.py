@@ -1,0 +1,224 @@
+"""A plan's image: the Dockerfile (templates/docker/Dockerfile.j2), its build context, and the tag that names them.
+
+Everything that goes into the image is listed in the build context, and the tag is a hash of
+the Dockerfile and of every context file, so an unchanged plan names the image it built last
+time and reuses it. Rendering is pure: it reads files and builds nothing (the cmx wheel is
+built only when an image is, `write_context`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx import __version__
+from cmx.docker import DockerError, profile_for
+from cmx.recipe.model import DockerSpec
+from cmx.resolve.plan import Plan
+from cmx.settings import Settings
+
+CHECKOUT = Path(__file__).resolve().parent.parent.parent
+WHEEL_NAME = f"cmx-{__version__}-py3-none-any.whl"
+# what the cmx wheel is built from: when none of these changed, the wheel is the same
+WHEEL_SOURCES = ("cmx", "templates", "pyproject.toml", "README.md")
+_SKIP = ("__pycache__", ".pyc", ".index", ".sources")
+
+
+@dataclass(frozen=True)
+class User:
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What the user chose for the image (`cmx run --docker` options)."""
+
+    base_image: str | None = None
+    ca_bundle: Path | None = None
+    wheelhouse: Path | None = None
+    user: User | None = None        # None: root in the container (the host user is root)
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """One file of the build context: its name there, where it comes from, its size and sha256."""
+
+    name: str
+    source: Path | None     # None: written by cmx (the Dockerfile, the registry, the wheel)
+    size: int | None        # None: built with the context (the wheel)
+    sha256: str             # the wheel's: of the sources it is built from
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A plan's image before it is built."""
+
+    profile: str
+    base_image: str
+    dockerfile: str
+    files: tuple[ContextFile, ...]
+    registry_yaml: str
+    tag: str
+
+    def listing(self) -> list[str]:
+        """The build context, one `size  name` line per file."""
+        return [f"{'(built)' if f.size is None else f.size:>12}  {f.name}" for f in self.files]
+
+
+def plan_device(plan: Plan) -> str | None:
+    """The device the plan runs on: the `device` context of its root step (None when it reads none)."""
+    value = plan.root_step.full_context.get("device")
+    return str(value) if value else None
+
+
+def docker_spec(plan: Plan) -> DockerSpec:
+    """Every step's `docker:` contributions, merged, de-duplicated and sorted (so the file does not depend on step order)."""
+    apt: set[str] = set()
+    pip: set[str] = set()
+    env: dict[str, str] = {}
+    for step in plan:
+        apt.update(step.docker.apt)
+        pip.update(step.docker.pip)
+        for name, value in step.docker.env:
+            if env.get(name, value) != value:
+                raise DockerError(f"two steps set the image's {name} differently ({env[name]!r} and {value!r})",
+                                  hint=f"make the docker: env of the recipes agree (one of them is {step.name})")
+            env[name] = value
+    return DockerSpec(apt=tuple(sorted(apt)), pip=tuple(sorted(pip)), env=tuple(sorted(env.items())))
+
+
+def render(plan: Plan, options: BuildOptions, settings: Settings) -> Rendered:
+    """The Dockerfile and build context for `plan`, and the image tag they hash to."""
+    profile = profile_for(plan_device(plan))
+    install = profile.install()
+    spec = docker_spec(plan)
+    base = options.base_image or profile.default_base_image
+    wheel = f"/opt/cmx/dist/{WHEEL_NAME}" + (f"[{install.extra}]" if install.extra else "")
+    from cmx.templates import render as render_template
+
+    dockerfile = render_template(
+        "docker/Dockerfile.j2", version=__version__, query=plan.query, profile=profile.name, base_image=base,
+        ca_bundle=options.ca_bundle is not None, profile_apt=sorted(install.apt),
+        apt=[a for a in spec.apt if a not in install.apt], pip=[shlex.quote(p) for p in spec.pip],
+        make_venv=install.make_venv, wheelhouse=options.wheelhouse is not None, python=install.python,
+        wheel=shlex.quote(wheel), remove_after=install.remove_after,
+        env=[(name, shlex.quote(value)) for name, value in spec.env], user=options.user)
+    registry_yaml, sources = _registry(settings)
+    files = [_text_file("Dockerfile", dockerfile), _text_file("cmx-home/registry.yaml", registry_yaml),
+             _wheel_file()]
+    if options.ca_bundle is not None:
+        files.append(_file("ca-bundle.crt", _existing(options.ca_bundle, "the CA bundle (--ca-bundle)")))
+    if options.wheelhouse is not None:
+        folder = _existing(options.wheelhouse, "the wheelhouse (--wheelhouse)")
+        files += [_file(f"wheelhouse/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
+    for name, folder in sources:
+        files += [_file(f"cmx-home/{name}/{rel}", folder / rel) for rel in _tree(folder)]
+    files.sort(key=lambda f: f.name)
+    digest = hashlib.sha256("".join(f"{f.name}\0{f.sha256}\n" for f in files).encode()).hexdigest()
+    return Rendered(profile.name, base, dockerfile, tuple(files), registry_yaml,
+                    tag=f"cmx-{plan.root_step.name}:{digest[:16]}")
+
+
+def _registry(settings: Settings) -> tuple[str, list[tuple[str, Path]]]:
+    """registry.yaml for the image, whose sources are copies of the host's (git ones from their pinned checkout)."""
+    from cmx.registry.sources import read_registry
+
+    lines = ["# the recipe sources of the host's registry, copied into the image by cmx", "sources:"]
+    folders = []
+    for source in read_registry(settings.registry):
+        folder = source.recipes_dir(settings.sources_dir)
+        if not folder.is_dir():
+            raise DockerError(f"recipe source {source.name!r} has no folder at {folder}",
+                              hint="run `cmx registry ls` (a git source is checked out when first used)")
+        lines += [f"  - name: {source.name}", f"    path: {source.name}"]
+        folders.append((source.name, folder))
+    return "\n".join(lines) + "\n", folders
+
+
+def _tree(folder: Path) -> Iterator[str]:
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
+        for name in sorted(names):
+            if not name.endswith(".pyc"):
+                yield (Path(root) / name).relative_to(folder).as_posix()
+
+
+def _existing(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise DockerError(f"{what} {path} does not exist")
+    return path
+
+
+def _file(name: str, source: Path) -> ContextFile:
+    digest = hashlib.sha256()
+    with open(source, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return ContextFile(name, source, source.stat().st_size, digest.hexdigest())
+
+
+def _text_file(name: str, text: str) -> ContextFile:
+    data = text.encode()
+    return ContextFile(name, None, len(data), hashlib.sha256(data).hexdigest())
+
+
+def _wheel_file() -> ContextFile:
+    """The cmx wheel, named by the sources it is built from (building it is left to write_context)."""
+    digest = hashlib.sha256()
+    for top in WHEEL_SOURCES:
+        path = CHECKOUT / top
+        files = [path] if path.is_file() else [path / rel for rel in _tree(path)] if path.is_dir() else []
+        for file in files:
+            digest.update(f"{file.relative_to(CHECKOUT).as_posix()}\0".encode())
+            digest.update(file.read_bytes())
+    if not (CHECKOUT / "pyproject.toml").is_file():
+        raise DockerError(f"cmx runs from {CHECKOUT}, not from a checkout with pyproject.toml",
+                          hint="--docker builds the image from cmx's source: run it from a git checkout of cmx")
+    return ContextFile(f"dist/{WHEEL_NAME}", None, None, digest.hexdigest())
+
+
+def write_context(rendered: Rendered, dest: Path) -> Path:
+    """The build context in `dest`: the Dockerfile, the copied files, the registry and a freshly built cmx wheel."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "Dockerfile").write_text(rendered.dockerfile, encoding="utf-8")
+    (dest / "cmx-home").mkdir(exist_ok=True)
+    (dest / "cmx-home" / "registry.yaml").write_text(rendered.registry_yaml, encoding="utf-8")
+    for f in rendered.files:
+        if f.source is not None:
+            target = dest / f.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f.source, target)
+    build_wheel(dest / "dist")
+    return dest
+
+
+def build_wheel(dest: Path) -> Path:
+    """cmx's wheel, built from this checkout with pip (hatchling), into `dest`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", tmp,
+                               str(CHECKOUT)], capture_output=True, text=True)
+        built = list(Path(tmp).glob("cmx-*.whl"))
+        if proc.returncode != 0 or len(built) != 1:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+            raise DockerError(f"building the cmx wheel failed (pip wheel exited with status {proc.returncode}):\n"
+                              f"{tail}", hint="pip builds it with hatchling, which it fetches from the index")
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / WHEEL_NAME
+        shutil.copyfile(built[0], target)
+    return target
+
+
+def host_user() -> User | None:
+    """The user running cmx (None for root, which every image has)."""
+    uid, gid = os.getuid(), os.getgid()
+    return None if uid == 0 else User(uid, gid)
+
