@@ -124,12 +124,14 @@ def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(
 
 
 def test_a_run_in_a_container_names_its_image_in_the_readme(tmp_path: Path, results: Path):
-    container = {"image": "cmx/llama2-rocm:3f2a", "image_id": "sha256:" + "b" * 64, "base_image": "rocm/vllm:1"}
+    container = {"image": "cmx/llama2-rocm:3f2a", "image_id": "sha256:" + "b" * 64, "base_image": "rocm/vllm:1",
+                 "host_command": "cmx run 'app mlperf inference llama2 _rocm' --docker"}
     for scenario in ("Offline", "Server", "Interactive"):
         set_facts(results, scenario, origin={**ORIGIN, "container": container})
     package(request(tmp_path, results))
     readme = (tmp_path / "out/closed/cmx-test/results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
     assert "cmx/llama2-rocm:3f2a" in readme and "sha256:" + "b" * 64 in readme and "rocm/vllm:1" in readme
+    assert "cmx run 'app mlperf inference llama2 _rocm' --docker\n```" in readme  # what to type again
 
 
 def test_tar_writes_the_archive_submitters_upload(tmp_path: Path, results: Path):

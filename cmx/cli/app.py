@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "Show what a query would run, without running anything."),
     "find": ("find", "List recipes whose tags match a query."),
     "show": ("show", "Describe one recipe: tags, inputs, variations, deps, outputs."),
+    "docker": ("docker", "Show the Dockerfile and container settings of `run --docker`."),
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),
     "registry": ("registry", "List recipe sources and pin git sources to a commit."),

@@ -8,6 +8,7 @@ import sys
 import click
 
 from cmx.cli.common import app, echo_json, join_query, parse_context, parse_pairs, query_arg, registry_option
+from cmx.cli.docker_options import docker_options
 
 
 @click.command("run", help="""Resolve QUERY and run it.
@@ -23,6 +24,13 @@ just that step.
     cmx run "get python-package" --input package=numpy
     cmx run "app mlperf inference llama2 _cpu _tiny _short" --jobs 2
     cmx run "app mlperf inference llama2 _rocm" --dry-run
+    cmx run "app mlperf inference llama2 _cpu _tiny _short" --docker
+
+With --docker the plan is resolved here, an image is rendered from it (the device
+profile's base image, every step's docker: additions, this cmx built as a wheel),
+built unless an identical one exists, and the same query runs inside it with the
+cache, run records and every path of the plan mounted at their own paths, as the
+host user. `cmx docker QUERY` shows the Dockerfile and the container settings.
 """)
 @query_arg
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
@@ -38,10 +46,15 @@ just that step.
                    "command to run; also CMX_INSTALL_MISSING=1. Never drivers.")
 @click.option("--progress", type=click.Choice(["auto", "live", "plain", "none"]), default="auto",
               show_default=True, help="Live display on a terminal, plain lines otherwise.")
+@click.option("--docker", "in_docker", is_flag=True, help="Run the query in a container built from the plan.")
+@click.option("--rebuild", is_flag=True, help="With --docker: build the image even if an identical one exists.")
+@click.option("--keep", is_flag=True, help="With --docker: keep the container and the build context.")
+@docker_options
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None, progress: str) -> None:
+            jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None, progress: str,
+            in_docker: bool, rebuild: bool, keep: bool, **docker: object) -> None:
     text = join_query(query)
     given = parse_pairs(inputs, "--input")
     context = parse_context(contexts)
@@ -50,6 +63,16 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
 
         print_plan(text, given, context, as_json, False, ctx)
         return
+    if in_docker:
+        if as_json:
+            raise click.UsageError("--json does not go with --docker: the run inside prints its progress; read "
+                                   "its run.json (the path is printed at the end)")
+        _run_in_docker(ctx, text, given, context, jobs=jobs, rebuild=rebuild, keep=keep,
+                       install_missing=bool(install_missing), **docker)
+        return
+    if rebuild or keep or any(docker.values()):
+        raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
+                               "--docker")
     from cmx import api
     from cmx.errors import CmxError
     from cmx.execute.progress import make_reporter
@@ -92,6 +115,25 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
     click.echo(f"ok: {result.plan.root} in {result.seconds:.2f}s ({summary}); record: {result.run_dir}/run.json")
     for line in output_lines(to_json(result.outputs)):
         click.echo(line)
+
+
+def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, **options: object) -> None:
+    from cmx import api
+    from cmx.cli.docker_options import docker_run
+    from cmx.docker.launch import run_in_docker
+    from cmx.docker.render import plan_device
+
+    settings = app(ctx).settings()
+    plan = api.plan(text, inputs=given, context=context, settings=settings).plan
+    from cmx.execute.record import redact_argv
+
+    host_command = tuple(redact_argv(["cmx", *sys.argv[1:]], plan))
+    request = docker_run(text, given, context, host_command=host_command, device=plan_device(plan),
+                         **options)  # type: ignore[arg-type]
+    code = run_in_docker(plan, request, settings, emit=click.echo)
+    if code != 0:
+        click.echo(f"error: the run in the container exited with status {code} (its error is above)", err=True)
+        ctx.exit(code)
 
 
 def output_lines(outputs: dict) -> list[str]:

