@@ -1,0 +1,135 @@
+"""`cmx run --docker` on a real Docker engine: build, run, reuse, and the errors a user meets.
+
+.ci/docker-setup.sh installs Docker from Debian, starts dockerd and makes the base image with
+debootstrap (no image can be pulled here); CMX_TEST_BASE_IMAGE names it. The tests skip when no
+engine or base image is there, unless CMX_REQUIRE_DOCKER=1 (CI sets it): then they fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, Home
+
+BASE = os.environ.get("CMX_TEST_BASE_IMAGE", "cmx-test/bookworm-minbase:1")
+WHEELHOUSE = Path(os.environ.get("CMX_TEST_WHEELHOUSE", "/opt/wheels"))
+TINY = "app mlperf inference llama2 _cpu _tiny _short"
+
+
+def _docker_ready() -> str | None:
+    """Why the engine or the base image is missing (None when both are there)."""
+    if importlib.util.find_spec("docker") is None:
+        return "the docker SDK is not installed"
+    import docker
+    from docker.errors import DockerException, ImageNotFound
+
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(BASE)
+    except ImageNotFound:
+        return f"no base image {BASE} (run .ci/docker-setup.sh)"
+    except DockerException as exc:
+        return f"no Docker engine ({exc})"
+    return None
+
+
+_WHY = _docker_ready()
+if _WHY and os.environ.get("CMX_REQUIRE_DOCKER") == "1":
+    raise RuntimeError(f"CMX_REQUIRE_DOCKER=1 but {_WHY}")
+# a first build installs vLLM's CPU build into the image: minutes, more than the suite's 600 s default
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""), pytest.mark.timeout(2400)]
+
+
+@pytest.fixture
+def builtin(home: Home) -> Home:
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n")
+    return home
+
+
+def docker_args() -> list[str]:
+    args = ["--docker", "--base-image", BASE]
+    return args + (["--wheelhouse", str(WHEELHOUSE)] if WHEELHOUSE.is_dir() else [])
+
+
+def test_the_tiny_benchmark_runs_in_a_container_and_leaves_its_results_on_the_host(builtin: Home, tmp_path: Path):
+    results = tmp_path / "results"
+    args = [TINY, "--input", "modes=performance,accuracy", "--input", "rows=64", "--input", "system_name=box",
+            "--input", f"results_dir={results}", *docker_args()]
+    first = builtin.cmx("run", *args, timeout=2400)
+    assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]
+    # built now, or earlier by this machine (an identical plan names the same image)
+    assert "building cmx-app-mlperf-inference-llama2:" in first.stdout or "is up to date" in first.stdout
+    scenario = results / "box" / "llama2-70b-99" / "Offline"
+    for rel in ("user.conf", "cmx_run.json", "performance/run_1/mlperf_log_detail.txt",
+                "performance/run_1/result.json", "accuracy/mlperf_log_accuracy.json", "accuracy/accuracy.txt"):
+        path = scenario / rel
+        assert path.is_file(), rel
+        assert path.stat().st_uid == os.getuid()  # written as the host user
+    facts = json.loads((scenario / "cmx_run.json").read_text())
+    container = facts["origin"]["container"]
+    assert container["image"].startswith("cmx-app-mlperf-inference-llama2:")
+    assert container["image_id"].startswith("sha256:") and container["base_image"] == BASE
+    assert "FROM " + BASE in container["dockerfile"]
+    assert facts["validity"]["performance"] == "VALID"
+
+    # the image depends on the recipes and cmx, not on the inputs: another run of the query reuses it
+    again = builtin.cmx("run", *[a.replace("modes=performance,accuracy", "modes=performance") for a in args]
+                        + ["--input", f"results_dir={tmp_path / 'again'}"], timeout=1200)
+    assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-3000:]
+    assert "is up to date" in again.stdout and "building " not in again.stdout
+    # and leaves the files a native run of the same query leaves
+    native = builtin.cmx("run", TINY, "--input", "modes=performance", "--input", "rows=64", "--input",
+                         "system_name=box", "--input", f"results_dir={tmp_path / 'native'}", "--progress", "none",
+                         timeout=1200)
+    assert native.returncode == 0, native.stdout[-3000:] + native.stderr[-3000:]
+    assert files_under(tmp_path / "again") == files_under(tmp_path / "native") != []
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_missing_base_image_is_named_with_how_to_get_it(builtin: Home):
+    proc = builtin.cmx("run", "detect python", "--docker", "--base-image", "cmx-test/no-such-image:1", timeout=300)
+    assert proc.returncode == 1
+    assert "the base image cmx-test/no-such-image:1 is not on this machine and could not be pulled" in proc.stderr
+    assert "docker load" in proc.stderr
+
+
+def test_a_failed_build_names_the_instruction_and_its_last_lines(home: Home):
+    home.recipe("broken", "name: broken\ntags: [broken]\ndocker: {apt: [cmx-no-such-package-xyz]}\n")
+    proc = home.cmx("run", "broken", "--docker", "--base-image", BASE, timeout=900)
+    assert proc.returncode == 1
+    assert "the image build failed at Step" in proc.stderr and "apt-get install" in proc.stderr
+    assert "cmx-no-such-package-xyz" in proc.stderr
+
+
+def test_a_secret_input_reaches_the_run_but_no_layer_of_the_image(home: Home):
+    import docker
+
+    import hashlib
+
+    secret = "cmx-secret-0b5e7d"
+    digest = hashlib.sha256(secret.encode()).hexdigest()  # the recipe compares hashes: no copy of it in the image
+    home.recipe("secretive", "name: secretive\ntags: [secretive]\ninputs:\n  token: {type: secret, env: APP_TOKEN}\n"
+                             "outputs: {seen: {type: bool}}\n",
+                "import hashlib\n\n\ndef run(ctx):\n"
+                f"    return {{'seen': hashlib.sha256(ctx.inputs['token'].reveal().encode()).hexdigest() == '{digest}'}}\n")
+    proc = home.cmx("run", "secretive", "--input", f"token={secret}", *docker_args(), timeout=2400)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "seen = True" in proc.stdout  # the step got it, through the environment
+    client = docker.from_env()
+    started = next(line for line in proc.stdout.splitlines() if line.startswith("running `cmx run secretive` in "))
+    image = client.images.get(started.rsplit(" ", 1)[1])
+    assert all(secret not in json.dumps(layer) for layer in image.history())
+    found = client.containers.run(image.id, ["sh", "-c", f"grep -rl {secret} /opt /etc /home /root || true"],
+                                  remove=True, user="0")
+    assert found.strip() == b""
+    runs = list((home.root / "runs").glob("*/run.json"))
+    assert runs and all(secret not in p.read_text() for p in runs)
