@@ -324,15 +324,16 @@ def offline_accuracy(tiny: Tiny) -> tuple[HarnessResult, Path]:
     return tiny.run("offline-accuracy", "Offline", "accuracy", 300, min_duration_ms=2000, min_query_count=SAMPLES)
 
 
-# Server: 512 queries (over the 459 early stopping needs) at 90/s, well below the ~150/s capacity
+# Server: 512 queries (over the 459 early stopping needs) at 40/s, about half of what a 2-core AVX2
+# machine serves (~77 samples/s in float32; ~150/s where the CPU has native bf16)
 @pytest.fixture(scope="module")
 def server_perf(tiny: Tiny) -> tuple[HarnessResult, Path]:
-    return tiny.run("server-perf", "Server", "performance", 90, min_duration_ms=4000, min_query_count=480)
+    return tiny.run("server-perf", "Server", "performance", 40, min_duration_ms=4000, min_query_count=480)
 
 
 @pytest.fixture(scope="module")
 def server_test06(tiny: Tiny) -> tuple[HarnessResult, Path]:
-    return tiny.run("server-test06", "Server", "test06", 90, min_duration_ms=4000, min_query_count=480)
+    return tiny.run("server-test06", "Server", "test06", 40, min_duration_ms=4000, min_query_count=480)
 
 
 def assert_clean_logs(out: Path) -> None:
