@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Mapping, NamedTuple
 
 # the checkout that holds this package: registry.yaml, recipes/, cache/ live beside cmx/
-_CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 class Settings(NamedTuple):  # a NamedTuple: on the `cmx find` path, where dataclasses cost ~10 ms to import
@@ -34,8 +34,8 @@ def load_settings(registry: str | os.PathLike | None = None,
     env = os.environ if environ is None else environ
     if env.get("CMX_HOME"):
         home = Path(env["CMX_HOME"]).expanduser().absolute()
-    elif (_CHECKOUT / "registry.yaml").is_file():
-        home = _CHECKOUT
+    elif (CHECKOUT / "registry.yaml").is_file():
+        home = CHECKOUT
     else:
         home = Path.home() / ".cmx"
     reg = registry or env.get("CMX_REGISTRY") or home / "registry.yaml"

@@ -6,7 +6,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-_CHECKOUT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+from cmx.settings import CHECKOUT
+
+_CHECKOUT_TEMPLATES = CHECKOUT / "templates"
 _PACKAGED_TEMPLATES = Path(__file__).resolve().parent / "_templates"  # where a wheel carries them
 
 

@@ -23,9 +23,8 @@ from cmx import __version__
 from cmx.docker import DockerError, profile_for
 from cmx.recipe.model import DockerSpec
 from cmx.resolve.plan import Plan
-from cmx.settings import Settings
+from cmx.settings import CHECKOUT, Settings
 
-CHECKOUT = Path(__file__).resolve().parent.parent.parent
 WHEEL_NAME = f"cmx-{__version__}-py3-none-any.whl"
 # what the cmx wheel is built from: when none of these changed, the wheel is the same
 WHEEL_SOURCES = ("cmx", "templates", "pyproject.toml", "README.md")

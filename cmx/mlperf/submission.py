@@ -47,11 +47,11 @@ from cmx.mlperf.tree import (
     ResultPaths,
     system_json,
 )
+from cmx.settings import CHECKOUT
 
 PACKAGE_DIVISIONS = ("closed", "open")
 UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_CHECKOUT = Path(__file__).resolve().parent.parent.parent
 # what src/ gets: enough to `pip install -e src` and run the same recipes
 SOURCE_FOLDERS = ("cmx", "recipes", "templates")
 SOURCE_FILES = ("pyproject.toml", "registry.yaml")
@@ -402,23 +402,23 @@ def _write_code(dest: Path) -> None:
 
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
     for name in SOURCE_FOLDERS:
-        if (_CHECKOUT / name).is_dir():
-            shutil.copytree(_CHECKOUT / name, dest / name, ignore=ignore)
+        if (CHECKOUT / name).is_dir():
+            shutil.copytree(CHECKOUT / name, dest / name, ignore=ignore)
     for name in SOURCE_FILES:
-        if (_CHECKOUT / name).is_file():
-            shutil.copyfile(_CHECKOUT / name, dest / name)
+        if (CHECKOUT / name).is_file():
+            shutil.copyfile(CHECKOUT / name, dest / name)
     (dest / "README.md").write_text(render("submission/src-README.md.j2", version=__version__,
                                            commit=source_commit()), encoding="utf-8")
 
 
 def source_commit() -> str:
     """The git commit of the cmx checkout ("" outside one), with " (with uncommitted changes)" when dirty."""
-    if not (_CHECKOUT / ".git").exists():
+    if not (CHECKOUT / ".git").exists():
         return ""
     try:
-        sha = subprocess.run(["git", "-C", str(_CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True,
+        sha = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(_CHECKOUT), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(CHECKOUT), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
