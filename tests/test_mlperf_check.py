@@ -131,6 +131,34 @@ def _error_line(root: Path) -> None:
     _replace(lambda r: acc(r) / "mlperf_log_summary.txt", "No errors encountered", "1 ERROR encountered")(root)
 
 
+def _early_stopping_not_met(scenario: str) -> Mutation:
+    """The single change the official checker rejects and a VALID-looking log can hide: early_stopping_met false."""
+    def apply(root: Path) -> None:
+        edit_log(perf(root, scenario) / "mlperf_log_detail.txt", "early_stopping_met", "false")
+        _replace(lambda r: perf(r, scenario) / "mlperf_log_summary.txt", "Early stopping satisfied: Yes",
+                 "Early stopping satisfied: NO")(root)
+    return apply
+
+
+def _server_logs_in_offline(root: Path) -> None:
+    for name in ("mlperf_log_detail.txt", "mlperf_log_summary.txt"):
+        shutil.copyfile(perf(root, "Server") / name, perf(root) / name)
+
+
+def _move_division(root: Path, division: str, **system: object) -> Path:
+    """The tree's one submitter moved from closed into `division`, its system description saying so."""
+    moved = root / division / SUBMITTER
+    moved.parent.mkdir()
+    sub(root).rename(moved)
+    (root / "closed").rmdir()
+    edit_json(moved / "systems" / f"{SYSTEM}.json", division=division, **system)
+    return moved
+
+
+def _open_with_bad_model_mapping(root: Path) -> None:
+    (_move_division(root, "open") / "model_mapping.json").write_text("{not json")
+
+
 def _rename_benchmark(root: Path) -> None:
     folder = result_dir(root, "Offline").parent
     folder.rename(folder.with_name("llama2-70b"))
@@ -202,6 +230,50 @@ MUTATIONS: list[tuple[str, Mutation, str, str, str]] = [
      f"systems/{SYSTEM}.json", "'released'"),
     ("orphan-system", _write(lambda r: sub(r) / "systems" / "other.json", "{}"), "system.orphan",
      "systems/other.json", "no results"),
+    ("server-early-stopping", _early_stopping_not_met("Server"), "loadgen.early-stopping",
+     "Server/performance/run_1", "early-stopping condition was not met"),
+    ("interactive-early-stopping", _early_stopping_not_met("Interactive"), "loadgen.early-stopping",
+     "Interactive/performance/run_1", "early-stopping condition was not met"),
+    ("server-target-latency", lambda r: edit_log(perf(r, "Server") / "mlperf_log_detail.txt",
+                                                 "effective_target_latency_ns", "30000000000"),
+     "loadgen.latency-setting", "Server/performance/run_1", "target_latency was 30000 ms; the checker allows at "
+                                                            "most 20000 ms"),
+    ("test06-accuracy-log-lost", _unlink(lambda r: result_dir(r, "Offline") / "TEST06" / "accuracy" /
+                                         "mlperf_log_accuracy.json"),
+     "test06.missing", "Offline/TEST06/accuracy/mlperf_log_accuracy.json", "missing"),
+    ("empty-results", lambda r: [shutil.rmtree(p) for p in (sub(r) / "results").iterdir()], "layout.no-results",
+     "results", "no results"),
+    ("equal-issue-off", lambda r: edit_log(perf(r, "Server") / "mlperf_log_detail.txt",
+                                           "effective_sample_concatenate_permutation", "false"),
+     "loadgen.equal-issue", "Server/performance/run_1", "equal-issue mode"),
+    ("performance-sample-count", lambda r: edit_log(perf(r) / "mlperf_log_detail.txt",
+                                                    "effective_performance_sample_count", "1024"),
+     "loadgen.sample-count", "Offline/performance/run_1", "performance_sample_count was 1024"),
+    ("token-latencies-off", lambda r: edit_log(perf(r) / "mlperf_log_detail.txt", "requested_use_token_latencies",
+                                               "false"),
+     "loadgen.tokens", "Offline/performance/run_1", "token latencies were off"),
+    ("server-ttft-over-limit", lambda r: edit_log(perf(r, "Server") / "mlperf_log_detail.txt",
+                                                  "result_first_token_99.00_percentile_latency_ns", "2500000000"),
+     "loadgen.latency-limit", "Server/performance/run_1", "over the v6.0 Server limit of 2000 ms"),
+    ("scenario-mismatch", _server_logs_in_offline, "loadgen.scenario", "Offline/performance/run_1",
+     "the log's scenario is Server"),
+    ("accuracy-not-all-samples", lambda r: edit_log(acc(r) / "mlperf_log_detail.txt",
+                                                    "effective_accuracy_sample_count", "1000"),
+     "accuracy.coverage", "Offline/accuracy", "covered 1000 samples"),
+    ("missing-system-json", lambda r: system_json(r).unlink(), "system.missing-json", f"systems/{SYSTEM}.json",
+     "missing"),
+    ("bad-system-type", lambda r: edit_json(system_json(r), system_type="Datacenter"), "system.type",
+     f"systems/{SYSTEM}.json", "'Datacenter'"),
+    ("submitter-mismatch", lambda r: edit_json(system_json(r), submitter="someone-else"), "system.submitter",
+     f"systems/{SYSTEM}.json", "submitter folder"),
+    ("missing-measurements", lambda r: (result_dir(r, "Offline") / "measurements.json").unlink(),
+     "measurements.missing", "Offline/measurements.json", "missing"),
+    ("network-sut-name", lambda r: _move_division(r, "network", is_network="true"), "system.network",
+     "performance/run_1", "a network SUT's name must contain 'Network SUT'"),
+    ("network-without-is-network", lambda r: _move_division(r, "network"), "system.network", f"systems/{SYSTEM}.json",
+     "is_network"),
+    ("open-bad-model-mapping", _open_with_bad_model_mapping, "layout.model-mapping", "model_mapping.json",
+     "not valid JSON"),
     ("lowercase-scenario", lambda r: result_dir(r, "Server").rename(result_dir(r, "Server").with_name("server")),
      "layout.scenario", f"{BENCHMARK}/server", "not a scenario"),
 ]
@@ -224,6 +296,73 @@ def test_each_perturbation_breaks_only_its_own_rules(tree: Path):
     """The rules do not cascade: a wrong seed is a seed problem, not also an INVALID or a layout one."""
     edit_log(perf(tree) / "mlperf_log_detail.txt", "effective_qsl_rng_seed", "1780908523862526354")
     assert check_tree(tree).rules_broken() == {"loadgen.seeds"}
+
+
+@pytest.mark.parametrize("scenario", ["Server", "Interactive"])
+def test_early_stopping_not_met_is_the_only_problem_of_an_otherwise_passing_tree(tree: Path, scenario: str):
+    _early_stopping_not_met(scenario)(tree)
+    report = check_tree(tree)
+    assert report.rules_broken() == {"loadgen.early-stopping"}
+    assert "run longer" in report.errors[0].line() and "lower target_qps" in report.errors[0].line()
+
+
+def test_a_real_server_log_that_misses_early_stopping_fails_with_loadgens_numbers(tree: Path):
+    """tests/data/loadgen/early-stopping: real LoadGen, a few slow queries, every other flag of the run met."""
+    data = Path(__file__).resolve().parent / "data" / "loadgen" / "early-stopping"
+    for name in ("mlperf_log_detail.txt", "mlperf_log_summary.txt"):
+        shutil.copyfile(data / name, perf(tree, "Server") / name)
+    hits = [p.line() for p in check_tree(tree).errors if p.rule == "loadgen.early-stopping"]
+    assert hits == [f"closed/{SUBMITTER}/results/{SYSTEM}/{BENCHMARK}/Server/performance/run_1/mlperf_log_detail.txt: "
+                    "[loadgen.early-stopping] LoadGen's early-stopping condition was not met (TTFT: processed 592 "
+                    "queries, would need at least 409 more with every one under the limit); the checker fails it "
+                    "whatever else the log says: run longer (more queries at the same target_qps tighten the p99 "
+                    "bound), or lower target_qps so fewer queries go over the limits"]
+
+
+# --- hints that lead to the fix: what is missing first, and never "remove" what a rule requires ---------------
+
+def _advises_removing(report, fragment: str) -> list[str]:
+    return [p.line() for p in report.problems if fragment in p.path and "remove" in p.fix]
+
+
+def test_a_missing_system_description_is_the_first_problem_and_its_folder_is_not_to_be_removed(tree: Path):
+    system_json(tree).unlink()
+    report = check_tree(tree)
+    assert report.errors[0].rule == "system.missing-json", format_report(report)
+    assert _advises_removing(report, "systems") == []
+    empty = [p for p in report.errors if p.rule == "layout.hygiene"]
+    assert [p.path for p in empty] == [f"closed/{SUBMITTER}/systems"]
+    assert empty[0].found == "an empty folder, where the system descriptions (systems/<system>.json) should be"
+
+
+def test_empty_results_say_no_results_were_found_and_where_they_belong(tree: Path):
+    for folder in (sub(tree) / "results").iterdir():
+        shutil.rmtree(folder)
+    report = check_tree(tree)
+    first = report.errors[0]
+    assert (first.rule, first.found) == ("layout.no-results",
+                                         "no results: it holds no <system>/<benchmark>/<scenario>/ folder")
+    assert "results/<system>/<benchmark>/<scenario>/" in first.fix
+    assert _advises_removing(report, "results") == [] and _advises_removing(report, "systems") == []
+    assert "system.orphan" not in report.rules_broken()
+
+
+def test_a_lost_test06_accuracy_log_is_to_be_restored_not_its_folder_removed(tree: Path):
+    (result_dir(tree, "Offline") / "TEST06" / "accuracy" / "mlperf_log_accuracy.json").unlink()
+    report = check_tree(tree)
+    assert report.errors[0].rule == "test06.missing" and report.errors[0].path.endswith(
+        "Offline/TEST06/accuracy/mlperf_log_accuracy.json")
+    assert _advises_removing(report, "TEST06") == []
+    # doing what the old hint said (removing the empty folder) must not make the tree pass
+    (result_dir(tree, "Offline") / "TEST06" / "accuracy").rmdir()
+    assert check_tree(tree).rules_broken() == {"test06.missing"}
+
+
+def test_a_closed_tree_without_the_whole_test06_fails(tree: Path):
+    shutil.rmtree(result_dir(tree, "Server") / "TEST06")
+    report = check_tree(tree)
+    assert report.rules_broken() == {"test06.missing"}
+    assert [p.found for p in report.errors] == ["no TEST06 folder"]
 
 
 def test_a_network_tree_with_a_boolean_is_network_is_reported_not_a_crash(tree: Path):
@@ -274,3 +413,66 @@ def test_expect_passes_only_when_exactly_the_listed_rules_break(home: Home, tree
     other = home.cmx("check", str(tree), "--expect", "loadgen.min-duration", "--json")
     assert other.returncode == 1
     assert json.loads(other.stdout)["expectation"].startswith("NOT AS EXPECTED: the tree breaks system.field")
+
+
+# --- the audit of the official checker, docs/submission.md ----------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "submission.md"
+# Every check of the official checker at mlcommons/inference b66003e (2026-08-20): each class's `self.checks` in
+# tools/submission/submission_checker/checks/*.py, and what loader.py and main.py fail on. A newer checker's
+# checks are added here and to the table together.
+OFFICIAL_CHECKS = (
+    *(f"PerformanceCheck.{c}" for c in (
+        "missing_check", "scenarios_check", "loadgen_errors_check", "equal_issue_check",
+        "performance_sample_count_check", "seeds_check", "latency_check", "min_query_count_check",
+        "min_duration_check", "network_check", "llm_check", "inferred_check", "get_performance_metric_check",
+        "endpoints_model_check")),
+    *(f"AccuracyCheck.{c}" for c in ("accuracy_result_check", "accuracy_json_check", "loadgen_errors_check",
+                                     "dataset_check", "extra_files_check", "endpoints_model_check")),
+    *(f"SystemCheck.{c}" for c in ("missing_check", "availability_check", "system_type_check", "network_check",
+                                   "required_fields_check", "submitter_check", "division_check",
+                                   "nameplate_power_check")),
+    *(f"MeasurementsCheck.{c}" for c in ("missing_check", "directory_exist_check", "required_files_check",
+                                         "required_fields_check")),
+    *(f"PowerCheck.{c}" for c in ("required_files_check", "external_power_check", "get_power_metric_check")),
+    *(f"ComplianceCheck.{c}" for c in ("dir_exists_check", "performance_check", "accuracy_check",
+                                       "compliance_performance_check", "compliance_endpoints_check")),
+    "StructureCheck.sample_check",
+    "loader.Loader.load (divisions)", "loader.Loader.load (system description)",
+    "loader.Loader.load (model mapping)", "loader.Loader.check_scenarios", "main.main (NoResults)",
+)
+
+
+def _audit_rows() -> dict[str, tuple[list[str], str]]:
+    """docs/submission.md's audit table: official check -> (cmx rule ids, or [] for not applicable; notes)."""
+    text = DOCS.read_text(encoding="utf-8")
+    table = text[text.index("<!-- audit:start -->"):text.index("<!-- audit:end -->")]
+    rows: dict[str, tuple[list[str], str]] = {}
+    for line in table.splitlines()[3:]:
+        check, rules, notes = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        name = check.replace("`", "")
+        assert name not in rows, f"{name} has two rows"
+        rows[name] = ([] if rules == "not applicable" else re.findall(r"`([a-z0-9.-]+)`", rules), notes)
+    return rows
+
+
+def test_the_audit_table_has_a_row_for_every_official_check():
+    assert list(_audit_rows()) == list(OFFICIAL_CHECKS)
+
+
+def test_every_rule_the_audit_names_is_caught_by_a_perturbation_and_every_exception_says_why():
+    caught = {m[2] for m in MUTATIONS}
+    for check, (rules, notes) in _audit_rows().items():
+        if not rules:
+            assert notes, f"{check}: 'not applicable' needs a reason"
+        missing = [r for r in rules if r not in caught]
+        assert not missing, f"{check}: no perturbation in MUTATIONS is caught by {missing}"
+
+
+def test_a_power_measurement_is_named_as_unchecked_not_passed_silently(tree: Path):
+    power = perf(tree, "Server").parent / "power"
+    power.mkdir()
+    (power / "server.json").write_text("{}")
+    report = check_tree(tree)
+    assert report.ok  # a warning: cmx fails nothing it did not check
+    assert [(p.rule, p.severity) for p in report.problems] == [("power.unchecked", "warning")]

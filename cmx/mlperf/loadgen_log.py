@@ -36,6 +36,9 @@ from cmx.mlperf.rounds import Benchmark, Round, ScenarioRules, Seeds, round_for_
 from cmx.mlperf.userconf import TEST06_AUDIT
 
 MARKER = ":::MLLOG"
+# The LoadGen scenarios whose result must meet early stopping (the official checker's
+# Config.uses_early_stopping; an Interactive run is a LoadGen Server run)
+EARLY_STOPPING_SCENARIOS = ("Server", "SingleStream", "MultiStream")
 DETAIL_LOG = "mlperf_log_detail.txt"
 SUMMARY_LOG = "mlperf_log_summary.txt"
 MULTIPLE_CONF = "Multiple conf files are used"
@@ -99,6 +102,7 @@ class RunSettings:
     use_token_latencies: bool
     ttft_latency_ns: int | None            # Server with token latencies
     tpot_latency_ns: int | None
+    target_latency_ns: int | None          # LoadGen's target_latency (0 when token latencies judge instead)
     accuracy_log_rng_seed: int | None
     accuracy_log_sampling_target: int | None
 
@@ -113,7 +117,8 @@ class RunResults:
     perf_constraints_met: bool | None      # Server only
     early_stopping_met: bool | None
     invalid_reason: str | None
-    early_stopping_ttft: str | None
+    early_stopping: str | None             # LoadGen's early-stopping verdict without token latencies
+    early_stopping_ttft: str | None        # ... and per token latency with them
     early_stopping_tpot: str | None
     samples_per_second: float | None       # Offline: samples/s; Server: completed samples/s
     scheduled_samples_per_second: float | None
@@ -152,6 +157,12 @@ class Summary:
     def mode(self) -> str | None:
         return self.get("Mode")
 
+    @property
+    def early_stopping_met(self) -> bool | None:
+        """The summary's "Early stopping satisfied: Yes/NO" (every performance run writes it)."""
+        value = self.get("Early stopping satisfied")
+        return None if value is None else value.strip().lower() == "yes"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -172,6 +183,7 @@ class LoadgenRun:
     path: Path | None
     loadgen_version: str | None            # "6.0.15"
     loadgen_version_full: str | None       # "6.0.15 @ 3546c66b9e"
+    sut_name: str | None                   # what the SUT calls itself (a network SUT must say "Network SUT")
     qsl_total_count: int | None
     qsl_performance_count: int | None
     settings: RunSettings
@@ -223,6 +235,7 @@ class LoadgenRun:
         out += _tagged("loadgen.audit", _audit_problems(self, compliance_test))
         if self.is_performance and compliance_test is None:
             out += _tagged("loadgen.invalid", _validity_problems(self))
+            out += _tagged("loadgen.early-stopping", _early_stopping_problems(self))
             out += _tagged("loadgen.tokens", _token_problems(self, bench))
             out += _tagged("loadgen.latency-limit", _latency_limit_problems(self, round_, rules))
         if compliant and compliance_test is None:
@@ -286,6 +299,7 @@ def parse_detail(text: str, *, path: Path | None = None, summary: Summary | None
         path=path,
         loadgen_version=full_version.split(" @ ")[0].strip() if full_version else None,
         loadgen_version_full=full_version,
+        sut_name=_str(first.get("sut_name")),
         qsl_total_count=_int(first.get("qsl_reported_total_count")),
         qsl_performance_count=_int(first.get("qsl_reported_performance_count")),
         settings=_settings(first),
@@ -362,6 +376,7 @@ def _settings(v: dict[str, Any]) -> RunSettings:
         use_token_latencies=bool(v.get("requested_use_token_latencies", False)),
         ttft_latency_ns=_int(v.get("requested_server_ttft_latency")),
         tpot_latency_ns=_int(v.get("requested_server_tpot_latency")),
+        target_latency_ns=_int(v.get("effective_target_latency_ns")),
         accuracy_log_rng_seed=_int(v.get("effective_accuracy_log_rng_seed")),
         accuracy_log_sampling_target=_int(v.get("effective_accuracy_log_sampling_target")),
     )
@@ -376,6 +391,7 @@ def _results(v: dict[str, Any]) -> RunResults:
         perf_constraints_met=_bool(v.get("result_perf_constraints_met")),
         early_stopping_met=_bool(v.get("early_stopping_met")),
         invalid_reason=_str(v.get("result_invalid_reason")),
+        early_stopping=_str(v.get("early_stopping_result")),
         early_stopping_ttft=_str(v.get("early_stopping_ttft_result")),
         early_stopping_tpot=_str(v.get("early_stopping_tpot_result")),
         samples_per_second=_float(v.get("result_completed_samples_per_sec" if server else "result_samples_per_second")),
@@ -475,6 +491,10 @@ def _summary_problems(run: LoadgenRun) -> list[str]:
                    "the two logs are not from the same run, or one was cut.")
     if summary.result is not None and summary.result != run.results.validity:
         out.append(f"the summary says {summary.result} but the detail log says {run.results.validity}.")
+    detail_met, summary_met = run.results.early_stopping_met, summary.early_stopping_met
+    if detail_met is not None and summary_met is not None and detail_met != summary_met:
+        out.append(f"the summary says early stopping was {'' if summary_met else 'not '}satisfied but the detail "
+                   f"log says early_stopping_met is {str(detail_met).lower()}.")
     return out
 
 
@@ -517,6 +537,8 @@ def _validity_problems(run: LoadgenRun) -> list[str]:
     if r.validity == "VALID":
         return []
     reason = (r.invalid_reason or "").strip().rstrip(".")
+    if not reason and r.early_stopping_met is False:
+        reason = "early stopping not met"
     out = [f"LoadGen marked the result INVALID{': ' + reason if reason else ''}."]
     if r.min_duration_met is False:
         ran = f" (the SUT took {_ms(r.latency.max_ns)})" if run.scenario == "Offline" and r.latency.max_ns else ""
@@ -527,19 +549,43 @@ def _validity_problems(run: LoadgenRun) -> list[str]:
                    f"{s.min_query_count}; the test ended early.")
     if r.perf_constraints_met is False:
         out += _constraint_sentences(run)
-    if r.early_stopping_met is False:
-        texts = [t for t in (r.early_stopping_ttft, r.early_stopping_tpot) if t and "unsuccessful" in t]
-        detail = "; ".join(_early_stopping_text(t) for t in texts) or "LoadGen could not bound the p99 latencies"
-        out.append(f"early stopping not met: {detail}. A Server run needs at least 459 queries with none over "
-                   "the limits (p99 at 99% confidence): raise target_qps or min_duration, or lower the latencies.")
     return out
 
 
-def _early_stopping_text(text: str) -> str:
-    """LoadGen's bulleted early-stopping message as one clause: 'Processed 320 queries; would need ...'."""
+def _early_stopping_problems(run: LoadgenRun) -> list[str]:
+    """The official checker fails a Server (and so Interactive) result whose early-stopping condition was not
+    met, whatever the rest of the log says; LoadGen writes the verdict and how many more queries it needs."""
+    if run.scenario not in EARLY_STOPPING_SCENARIOS:
+        return []
+    r = run.results
+    met = r.early_stopping_met
+    if met is None and run.summary is not None:
+        met = run.summary.early_stopping_met
+    if met is None:
+        return [f"the {run.scenario} log does not say whether LoadGen's early-stopping condition was met (no "
+                "early_stopping_met): the checker fails a result without it; copy the whole log of a finished run."]
+    if met:
+        return []
+    verdicts = [(label, text) for label, text in (("TTFT", r.early_stopping_ttft), ("TPOT", r.early_stopping_tpot),
+                                                  ("latency", r.early_stopping)) if text and "unsuccessful" in text]
+    counts = "; ".join(f"{label}: {_early_stopping_counts(text)}" for label, text in verdicts)
+    if not counts:
+        counts = "LoadGen's own early-stopping lines do not say why: was the log edited?"
+    return [f"LoadGen's early-stopping condition was not met ({counts})"]
+
+
+_PROCESSED = re.compile(r"Processed (\d+) queries")
+_NEEDED = re.compile(r"at least (\d+) more queries")
+
+
+def _early_stopping_counts(text: str) -> str:
+    """LoadGen's bulleted early-stopping message as its numbers: 'processed 592 queries, needs at least 64491 more'."""
+    processed, needed = _PROCESSED.search(text), _NEEDED.search(text)
+    if processed and needed:
+        return (f"processed {processed.group(1)} queries, would need at least {needed.group(1)} more with every one "
+                "under the limit")
     parts = [" ".join(p.split()).rstrip(".") for p in text.split("*")]
-    parts = [p for p in parts if p and p != "Run unsuccessful"]
-    return "; ".join(p[0].lower() + p[1:] if i else p for i, p in enumerate(parts))
+    return "; ".join(p for p in parts if p and p != "Run unsuccessful") or "unsuccessful"
 
 
 def _constraint_sentences(run: LoadgenRun) -> list[str]:
@@ -615,13 +661,19 @@ def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules
 
 def _latency_setting_problems(run: LoadgenRun, rules: ScenarioRules, name: str) -> list[str]:
     s, limits = run.settings, rules.latency
+    out = []
+    top = rules.target_latency_max_ms
+    if top is not None and s.target_latency_ns is not None and s.target_latency_ns > top * 1_000_000:
+        out.append(f"target_latency was {s.target_latency_ns / 1e6:.0f} ms; the checker allows at most {top:g} ms for {name}: "
+                   "remove target_latency from user.conf.")
     if limits is None or run.scenario != "Server" or not s.use_token_latencies:
-        return []
+        return out
     if s.ttft_latency_ns == limits.ttft_p99_ns and s.tpot_latency_ns == limits.tpot_p99_ns:
-        return []
-    return [(f"LoadGen judged the run against TTFT {_ms(s.ttft_latency_ns)} / TPOT {_ms(s.tpot_latency_ns)}, not "
-             f"{name}'s {limits.ttft_p99_ms:g} / {limits.tpot_p99_ms:g} ms: check the LoadGen model name "
-             f"({rules.loadgen_model}) and remove ttft_latency/tpot_latency from user.conf.")]
+        return out
+    out.append(f"LoadGen judged the run against TTFT {_ms(s.ttft_latency_ns)} / TPOT {_ms(s.tpot_latency_ns)}, not "
+               f"{name}'s {limits.ttft_p99_ms:g} / {limits.tpot_p99_ms:g} ms: check the LoadGen model name "
+               f"({rules.loadgen_model}) and remove ttft_latency/tpot_latency from user.conf.")
+    return out
 
 
 def _ms(ns: int | None) -> str:

@@ -204,6 +204,8 @@ def description_problems(desc: Mapping[str, Any], round_: Round, *, division: st
                                 f"it must equal the submitter folder it is in, {submitter!r}"))
     if "is_network" in desc:
         out += _network_problems(desc["is_network"], division)
+    elif division == "network":
+        out.append(FieldProblem("is_network", "missing", 'a system in the network division must say is_network: "true"'))
     return out
 
 
@@ -219,7 +221,6 @@ def _network_problems(value: Any, division: str | None) -> list[FieldProblem]:
     if division == "closed":
         return [FieldProblem("is_network", repr(value), "a network system belongs in the network division")]
     return []
-    return out
 
 
 def _fill(name: str) -> str:

@@ -32,14 +32,16 @@ def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:
     problems: list[Problem] = []
     rows: list[ResultRow] = []
     for sub in submitters(root, round_, problems):
-        hygiene(sub, root, problems)
+        hygiene(sub, root, round_, problems)
         submitter_files(sub, root, round_, problems)
         folders = result_folders(sub, root, round_, problems)
         systems = {name: _system(sub, name, root, round_, problems) for name in sorted({f.system for f in folders})}
         rows += [check_result(f, root, round_, systems[f.system], problems) for f in folders]
         if sub.division != "open":
             problems += _scenario_problems(sub, folders, root, round_)
-    problems.sort(key=lambda p: p.severity != ERROR)  # stable: errors first, each group in the tree's order
+    # stable: errors first, each group in the tree's order; within them, what is missing comes before the
+    # cleanup of what its absence left behind (an empty folder), so the first line is the one to act on
+    problems.sort(key=lambda p: (p.severity != ERROR, p.rule == "layout.hygiene"))
     return CheckReport(str(root), round_.name, rows, problems)
 
 

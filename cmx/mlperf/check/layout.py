@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cmx.mlperf.check.model import ERROR, WARNING, Problem
 from cmx.mlperf.rounds import Round
-from cmx.mlperf.tree import CALIBRATION, DIVISIONS, MODEL_MAPPING, relative
+from cmx.mlperf.tree import ACCURACY_LOG, CALIBRATION, DIVISIONS, MODEL_MAPPING, VERIFY_TXT, relative
 
 FILE_SIZE_LIMIT = 50 * 1024 * 1024
 ROOT_FILE_SUFFIXES = (".md", ".pdf")
@@ -103,7 +103,7 @@ def _model_mapping(sub: Path, root: Path, division: str, problems: list[Problem]
     return data
 
 
-def hygiene(sub: Submitter, root: Path, problems: list[Problem]) -> None:
+def hygiene(sub: Submitter, root: Path, round_: Round, problems: list[Problem]) -> None:
     """Names git and the upload take badly, empty folders, broken links and oversized files."""
     for folder, dirs, files in os.walk(sub.path):
         here = Path(folder)
@@ -126,7 +126,42 @@ def hygiene(sub: Submitter, root: Path, problems: list[Problem]) -> None:
                                         f"{path.stat().st_size / 2**20:.0f} MB, over the 50 MB limit",
                                         "keep large files (full accuracy logs, weights) outside the tree"))
         if not dirs and not files and here != sub.path:
-            problems.append(Problem(relative(here, root), "layout.hygiene", "an empty folder", "remove it"))
+            problems.append(_empty_folder(here, sub, root, round_))
+
+
+def _empty_folder(folder: Path, sub: Submitter, root: Path, round_: Round) -> Problem:
+    """An empty folder: where the layout expects something there, say what (its own rule reports it missing);
+    never advise removing a folder a rule requires."""
+    belongs = _belongs_in(folder.relative_to(sub.path).parts, sub.division, round_)
+    if belongs is None:
+        return Problem(relative(folder, root), "layout.hygiene", "an empty folder", "remove it")
+    return Problem(relative(folder, root), "layout.hygiene", f"an empty folder, where {belongs} should be",
+                   "restore what belongs there (the problem above says how); an empty folder fails the upload")
+
+
+def _belongs_in(parts: tuple[str, ...], division: str, round_: Round) -> str | None:
+    """What the layout keeps in the folder at `parts` (relative to the submitter folder), or None."""
+    name, depth = parts[-1], len(parts)
+    if depth == 1:
+        top = {"systems": "the system descriptions (systems/<system>.json)",
+               "results": "the results (results/<system>/<benchmark>/<scenario>/)",
+               round_.layout.code_dir: "the harness source (or a README pointing at a pinned commit of it)",
+               "documentation": "calibration.md and other documents"}
+        return top.get(name)
+    if name == "TEST06":
+        return f"the TEST06 verification ({VERIFY_TXT}) and its accuracy/ log"
+    if depth >= 2 and parts[-2] == "TEST06" and name == "accuracy":
+        return f"the TEST06 run's {ACCURACY_LOG}"
+    if name == "run_1":
+        return "the performance run's LoadGen logs"
+    if name == "performance":
+        return "run_1/ with the performance run's LoadGen logs"
+    if name == "accuracy":
+        return "the accuracy run's logs and accuracy.txt"
+    if parts[0] in ("results", round_.layout.compliance_dir, round_.layout.measurements_dir) and 2 <= depth <= 4:
+        return ("the system's benchmark folders", "the benchmark's scenario folders",
+                "the scenario's result files")[depth - 2]
+    return None
 
 
 def result_folders(sub: Submitter, root: Path, round_: Round, problems: list[Problem]) -> list[ResultFolder]:
@@ -135,6 +170,12 @@ def result_folders(sub: Submitter, root: Path, round_: Round, problems: list[Pro
     if not results.is_dir():
         problems.append(Problem(relative(results, root), "layout.missing-file", "no results folder",
                                 "a submitter folder holds results/<system>/<benchmark>/<scenario>/"))
+        return []
+    if not any(p.is_dir() for p in results.glob("*/*/*")):
+        problems.append(Problem(relative(results, root), "layout.no-results",
+                                "no results: it holds no <system>/<benchmark>/<scenario>/ folder",
+                                "put each run's logs in results/<system>/<benchmark>/<scenario>/ (cmx's packager does: "
+                                "cmx run \"generate mlperf submission\" --input results_dir=...)"))
         return []
     out = []
     for system in _dirs(results):
@@ -187,11 +228,12 @@ def submitter_files(sub: Submitter, root: Path, round_: Round, problems: list[Pr
                                     "or quantization was done, or that none was"))
     systems = sub.path / "systems"
     results = sub.path / "results"
-    if systems.is_dir():
+    if systems.is_dir() and any(p.is_dir() for p in results.glob("*/*/*")):  # with no results at all, that is said
         for desc in sorted(systems.glob("*.json")):
             if not (results / desc.stem).is_dir():
                 problems.append(Problem(relative(desc, root), "system.orphan", "a system description with no results",
-                                        f"remove it, or add results/{desc.stem}/"))
+                                        f"add its results under results/{desc.stem}/, or remove it if that system is "
+                                        "not part of this submission"))
     extra = sorted(p.name for p in sub.path.iterdir() if p.is_dir() and p.name not in _known_folders(round_))
     for name in extra:
         problems.append(Problem(relative(sub.path / name, root), "layout.submitter",

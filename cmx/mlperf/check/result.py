@@ -9,7 +9,7 @@ from typing import Any
 
 from cmx.mlperf.accuracy import TRUNCATED_SIZE, meets_targets, parse_accuracy_txt
 from cmx.mlperf.check.layout import ResultFolder
-from cmx.mlperf.check.model import ERROR, Problem, ResultRow
+from cmx.mlperf.check.model import ERROR, WARNING, Problem, ResultRow
 from cmx.mlperf.loadgen_log import LoadgenLogError, LoadgenRun, read_loadgen_run
 from cmx.mlperf.rounds import Round
 from cmx.mlperf.test06 import verify_accuracy_txt_passes
@@ -26,6 +26,7 @@ from cmx.mlperf.tree import (
     relative,
 )
 
+NETWORK_SUT = "Network SUT"  # constants.py NETWORK_MODE_REQUIRED_SUBSTRING_IN_SUT_NAME
 MAX_ACCURACY_LOG_SIZE = 10 * 1024  # the checker's limit for the truncated accuracy log
 PERFORMANCE_OPTIONAL = (ACCURACY_LOG, "mlperf_log_trace.json", "results.json", ".gitkeep")
 ACCURACY_METRICS = (("rouge1", "ROUGE1"), ("rouge2", "ROUGE2"), ("rougeL", "ROUGEL"),
@@ -37,6 +38,9 @@ LOADGEN_FIX = {
     "loadgen.seeds": "run with the LoadGen release the round pins (cmx installs it: get loadgen)",
     "loadgen.audit": "run the compliance test with its audit.config, and the others without one",
     "loadgen.invalid": "the official checker may let an INVALID run through; the review will not: run it again",
+    "loadgen.early-stopping": "the checker fails it whatever else the log says: run longer (more queries at the same "
+                              "target_qps tighten the p99 bound), or lower target_qps so fewer queries go over the "
+                              "limits",
     "loadgen.tokens": "report n_tokens (all output tokens, >= 2) and first tokens from the SUT",
     "loadgen.latency-limit": "lower target_qps until the p99 latencies are within the scenario's limits",
     "loadgen.scenario": "put each run under the scenario folder it was run as",
@@ -59,9 +63,16 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
     paths = ResultPaths(sub.path, round_.layout, folder.system, folder.benchmark, folder.scenario)
     mine: list[Problem] = []
     _file_set(paths.performance, PERFORMANCE_FILES, PERFORMANCE_OPTIONAL, root, mine)
+    power = paths.performance.parent / "power"
+    if power.is_dir():
+        mine.append(Problem(relative(power, root), "power.unchecked", "a power measurement, which cmx does not check",
+                            "run the official checker for the power rules (cmx neither measures nor packages power)",
+                            WARNING))
     _file_set(paths.accuracy, ACCURACY_FILES, (), root, mine)
     measured = _measurement_files(paths, root, round_, mine)
     perf = _loadgen(paths.performance, root, round_, bench_name, folder.scenario, mine)
+    if perf is not None:
+        _network_sut(perf, system, root, mine)
     _loadgen(paths.accuracy, root, round_, bench_name, folder.scenario, mine)
     accuracy = _accuracy(paths, root, round_, bench_name, closed, mine)
     if closed and "TEST06" in round_.benchmark(bench_name).compliance_tests:
@@ -147,6 +158,15 @@ def _loadgen(folder: Path, root: Path, round_: Round, benchmark: str, scenario: 
     return run
 
 
+def _network_sut(perf: LoadgenRun, system: dict[str, Any], root: Path, out: list[Problem]) -> None:
+    """The checker's rule for a network system: the SUT's name says it is one."""
+    if str(system.get("is_network", "")).strip().lower() == "true" and NETWORK_SUT not in (perf.sut_name or ""):
+        out.append(Problem(relative(perf.path, root) if perf.path else "", "system.network",
+                           f"the SUT is named {perf.sut_name!r} in a network system's log",
+                           f"a network SUT's name must contain {NETWORK_SUT!r} (the name given to LoadGen's "
+                           "ConstructSUT)"))
+
+
 def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, closed: bool,
               out: list[Problem]) -> dict[str, float]:
     txt, log = paths.accuracy / ACCURACY_TXT, paths.accuracy / ACCURACY_LOG
@@ -183,6 +203,11 @@ def _test06(paths: ResultPaths, root: Path, out: list[Problem]) -> None:
         out.append(Problem(relative(paths.test06, root), "test06.missing", "no TEST06 folder",
                            "the closed division needs TEST06 for every LLM scenario: run _compliance"))
         return
+    log = paths.test06 / "accuracy" / ACCURACY_LOG
+    if not log.is_file():  # run_verification.py copies it there; the review re-verifies from it
+        out.append(Problem(relative(log, root), "test06.missing", "missing",
+                           "copy the TEST06 run's mlperf_log_accuracy.json back (cmx's packager and the official "
+                           "run_verification.py put it there); it is what verify_accuracy.txt was computed from"))
     if not verify.is_file():
         out.append(Problem(relative(verify, root), "test06.missing", "missing", "run the TEST06 verification"))
         return

@@ -83,6 +83,8 @@ class ScenarioRules:
     min_duration_ms: int
     min_query_count: int | None  # Offline: samples in the one query; None where early stopping decides
     latency: LatencyLimits | None  # None for Offline
+    # the checker's latency-constraint: the most LoadGen's target_latency may be set to (Server-like runs)
+    target_latency_max_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -312,6 +314,7 @@ def _parse_scenario(name: str, s: _Reader) -> ScenarioRules:
         min_duration_ms=s.get("min_duration_ms", int),
         min_query_count=s.get("min_query_count", int, None),
         latency=LatencyLimits(ttft, tpot) if ttft is not None and tpot is not None else None,
+        target_latency_max_ms=s.get("target_latency_max_ms", (int, float), None),
     )
     s.done()
     if rules.loadgen_scenario not in LOADGEN_SCENARIOS:

@@ -39,6 +39,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--user-conf", type=Path, default=None, help="use this user.conf instead of the short profile")
     p.add_argument("--n-tokens", type=int, default=3, help="tokens per answer; 0: leave n_tokens out")
     p.add_argument("--first-token-ms", type=float, default=0.0, help="Server: delay before the first token")
+    p.add_argument("--slow-every", type=int, default=0, metavar="N",
+                   help="Server: every Nth query waits --slow-first-token-ms for its first token (0: none)")
+    p.add_argument("--slow-first-token-ms", type=float, default=0.0, help="Server: the slow queries' delay")
     p.add_argument("--rate", type=float, default=0.0, help="Offline: samples completed per second (0: at once)")
     p.add_argument("--from-config-twice", action="store_true", help="call FromConfig twice (LoadGen logs an error)")
     p.add_argument("--audit-test06", action="store_true", help="run with compliance TEST06's audit.config")
@@ -68,9 +71,11 @@ def write_user_conf(args: argparse.Namespace) -> Path:
 class TinySUT:
     """Answers from prebuilt int32 token buffers (LoadGen copies them when it logs accuracy)."""
 
-    def __init__(self, lg, samples: int, n_tokens: int, scenario: str, first_token_s: float, rate: float) -> None:
+    def __init__(self, lg, samples: int, n_tokens: int, scenario: str, first_token_s: float, rate: float,
+                 slow_every: int = 0, slow_s: float = 0.0) -> None:
         self.lg, self.n_tokens, self.scenario = lg, n_tokens, scenario
         self.first_token_s, self.rate = first_token_s, rate
+        self.slow_every, self.slow_s, self.issued = slow_every, slow_s, 0
         count = max(n_tokens, 1)
         self.buffers = [array.array("i", [(i + j) % 32000 + 3 for j in range(count)]) for i in range(samples)]
         self.pending: queue.Queue = queue.Queue()
@@ -86,6 +91,11 @@ class TinySUT:
         return self.lg.QuerySampleResponse(query.id, address, length * 4, self.n_tokens)
 
     def issue(self, queries) -> None:
+        self.issued += 1
+        if self.scenario != "Offline" and self.slow_every and self.issued % self.slow_every == 0:
+            # a timer of its own, so that the slow query holds up no other one
+            threading.Timer(self.slow_s, self._answer, [list(queries)]).start()
+            return
         if self.scenario == "Offline" or self.first_token_s:
             self.pending.put((time.monotonic(), list(queries)))
         else:
@@ -137,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     log.log_output.outdir = str(args.out)
     log.enable_trace = False
 
-    sut = TinySUT(lg, args.samples, args.n_tokens, args.scenario, args.first_token_ms / 1000, args.rate)
+    sut = TinySUT(lg, args.samples, args.n_tokens, args.scenario, args.first_token_ms / 1000, args.rate,
+                  args.slow_every, args.slow_first_token_ms / 1000)
     lg_sut = lg.ConstructSUT(sut.issue, sut.flush)
     qsl = lg.ConstructQSL(args.samples, args.samples, lambda s: None, lambda s: None)
     try:
