@@ -164,6 +164,14 @@ def test_an_invalid_run_is_refused_in_open_too(tmp_path: Path, results: Path):
     assert "Offline: performance: LoadGen marked the result INVALID" in text
 
 
+def test_a_server_run_that_missed_early_stopping_is_refused_in_open_too(tmp_path: Path, results: Path):
+    detail = results / SYSTEM / BENCHMARK / "Server" / "performance/run_1/mlperf_log_detail.txt"
+    detail.write_text(detail.read_text().replace('"key": "early_stopping_met", "value": true',
+                                                 '"key": "early_stopping_met", "value": false'))
+    text = refusal(request(tmp_path, results, division="open"))
+    assert "Server: performance: LoadGen's early-stopping condition was not met" in text
+
+
 def test_error_lines_in_a_log_are_refused(tmp_path: Path, results: Path):
     detail = results / SYSTEM / BENCHMARK / "Server" / "accuracy/mlperf_log_detail.txt"
     entry = {"key": "error_runtime", "value": "Multiple conf files are used", "time_ms": 0.1,
