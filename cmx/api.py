@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from cmx.errors import CacheError, QueryError
-from cmx.recipe.query import Query, QuerySyntaxError, parse_query
+from cmx.recipe.query import Query, having_variations, query_of
 from cmx.registry.index import RecipeIndex, RecipeInfo, open_index
 from cmx.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner nor the cache
     from cmx.cache.store import Entry, VerifyProblem
     from cmx.execute.progress import Reporter
-    from cmx.execute.runner import RunResult
+    from cmx.execute.result import RunResult
     from cmx.mlperf.check import CheckReport
     from cmx.recipe.model import Recipe
     from cmx.registry.sources import Source
@@ -43,15 +43,6 @@ def _settings(settings: Settings | None) -> Settings:
     return settings or load_settings()
 
 
-def _query(text: str | Query) -> Query:
-    if isinstance(text, Query):
-        return text
-    try:
-        return parse_query(text)
-    except QuerySyntaxError as exc:
-        raise QueryError(str(exc), hint='a query looks like "get python-package" or "app mlperf _rocm"') from None
-
-
 def index(settings: Settings | None = None) -> RecipeIndex:
     return open_index(_settings(settings))
 
@@ -62,11 +53,8 @@ def find(query: str | Query | None = None, *, settings: Settings | None = None) 
     idx = index(settings)
     if not query:
         return idx.infos()
-    q = _query(query)
-    found = idx.find(q)
-    if q.variations:
-        found = [i for i in found if all(idx.get(i.name).variation(v) for v in q.variations)]
-    return found
+    q = query_of(query)
+    return having_variations(idx.find(q), q.variations, idx.get)
 
 
 def show(name: str, *, settings: Settings | None = None) -> "Recipe":
@@ -74,7 +62,7 @@ def show(name: str, *, settings: Settings | None = None) -> "Recipe":
     idx = index(settings)
     if name in idx.names():
         return idx.get(name)
-    found = idx.find(_query(name))
+    found = idx.find(query_of(name))
     if len(found) == 1:
         return idx.get(found[0].name)
     if not found:
@@ -134,7 +122,7 @@ def cache_entries(query: str | None = None, *, settings: Settings | None = None)
     s = _settings(settings)
     entries = list(Store(s.cache).entries())
     if query:
-        q = _query(query)
+        q = query_of(query)
         names = {i.name for i in index(s).find(q)}
         entries = [e for e in entries if e.recipe in names
                    and all(v in e.meta.get("variations", ()) for v in q.variations)]

@@ -17,9 +17,9 @@ from cmx.errors import InputError, PlanError, QueryError, RecipeError
 from cmx.recipe.load import load_recipe
 from cmx.recipe.model import Recipe
 from cmx.recipe.query import Query
-from cmx.recipe.types import Secret
 from cmx.resolve.plan import Plan, Step
 from cmx.resolve.resolver import resolve
+from cmx.secrets import Secret
 
 
 class MemoryProvider:

@@ -16,10 +16,10 @@ from typing import Callable, Iterator
 import pytest
 import requests
 
-from cmx.recipe.types import Secret
+from cmx.secrets import Secret
 from cmx.tools.download import DownloadError, download, partial_path
-from tests.hf_server import serve
 from tests.conftest import REPO, Home
+from tests.hf_server import serve
 
 TOKEN = "hf_Zq81xPwSecretTokenNotForMessages"
 DATA = random.Random(1).randbytes(1_000_000)  # about 15 chunks of 64 KiB

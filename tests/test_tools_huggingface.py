@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx.recipe.types import Secret
+from cmx.secrets import Secret
 from cmx.tools import huggingface as hf
 from cmx.tools.download import DownloadError, partial_path
 from tests.hf_server import COMMIT, OTHER_TOKEN, REPO_ID, TOKEN, HubSite, serve

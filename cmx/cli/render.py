@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from cmx.recipe.types import Secret, to_json
+from cmx.recipe.types import to_json
+from cmx.secrets import Secret
 
 if TYPE_CHECKING:  # `cmx find` renders a table only: it must not import the model
     from cmx.recipe.model import Recipe

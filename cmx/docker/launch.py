@@ -22,8 +22,8 @@ from cmx.container import CONTAINER_ENV
 from cmx.docker import DockerError, profile_for
 from cmx.docker.profiles import DeviceSettings
 from cmx.docker.render import BuildOptions, Rendered, plan_device, render, write_context
-from cmx.recipe.types import Secret
 from cmx.resolve.plan import Plan
+from cmx.secrets import Secret
 from cmx.settings import Settings
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
@@ -65,7 +65,8 @@ class ContainerSpec:
 
     def sdk_settings(self) -> dict[str, Any]:
         """Keyword arguments of docker-py's containers.run."""
-        from docker.types import DeviceRequest, Mount as SdkMount, Ulimit
+        from docker.types import DeviceRequest, Ulimit
+        from docker.types import Mount as SdkMount
 
         d = self.device
         settings: dict[str, Any] = {

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from cmx.errors import CommandFailed, StepCancelled
-from cmx.recipe.types import Secret
+from cmx.secrets import Secret
 
 TAIL_LINES = 20
 KEPT_LINES = 10_000  # run_cmd's result keeps at most this many lines of output in memory

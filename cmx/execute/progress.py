@@ -94,7 +94,13 @@ class LiveReporter:
 
     def start(self, plan: Plan, to_run: int) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=None),
                                  TimeElapsedColumn(), console=Console(stderr=True), transient=False)

@@ -7,16 +7,15 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx import __version__
 from cmx.container import container_facts
 from cmx.errors import CmxError
-from cmx.recipe.types import Secret, to_json
+from cmx.execute.result import RunResult
+from cmx.recipe.types import to_json
 from cmx.resolve.plan import Plan
-
-if TYPE_CHECKING:
-    from cmx.execute.runner import RunResult
+from cmx.secrets import Secret
 
 
 class RunRecord:
@@ -56,7 +55,7 @@ class RunRecord:
     def interrupted(self, seconds: float) -> None:
         self._write({"status": "interrupted", "seconds": round(seconds, 3)})
 
-    def finish(self, result: "RunResult") -> None:
+    def finish(self, result: RunResult) -> None:
         self._write({
             "status": "ok" if result.ok else "failed",
             "seconds": round(result.seconds, 3),

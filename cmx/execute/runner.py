@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -13,43 +12,14 @@ from cmx.cache.store import Entry, Store, now_iso
 from cmx.errors import CmxError, CommandFailed, StepCancelled, StepError, StepFailed
 from cmx.execute.progress import NullReporter, Reporter
 from cmx.execute.record import RunRecord
+from cmx.execute.result import RunResult, StepResult
 from cmx.recipe.model import Recipe
-from cmx.recipe.types import Secret, TypeMismatch, coerce, to_json
+from cmx.recipe.types import TypeMismatch, coerce, to_json
 from cmx.resolve.plan import Plan, Step
+from cmx.secrets import Secret
 
 if TYPE_CHECKING:  # logging and subprocess are imported only when a step really runs
     from cmx.execute.context import StepContext, StepLog
-
-
-@dataclass
-class StepResult:
-    id: str
-    recipe: str
-    key: str
-    # cached | built | ran | failed | cancelled (stopped by another step's failure) | skipped (never
-    # started, after a failure) | not-needed (below a cached step)
-    status: str
-    outputs: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    log: str | None = None
-    entry: str | None = None  # the cache entry folder, for cached steps
-
-
-@dataclass
-class RunResult:
-    plan: Plan
-    run_dir: Path
-    steps: dict[str, StepResult]
-    seconds: float
-    error: StepFailed | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def outputs(self) -> dict[str, Any]:
-        return self.steps[self.plan.root].outputs if self.plan.root in self.steps else {}
 
 
 class Runner:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Protocol, Sequence, TypeVar
+
+from cmx.errors import QueryError
 
 _WORD = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 
@@ -52,3 +54,33 @@ def parse_query(text: str | list[str] | tuple[str, ...]) -> Query:
     if not tags:
         raise QuerySyntaxError("a query needs at least one tag (variations alone select nothing)")
     return Query(tuple(tags), tuple(exclude), tuple(variations))
+
+
+QUERY_HINT = 'a query looks like "get python-package" or "app mlperf inference llama2 _rocm"'
+
+
+def query_of(text: str | Query) -> Query:
+    """`text` as a Query (a Query passes through); a QueryError saying what a query looks like when malformed."""
+    if isinstance(text, Query):
+        return text
+    try:
+        return parse_query(text)
+    except QuerySyntaxError as exc:
+        raise QueryError(str(exc), hint=QUERY_HINT) from None
+
+
+class _HasVariations(Protocol):
+    def variation(self, name: str) -> object: ...
+
+
+class _Named(Protocol):
+    name: str
+
+
+Found = TypeVar("Found", bound=_Named)
+
+
+def having_variations(found: Sequence[Found], variations: Sequence[str],
+                      recipe: Callable[[str], _HasVariations]) -> list[Found]:
+    """The recipes among `found` that have every variation asked for (a `_x` word of a query narrows by it)."""
+    return [f for f in found if all(recipe(f.name).variation(v) for v in variations)]

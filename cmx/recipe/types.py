@@ -1,4 +1,4 @@
-"""Typed values of recipe inputs and outputs: checking, coercion from text, secrets."""
+"""Typed values of recipe inputs and outputs: checking and coercion from text."""
 
 from __future__ import annotations
 
@@ -6,44 +6,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cmx.secrets import Secret
+
 INPUT_TYPES = ("str", "int", "float", "bool", "path", "url", "secret", "choice")
 OUTPUT_TYPES = ("str", "int", "float", "bool", "path", "url", "list", "dict")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _URL_SCHEMES = ("http://", "https://", "file://", "s3://", "gs://", "hf://")
-
-
-class Secret:
-    """A value that must never be printed, logged, hashed into a key or written to disk.
-
-    str() and repr() are redacted; `reveal()` gives the value to the code that needs it.
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __str__(self) -> str:
-        return "********"
-
-    __repr__ = __str__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("cmx.Secret", self._value))
-
-    def __reduce__(self) -> Any:  # pickling a secret would write it to disk
-        raise TypeError("a Secret cannot be pickled")
 
 
 class TypeMismatch(ValueError):

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from cmx.recipe.model import DockerSpec, Recipe
-from cmx.recipe.types import Secret, to_json
+from cmx.recipe.types import to_json
+from cmx.secrets import Secret
 
 
 @dataclass(frozen=True)
@@ -17,8 +18,11 @@ class DepEdge:
     as_: str | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Step:
+    """One step of a plan: a recipe with its chosen variations, typed inputs, the context it reads, its deps and
+    its cache key. Built once by the resolver; never changed after."""
+
     id: str
     recipe: Recipe
     variations: tuple[str, ...]

@@ -12,9 +12,10 @@ from typing import Any, Iterable, Mapping, Protocol
 from cmx.errors import InputError, PlanError, QueryError
 from cmx.recipe.expr import ExprEvalError, evaluate_with
 from cmx.recipe.model import DepSpec, DockerSpec, Recipe, Variation, WithValue
-from cmx.recipe.query import Query, QuerySyntaxError, parse_query
-from cmx.recipe.types import Secret, TypeMismatch, coerce, to_json
+from cmx.recipe.query import Query, having_variations, query_of
+from cmx.recipe.types import TypeMismatch, coerce, to_json
 from cmx.resolve.plan import DepEdge, Plan, Step
+from cmx.secrets import Secret
 
 MAX_DEPTH = 64
 
@@ -47,13 +48,34 @@ class _Given:
     base: Path | None = None  # the folder a relative path in it is relative to (the parent recipe's)
 
 
+@dataclass(frozen=True)
+class _Node:
+    """A step as resolution finds it, known by its identity (its deps too); the Plan's Steps are made from the
+    nodes once, at the end, when every recipe's count and so every step's readable id is known."""
+
+    recipe: Recipe
+    variations: tuple[str, ...]
+    inputs: dict[str, Any]
+    origins: dict[str, str]
+    context: dict[str, Any]
+    full_context: dict[str, Any]
+    deps: tuple[DepEdge, ...]  # by the deps' identities
+    key: str
+    identity: str
+    docker: DockerSpec
+
+    @property
+    def name(self) -> str:
+        return self.recipe.name
+
+
 @dataclass
 class _State:
     provider: RecipeProvider
     user_inputs: dict[str | None, dict[str, Any]]  # recipe name (None: the root) -> name -> raw value
     environ: Mapping[str, str]
-    steps: dict[str, Step] = field(default_factory=dict)  # by key
-    memo: dict[str, Step] = field(default_factory=dict)  # by identity + full context
+    nodes: dict[str, _Node] = field(default_factory=dict)  # by identity
+    memo: dict[str, _Node] = field(default_factory=dict)  # by identity + full context
     used_qualified: set[str] = field(default_factory=set)
 
 
@@ -65,11 +87,7 @@ def resolve(provider: RecipeProvider, query: str | Query, *, inputs: Mapping[str
     that recipe. `context` seeds the run-wide context (as `--context device=rocm` does).
     `environ` is read for inputs that declare `env:` (default: os.environ).
     """
-    if isinstance(query, str):
-        try:
-            query = parse_query(query)
-        except QuerySyntaxError as exc:
-            raise QueryError(str(exc), hint='a query looks like "app mlperf inference llama2 _rocm"') from None
+    query = query_of(query)
     user: dict[str | None, dict[str, Any]] = {}
     for name, value in (inputs or {}).items():
         recipe_name, dot, input_name = name.rpartition(".")
@@ -79,36 +97,33 @@ def resolve(provider: RecipeProvider, query: str | Query, *, inputs: Mapping[str
     root = _resolve_step(state, recipe, query.variations, {}, dict(context or {}), stack=[], where=None)
     for qualified in user:
         if qualified is not None and qualified not in state.used_qualified:
-            names = sorted({s.name for s in state.steps.values()})
+            names = sorted({n.name for n in state.nodes.values()})
             raise InputError(f"--input {qualified}.…: no step of recipe {qualified!r} is in this plan",
                              hint=f"recipes in the plan: {', '.join(names)}")
-    steps = _name_steps(state.steps)
-    return Plan(query=str(query), steps=steps, root=root.id)
+    ids = _step_ids(state.nodes)
+    steps = {ids[n.identity]: _step(n, ids) for n in state.nodes.values()}  # nodes come after their deps
+    return Plan(query=str(query), steps=steps, root=ids[root.identity])
 
 
-def _name_steps(by_identity: dict[str, Step]) -> dict[str, Step]:
-    """Give steps readable ids (the recipe name, or name:key8 when a recipe appears twice).
-
-    Steps were added after their deps, so insertion order is already a dependency order.
-    """
+def _step_ids(nodes: dict[str, _Node]) -> dict[str, str]:
+    """Readable step ids by identity: the recipe name, or name:key8 when a recipe appears twice."""
     counts: dict[str, int] = {}
-    for step in by_identity.values():
-        counts[step.name] = counts.get(step.name, 0) + 1
-    ids = {ident: step.name if counts[step.name] == 1 else f"{step.name}:{ident[:8]}"
-           for ident, step in by_identity.items()}
-    out: dict[str, Step] = {}
-    for ident, step in by_identity.items():
-        step.id = ids[ident]
-        step.deps = tuple(DepEdge(ids[e.step], e.as_) for e in step.deps)
-        out[step.id] = step
-    return out
+    for node in nodes.values():
+        counts[node.name] = counts.get(node.name, 0) + 1
+    return {ident: node.name if counts[node.name] == 1 else f"{node.name}:{ident[:8]}" for ident, node in nodes.items()}
+
+
+def _step(node: _Node, ids: dict[str, str]) -> Step:
+    return Step(id=ids[node.identity], recipe=node.recipe, variations=node.variations, inputs=node.inputs,
+                origins=node.origins, context=node.context, full_context=node.full_context,
+                deps=tuple(DepEdge(ids[e.step], e.as_) for e in node.deps), key=node.key, identity=node.identity,
+                docker=node.docker)
 
 
 def _select(provider: RecipeProvider, query: Query, where: str | None) -> Recipe:
     found = provider.find(query)
     if len(found) > 1 and query.variations:  # as `cmx find`: only recipes having the variations asked for
-        having = [f for f in found if all(provider.get(f.name).variation(v) for v in query.variations)]
-        found = having or found
+        found = having_variations(found, query.variations, provider.get) or found
     if len(found) == 1:
         return provider.get(found[0].name)
     if not found:
@@ -323,7 +338,7 @@ def _with_value(wv: WithValue, inputs: Mapping[str, Any], context: Mapping[str, 
 
 
 def _resolve_step(state: _State, recipe: Recipe, requested: Iterable[str], given: dict[str, _Given],
-                  inherited: dict[str, Any], stack: list[tuple[str, str]], where: str | None) -> Step:
+                  inherited: dict[str, Any], stack: list[tuple[str, str]], where: str | None) -> _Node:
     if len(stack) > MAX_DEPTH:
         raise PlanError(f"dependencies are nested more than {MAX_DEPTH} deep below {stack[0][0]!r}", where=where)
     chosen, flags, implicit = _choose_variations(recipe, requested, inherited, where)
@@ -345,7 +360,7 @@ def _resolve_step(state: _State, recipe: Recipe, requested: Iterable[str], given
             raise PlanError(f"dependency cycle: {' → '.join(cycle)}", where=where,
                             hint="break the cycle: one of these recipes must not depend on the next")
     stack.append((recipe.name, this))
-    children: list[tuple[str | None, Step]] = []
+    children: list[tuple[str | None, _Node]] = []
     chosen_names = {g: v.name for g, v in chosen.items()}
     flag_names = frozenset(v.name for v in flags)
     for dep in [*recipe.deps, *(d for v in variations for d in v.deps)]:
@@ -374,16 +389,15 @@ def _resolve_step(state: _State, recipe: Recipe, requested: Iterable[str], given
         from cmx.resolve.fingerprint import take
 
         key = _digest({"key": key, "fingerprint": take(recipe.cache.fingerprint, state.environ)})
-    step = state.steps.get(identity)
-    if step is None:
+    node = state.nodes.get(identity)
+    if node is None:
         docker = _merge_docker([recipe.docker, *(v.docker for v in variations)])
-        step = Step(id=identity, recipe=recipe, variations=names, inputs=inputs, origins=origins,
-                    context=read_context, full_context=context,
-                    deps=tuple(DepEdge(c.identity, a) for a, c in children), key=key, identity=identity,
-                    docker=docker)
-        state.steps[identity] = step
-    state.memo[memo_key] = step
-    return step
+        node = _Node(recipe=recipe, variations=names, inputs=inputs, origins=origins, context=read_context,
+                     full_context=context, deps=tuple(DepEdge(c.identity, a) for a, c in children), key=key,
+                     identity=identity, docker=docker)
+        state.nodes[identity] = node
+    state.memo[memo_key] = node
+    return node
 
 
 def _key_inputs(recipe: Recipe, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from cmx.errors import CmxError
-from cmx.recipe.types import Secret
+from cmx.secrets import Secret
 
 if TYPE_CHECKING:  # requests is imported only when a download happens (it is slow to import)
     import requests

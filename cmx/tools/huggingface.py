@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from cmx.errors import CmxError
-from cmx.recipe.types import Secret
+from cmx.secrets import Secret
 from cmx.tools.download import download
 
 ProgressCallback = Callable[[int, int], None]
