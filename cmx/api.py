@@ -1,4 +1,6 @@
-"""The Python API the CLI calls: find(), show(), plan(), run(), check(), and the cache and registry verbs.
+"""The Python API the CLI calls: find(), show(), plan(), run(), the Docker, cache and registry verbs, check().
+
+Everything a `cmx` verb does goes through here, so a Python user can do the same:
 
     import cmx.api
     result = cmx.api.run("detect system", inputs={"verbose": True}, jobs=2)
@@ -9,21 +11,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from cmx.errors import CacheError, QueryError
 from cmx.recipe.query import Query, having_variations, query_of
-from cmx.registry.index import RecipeIndex, RecipeInfo, open_index
+from cmx.recipe.types import to_json
+from cmx.registry.index import Fetcher, RecipeIndex, RecipeInfo, open_index
+from cmx.secrets import Secret
 from cmx.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner nor the cache
     from cmx.cache.store import Entry, VerifyProblem
+    from cmx.docker.launch import ContainerSpec, DockerRun
+    from cmx.docker.render import Rendered
     from cmx.execute.progress import Reporter
     from cmx.execute.result import RunResult
     from cmx.mlperf.check import CheckReport
     from cmx.recipe.model import Recipe
     from cmx.registry.sources import Source
-    from cmx.resolve.plan import Plan
+    from cmx.resolve.plan import Plan, Step
+
+__all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "load_settings", "to_json", "index",
+           "find", "show", "plan", "run", "reporter", "redacted_command", "docker_file", "docker_container",
+           "run_docker", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
+           "registry_sources", "registry_update", "default_jobs", "check", "check_text", "check_expectation",
+           "write_check_csv"]
 
 
 class PlanResult(NamedTuple):
@@ -36,15 +48,34 @@ class PlanResult(NamedTuple):
 
 class SourceInfo(NamedTuple):
     source: "Source"
-    recipes: int
+    recipes: int | None  # None: a git source not fetched yet
+
+
+class DockerOptions(NamedTuple):
+    """How `run --docker` and `docker` build and start the container (a NamedTuple: `cmx find` stays light)."""
+
+    base_image: str | None = None      # instead of the device profile's pinned base
+    gpus: tuple[str, ...] | None = None  # the GPU ids the container gets (None: all)
+    ca_bundle: Path | None = None      # an extra CA bundle for the build (default: pip's or requests', if set)
+    wheelhouse: Path | None = None     # wheels pip may install from in the image
+    rebuild: bool = False              # build without Docker's layer cache
+    keep: bool = False                 # keep the build context
+
+
+def _announce_fetch(source: "Source") -> None:
+    import sys
+
+    sys.stderr.write(f"fetching recipe source {source.name!r} ({source.git} at {source.rev})\n")
 
 
 def _settings(settings: Settings | None) -> Settings:
     return settings or load_settings()
 
 
-def index(settings: Settings | None = None) -> RecipeIndex:
-    return open_index(_settings(settings))
+def index(settings: Settings | None = None, *, fetch: Fetcher | None = None) -> RecipeIndex:
+    """The recipe index. Resolution never touches the network: a git source not checked out yet is an error
+    naming the command that fetches it, unless `fetch` is given (it is called, to say so, before each fetch)."""
+    return open_index(_settings(settings), fetch=fetch)
 
 
 def find(query: str | Query | None = None, *, settings: Settings | None = None) -> list[RecipeInfo]:
@@ -91,16 +122,18 @@ def plan(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context
 def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
         jobs: int = 1, settings: Settings | None = None, reporter: "Reporter | None" = None,
         environ: Mapping[str, str] | None = None, check: bool = True, argv: list[str] | None = None,
-        rerun_prefix: str = "cmx run", install_missing: bool | None = None) -> "RunResult":
+        rerun_prefix: str = "cmx run", install_missing: bool | None = None,
+        fetch: Fetcher | None = _announce_fetch) -> "RunResult":
     """Resolve and run a query. With `check` (the default) a failed step raises StepFailed;
     otherwise the RunResult carries it in `.error`. `install_missing` lets steps install what
-    they lack (Python packages); by default it follows CMX_INSTALL_MISSING=1."""
+    they lack (Python packages); by default it follows CMX_INSTALL_MISSING=1. A pinned git
+    source of recipes not fetched yet is fetched first, and `fetch` says so (on stderr by default)."""
     from cmx.cache.store import Store
     from cmx.execute.runner import Runner
     from cmx.resolve.resolver import resolve
 
     s = _settings(settings)
-    p = resolve(index(s), query, inputs=inputs, context=context, environ=environ)
+    p = resolve(index(s, fetch=fetch), query, inputs=inputs, context=context, environ=environ)
     env = os.environ if environ is None else environ
     if install_missing is None:
         install_missing = env.get("CMX_INSTALL_MISSING", "").lower() in ("1", "true", "yes")
@@ -110,6 +143,80 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
     if check and result.error is not None:
         raise result.error
     return result
+
+
+def reporter(mode: str) -> "Reporter":
+    """The progress display for `run`: "live" (a terminal), "plain" (a line per event), "none"; "auto" picks."""
+    from cmx.execute.progress import make_reporter
+
+    return make_reporter(mode)
+
+
+def redacted_command(argv: list[str], plan: "Plan") -> list[str]:
+    """`argv` with the values of the plan's secret inputs hidden, as run records write it."""
+    from cmx.execute.record import redact_argv
+
+    return redact_argv(argv, plan)
+
+
+# --- Docker ----------------------------------------------------------------------------------
+
+def _docker_request(plan: "Plan", query: str, inputs: Mapping[str, Any], context: Mapping[str, Any],
+                    options: DockerOptions, *, jobs: int | None = None, install_missing: bool = False,
+                    host_command: tuple[str, ...] = ()) -> "DockerRun":
+    """What the container is asked to do. Only a CPU image installs torch, so only it takes pip's configured
+    wheel folder by default."""
+    from cmx.docker.launch import DockerRun, default_ca_bundle, default_wheelhouse
+    from cmx.docker.render import BuildOptions, host_user, plan_device
+
+    device = plan_device(plan)
+    build = BuildOptions(base_image=options.base_image, ca_bundle=options.ca_bundle or default_ca_bundle(),
+                         wheelhouse=options.wheelhouse or (default_wheelhouse() if device in (None, "cpu") else None),
+                         user=host_user())
+    return DockerRun(query=query, inputs=dict(inputs), context=dict(context), build=build, gpus=options.gpus,
+                     rebuild=options.rebuild, keep=options.keep, jobs=jobs, install_missing=install_missing,
+                     host_command=host_command)
+
+
+def docker_file(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+                options: DockerOptions = DockerOptions(), settings: Settings | None = None) -> "Rendered":
+    """The Dockerfile and build context `run --docker` would use (`.dockerfile`, `.listing()`, `.tag`)."""
+    from cmx.docker.render import render
+
+    s = _settings(settings)
+    p = plan(query, inputs=inputs, context=context, settings=s).plan
+    return render(p, _docker_request(p, query, inputs or {}, context or {}, options).build, s)
+
+
+def docker_container(query: str, *, inputs: Mapping[str, Any] | None = None,
+                     context: Mapping[str, Any] | None = None, options: DockerOptions = DockerOptions(),
+                     settings: Settings | None = None) -> "ContainerSpec":
+    """The container `run --docker` would start: image, command, user, environment, mounts, devices."""
+    from cmx.docker.launch import container_spec
+    from cmx.docker.render import render
+
+    s = _settings(settings)
+    p = plan(query, inputs=inputs, context=context, settings=s).plan
+    request = _docker_request(p, query, inputs or {}, context or {}, options)
+    rendered = render(p, request.build, s)
+    labels = {"image": rendered.tag, "base_image": rendered.base_image}
+    return container_spec(p, request, s, image=rendered.tag, labels=labels)
+
+
+def run_docker(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+               options: DockerOptions = DockerOptions(), jobs: int | None = None, install_missing: bool = False,
+               argv: list[str] | None = None, settings: Settings | None = None,
+               emit: Callable[[str], None] = print) -> int:
+    """Build (or reuse) the plan's image and run the same query in it; the container's exit status. `argv` is
+    the host command, recorded with its secrets hidden."""
+    from cmx.docker.launch import run_in_docker
+
+    s = _settings(settings)
+    p = plan(query, inputs=inputs, context=context, settings=s).plan
+    host_command = tuple(redacted_command(argv, p)) if argv else ()
+    request = _docker_request(p, query, inputs or {}, context or {}, options, jobs=jobs,
+                              install_missing=install_missing, host_command=host_command)
+    return run_in_docker(p, request, s, emit=emit)
 
 
 # --- cache -----------------------------------------------------------------------------------
@@ -125,8 +232,23 @@ def cache_entries(query: str | None = None, *, settings: Settings | None = None)
         q = query_of(query)
         names = {i.name for i in index(s).find(q)}
         entries = [e for e in entries if e.recipe in names
-                   and all(v in e.meta.get("variations", ()) for v in q.variations)]
+                   and all(v in e.variations for v in q.variations)]
     return entries
+
+
+def cache_entry(key: str, *, settings: Settings | None = None) -> "Entry":
+    """The one entry whose key starts with `key`; an error when none, or several, do."""
+    from cmx.cache.store import Store
+
+    found = Store(_settings(settings).cache).find(key)
+    if not found:
+        raise CacheError(f"no cache entry has a key starting with {key!r}", hint="`cmx cache ls` lists keys")
+    if len(found) > 1:
+        raise CacheError(f"{key!r} starts {len(found)} keys", hint="give more characters of the key")
+    if found[0].meta is None:
+        raise CacheError(f"cache entry {found[0].path} has an unreadable meta.json",
+                         hint=f"remove it with `cmx cache rm {found[0].key[:12]}`; it will be rebuilt")
+    return found[0]
 
 
 def cache_select(key_or_query: str, *, settings: Settings | None = None) -> list["Entry"]:
@@ -185,29 +307,41 @@ def cache_verify(key: str | None = None, *, remove: bool = False,
 # --- registry --------------------------------------------------------------------------------
 
 def registry_sources(settings: Settings | None = None) -> list[SourceInfo]:
-    idx = index(settings)
-    counts: dict[str, int] = {}
-    for info in idx.infos():
-        counts[info.source] = counts.get(info.source, 0) + 1
-    return [SourceInfo(src, counts.get(src.name, 0)) for src in idx.sources]
+    """Each source with its number of recipes (None for a git source not fetched yet: nothing is fetched here)."""
+    from cmx.registry.sources import read_registry
+
+    s = _settings(settings)
+    out = []
+    for source in read_registry(s.registry):
+        fetched = source.git is None or (source.checkout_dir(s.sources_dir) / ".git").is_dir()
+        root = source.recipes_dir(s.sources_dir)
+        count = sum(1 for p in root.glob("*/recipe.yaml") if not p.parent.name.startswith((".", "_"))) \
+            if fetched and root.is_dir() else None
+        out.append(SourceInfo(source, count))
+    return out
 
 
-def registry_update(name: str, rev: str, *, settings: Settings | None = None) -> Source:
-    """Pin git source `name` to commit `rev`: fetch it first, then edit registry.yaml."""
+def registry_update(name: str, rev: str | None = None, *, settings: Settings | None = None) -> "Source":
+    """Fetch git source `name` at commit `rev` and pin it there (registry.yaml is edited only after the fetch
+    worked); without `rev`, fetch the commit it is pinned to."""
     from cmx.errors import RegistryError
     from cmx.registry.sources import read_registry, update_rev
     from cmx.tools.git import checkout_commit
 
     s = _settings(settings)
     current = next((x for x in read_registry(s.registry, repairing=name) if x.name == name), None)
-    if current is not None and current.git is not None:
-        candidate = current._replace(rev=rev)
-        try:
-            checkout_commit(current.git, rev, candidate.checkout_dir(s.sources_dir))
-        except Exception as exc:
-            raise RegistryError(f"source {name!r}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None)) \
-                from None
-    return update_rev(s.registry, name, rev)
+    if (current is None or current.git is None) and rev:
+        return update_rev(s.registry, name, rev)  # says what is wrong with the name
+    if current is None or current.git is None:
+        known = ", ".join(x.name for x in read_registry(s.registry) if x.git is not None) or "none"
+        raise RegistryError(f"{name!r} is not a git source of {s.registry}", hint=f"its git sources: {known}")
+    candidate = current._replace(rev=rev or current.rev)
+    try:
+        checkout_commit(current.git, candidate.rev or "", candidate.checkout_dir(s.sources_dir))
+    except Exception as exc:
+        raise RegistryError(f"source {name!r}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None)) \
+            from None
+    return update_rev(s.registry, name, rev) if rev else current
 
 
 def default_jobs() -> int:
@@ -221,3 +355,24 @@ def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> "CheckReport"
     from cmx.mlperf.check import check_tree
 
     return check_tree(Path(path), round_name)
+
+
+def check_text(report: "CheckReport") -> str:
+    """The report as people read it: the results table, one line per problem, the verdict."""
+    from cmx.mlperf.check.report import format_report
+
+    return format_report(report)
+
+
+def check_expectation(report: "CheckReport", rules: set[str]) -> tuple[bool, str]:
+    """Whether the tree breaks exactly `rules` (a smoke tree's known shortfalls), and the verdict line."""
+    from cmx.mlperf.check.report import expectation
+
+    return expectation(report, rules)
+
+
+def write_check_csv(report: "CheckReport", path: Path) -> Path:
+    """The official checker's summary.csv columns, one row per result."""
+    from cmx.mlperf.check.report import write_csv
+
+    return write_csv(report, path)

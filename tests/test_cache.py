@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cmx import api
-from cmx.cache.store import META, Store
+from cmx.cache.store import META, EntryMeta, Store
 from tests.conftest import Home
 
 TOKEN = "s3cr3t-cache-token-5b1e"
@@ -59,7 +59,7 @@ def test_entry_is_invisible_until_published(tmp_path: Path) -> None:
         (build / META).write_text("{}")  # even a meta.json inside the build folder does not publish it
         assert store.lookup("some-recipe", key) is None
         assert list(store.entries()) == []
-        entry = store.publish(build, "some-recipe", key, {"outputs": {"path": str(build / "weights.bin")}})
+        entry = store.publish(build, EntryMeta("some-recipe", key, outputs={"path": str(build / "weights.bin")}))
     assert not build.exists()
     found = store.lookup("some-recipe", key)
     assert found is not None and found.path == store.root / "some-recipe" / key
@@ -359,7 +359,7 @@ def test_a_scratch_folder_outlives_a_failed_build_and_goes_on_publish_or_gc(tmp_
     (scratch / "model.bin.part").write_bytes(b"half")
     assert store.scratch_dir("fetch", "k" * 64) == scratch and (scratch / "model.bin.part").exists()
     build = store.new_build_dir("fetch", "k" * 64)
-    store.publish(build, "fetch", "k" * 64, {"outputs": {}})
+    store.publish(build, EntryMeta("fetch", "k" * 64))
     assert not scratch.exists()
     left = store.scratch_dir("fetch", "j" * 64)
     left.mkdir()

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,24 +35,64 @@ progress.
 
 
 @dataclass(frozen=True)
+class EntryMeta:
+    """An entry's meta.json: what made it (recipe, variations, public inputs, context, deps' keys) and what it
+    holds (outputs, and the sha256 and total size of its files, which the store fills in when it publishes)."""
+
+    recipe: str
+    key: str
+    variations: tuple[str, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)    # as JSON, secrets left out
+    context: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)   # as JSON; stored with paths relative to the entry
+    deps: dict[str, str] = field(default_factory=dict)      # the name a dep is read by -> its key
+    created: str = ""                                       # ISO 8601, UTC
+    duration: float = 0.0                                   # seconds the build took
+    recipe_digest: str = ""
+    files: dict[str, str] | None = None                     # relative path -> sha256; None in an unfinished meta
+    size: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"variations": list(self.variations), "inputs": self.inputs, "context": self.context,
+                "outputs": self.outputs, "deps": self.deps, "created": self.created, "duration": self.duration,
+                "recipe_digest": self.recipe_digest, "recipe": self.recipe, "key": self.key, "files": self.files,
+                "size": self.size}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], recipe: str, key: str) -> "EntryMeta":
+        """The meta of a meta.json (an older one may lack fields: they read as empty)."""
+        return cls(recipe=str(data.get("recipe", recipe)), key=str(data.get("key", key)),
+                   variations=tuple(data.get("variations", ())), inputs=dict(data.get("inputs", {})),
+                   context=dict(data.get("context", {})), outputs=dict(data.get("outputs", {})),
+                   deps=dict(data.get("deps", {})), created=str(data.get("created", "")),
+                   duration=float(data.get("duration", 0.0)), recipe_digest=str(data.get("recipe_digest", "")),
+                   files=dict(data["files"]) if "files" in data else None, size=int(data.get("size", 0)))
+
+
+@dataclass(frozen=True)
 class Entry:
     recipe: str
     key: str
     path: Path
-    meta: dict[str, Any]
+    meta: EntryMeta | None  # None when its meta.json cannot be read (`cmx cache verify` reports it)
 
     @property
     def outputs(self) -> dict[str, Any]:
         """Outputs with paths inside the entry made absolute again."""
-        return {name: _load_output(value, self.path) for name, value in self.meta.get("outputs", {}).items()}
+        stored = self.meta.outputs if self.meta else {}
+        return {name: _load_output(value, self.path) for name, value in stored.items()}
+
+    @property
+    def variations(self) -> tuple[str, ...]:
+        return self.meta.variations if self.meta else ()
 
     @property
     def created(self) -> str:
-        return str(self.meta.get("created", ""))
+        return self.meta.created if self.meta else ""
 
     @property
     def size(self) -> int:
-        return int(self.meta.get("size", 0))
+        return self.meta.size if self.meta else 0
 
 
 @dataclass(frozen=True)
@@ -80,10 +120,10 @@ class Store:
         path = self.entry_dir(recipe, key)
         try:
             with open(path / META, encoding="utf-8") as f:
-                meta = json.load(f)
+                meta = EntryMeta.from_json(json.load(f), recipe, key)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise CacheError(f"cache entry {path} has an unreadable meta.json ({exc})",
                              hint=f"remove it with `cmx cache rm {key[:12]}`; it will be rebuilt") from None
         return Entry(recipe, key, path, meta)
@@ -110,13 +150,15 @@ class Store:
         them): created by whoever uses it, removed when the entry is published, or by gc."""
         return self.root / recipe / f"{SCRATCH_PREFIX}{key}"
 
-    def publish(self, build_dir: Path, recipe: str, key: str, meta: dict[str, Any]) -> Entry:
-        """Hash the files, write meta.json, and rename the build folder into place."""
+    def publish(self, build_dir: Path, meta: EntryMeta) -> Entry:
+        """Hash the files, write meta.json (with the files' checksums and the outputs' paths made relative), and
+        rename the build folder into place."""
+        recipe, key = meta.recipe, meta.key
         files, size = hash_tree(build_dir)
-        meta = {**meta, "recipe": recipe, "key": key, "files": files, "size": size,
-                "outputs": {n: _store_output(v, build_dir) for n, v in meta.get("outputs", {}).items()}}
+        meta = replace(meta, files=files, size=size,
+                       outputs={n: _store_output(v, build_dir) for n, v in meta.outputs.items()})
         with open(build_dir / META, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2)  # insertion order: outputs keep their declared order
+            json.dump(meta.to_json(), f, indent=2)  # insertion order: outputs keep their declared order
         final = self.entry_dir(recipe, key)
         try:
             os.rename(build_dir, final)
@@ -140,7 +182,7 @@ class Store:
                 try:
                     entry = self.lookup(recipe_dir.name, entry_dir.name)
                 except CacheError:
-                    entry = Entry(recipe_dir.name, entry_dir.name, entry_dir, {"broken": True})
+                    entry = Entry(recipe_dir.name, entry_dir.name, entry_dir, None)
                 if entry is not None:
                     yield entry
 
@@ -198,9 +240,9 @@ class Store:
 
     def verify(self, entry: Entry) -> list[VerifyProblem]:
         """Re-hash the entry's files against meta.json."""
-        if entry.meta.get("broken") or "files" not in entry.meta:
+        if entry.meta is None or entry.meta.files is None:
             return [VerifyProblem(entry, META, "meta")]
-        expected: dict[str, str] = entry.meta["files"]
+        expected = entry.meta.files
         actual, _ = hash_tree(entry.path, skip=(META,))
         problems = [VerifyProblem(entry, p, "missing") for p in expected if p not in actual]
         problems += [VerifyProblem(entry, p, "changed") for p in expected if p in actual and actual[p] != expected[p]]

@@ -26,8 +26,8 @@ def command() -> None:
 
 def _entry_json(entry) -> dict:  # type: ignore[no-untyped-def]
     return {"recipe": entry.recipe, "key": entry.key, "path": str(entry.path), "created": entry.created,
-            "size": entry.size, "variations": entry.meta.get("variations", []),
-            "inputs": entry.meta.get("inputs", {}), "outputs": entry.outputs}
+            "size": entry.size, "variations": list(entry.variations),
+            "inputs": entry.meta.inputs if entry.meta else {}, "outputs": entry.outputs}
 
 
 @command.command("ls", help="List entries, all or those of recipes matching QUERY.")
@@ -46,7 +46,7 @@ def ls(ctx: click.Context, query: tuple[str, ...], as_json: bool) -> None:
     if not entries:
         click.echo("the cache is empty" if not query else "no entry matches")
         return
-    rows = [(e.recipe, e.key[:12], " ".join(f"_{v}" for v in e.meta.get("variations", [])), e.created,
+    rows = [(e.recipe, e.key[:12], " ".join(f"_{v}" for v in e.variations), e.created,
              human_size(e.size)) for e in entries]
     for line in table(("RECIPE", "KEY", "VARIATIONS", "CREATED", "SIZE"), rows):
         click.echo(line)
@@ -58,15 +58,10 @@ def ls(ctx: click.Context, query: tuple[str, ...], as_json: bool) -> None:
 @registry_option
 @click.pass_context
 def show(ctx: click.Context, key: str) -> None:
-    from cmx.cache.store import Store
-    from cmx.errors import CacheError
+    from cmx import api
 
-    found = Store(app(ctx).settings().cache).find(key)
-    if not found:
-        raise CacheError(f"no cache entry has a key starting with {key!r}", hint="`cmx cache ls` lists keys")
-    if len(found) > 1:
-        raise CacheError(f"{key!r} starts {len(found)} keys", hint="give more characters of the key")
-    echo_json({**found[0].meta, "path": str(found[0].path), "outputs": found[0].outputs})
+    entry = api.cache_entry(key, settings=app(ctx).settings())
+    echo_json({**entry.meta.to_json(), "path": str(entry.path), "outputs": entry.outputs})  # type: ignore[union-attr]
 
 
 @command.command("rm", help="""Remove entries: by key prefixes (`rm 3f2a9c 77b1e0`), or every entry of

@@ -44,18 +44,18 @@ a _short run breaks by design), 1 otherwise; every problem is still printed.
 def command(ctx: click.Context, path: Path, round_name: str, as_json: bool, csv_path: Path | None,
             expected: tuple[str, ...]) -> None:
     from cmx import api
-    from cmx.mlperf.check.report import expectation, format_report, write_csv
 
     report = api.check(path, round_name=round_name)
     if csv_path is not None:
-        write_csv(report, csv_path)
+        api.write_check_csv(report, csv_path)
     ok, verdict = report.ok, None
     if expected:
-        ok, verdict = expectation(report, {r.strip() for item in expected for r in item.split(",") if r.strip()})
+        ok, verdict = api.check_expectation(report, {r.strip() for item in expected for r in item.split(",")
+                                                     if r.strip()})
     if as_json:
         echo_json({**report.to_json(), **({"expected": ok, "expectation": verdict} if expected else {})})
     else:
-        click.echo(format_report(report))
+        click.echo(api.check_text(report))
         if verdict:
             click.echo(verdict)
     if not ok:

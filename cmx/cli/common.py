@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import click
 
-from cmx.settings import Settings, load_settings
+from cmx.api import Settings, load_settings
 
 
 @dataclass

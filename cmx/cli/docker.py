@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cmx.cli.common import app, echo_json, join_query, parse_context, parse_pairs, query_arg, registry_option
-from cmx.cli.docker_options import docker_options, docker_run
+from cmx.cli.docker_options import docker_options, docker_options_of
 
 
 @click.command("docker", help="""Show what `cmx run QUERY --docker` would build and run, without Docker.
@@ -31,21 +31,17 @@ hidden, mounts, devices, device requests, groups, shm size, ipc, ulimits).
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
             dockerfile_only: bool, print_run: bool, **options: object) -> None:
     from cmx import api
-    from cmx.docker.launch import container_spec
-    from cmx.docker.render import plan_device, render
 
     if dockerfile_only == print_run:
         raise click.UsageError("give one of --dockerfile-only and --print-run")
-    settings = app(ctx).settings()
     text, given, context = join_query(query), parse_pairs(inputs, "--input"), parse_context(contexts)
-    plan = api.plan(text, inputs=given, context=context, settings=settings).plan
-    request = docker_run(text, given, context, device=plan_device(plan), **options)  # type: ignore[arg-type]
-    rendered = render(plan, request.build, settings)
+    where = {"inputs": given, "context": context, "options": docker_options_of(**options),  # type: ignore[arg-type]
+             "settings": app(ctx).settings()}
     if dockerfile_only:
+        rendered = api.docker_file(text, **where)
         click.echo(rendered.dockerfile, nl=False)
         click.echo(f"\n# build context of {rendered.tag} ({len(rendered.files)} files):")
         for line in rendered.listing():
             click.echo(f"# {line}")
         return
-    labels = {"image": rendered.tag, "base_image": rendered.base_image}
-    echo_json(container_spec(plan, request, settings, image=rendered.tag, labels=labels).to_json())
+    echo_json(api.docker_container(text, **where).to_json())

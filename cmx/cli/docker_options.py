@@ -1,11 +1,13 @@
-"""The options `cmx run --docker` and `cmx docker` share, and the DockerRun they make."""
+"""The options `cmx run --docker` and `cmx docker` share, as click options and as the API's DockerOptions."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import click
+
+from cmx.api import DockerOptions
 
 
 def docker_options(fn: Callable) -> Callable:
@@ -26,18 +28,9 @@ def docker_options(fn: Callable) -> Callable:
     return fn
 
 
-def docker_run(query: str, inputs: dict[str, str], context: dict[str, Any], *, base_image: str | None,
-               gpus: str | None, ca_bundle: Path | None, wheelhouse: Path | None, rebuild: bool = False,
-               keep: bool = False, jobs: int | None = None, install_missing: bool = False,
-               host_command: tuple[str, ...] = (), device: str | None = None) -> Any:
-    """The DockerRun of the options; `device` is the plan's: only a CPU image installs torch, so only it
-    takes pip's configured wheel folder by default."""
-    from cmx.docker.launch import DockerRun, default_ca_bundle, default_wheelhouse
-    from cmx.docker.render import BuildOptions, host_user
-
-    build = BuildOptions(base_image=base_image, ca_bundle=ca_bundle or default_ca_bundle(),
-                         wheelhouse=wheelhouse or (default_wheelhouse() if device in (None, "cpu") else None),
-                         user=host_user())
+def docker_options_of(*, base_image: str | None, gpus: str | None, ca_bundle: Path | None,
+                      wheelhouse: Path | None, rebuild: bool = False, keep: bool = False) -> DockerOptions:
+    """The options as the API takes them (`--gpus 0,1` as ids)."""
     ids = tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else None
-    return DockerRun(query=query, inputs=inputs, context=context, build=build, gpus=ids, rebuild=rebuild,
-                     keep=keep, jobs=jobs, install_missing=install_missing, host_command=host_command)
+    return DockerOptions(base_image=base_image, gpus=ids, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
+                         rebuild=rebuild, keep=keep)

@@ -15,6 +15,7 @@ so the same registry would resolve to different recipes later.
 
 \b
     cmx registry ls
+    cmx registry update extra        # fetch it at its pinned commit
     cmx registry update extra 0123456789abcdef0123456789abcdef01234567
 """)
 def command() -> None:
@@ -38,17 +39,19 @@ def ls(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo(f"registry: {settings.registry}")
     for line in table(("NAME", "KIND", "RECIPES", "WHERE"),
-                      ((i.source.name, i.source.kind, i.recipes, i.source.describe()) for i in infos)):
+                      ((i.source.name, i.source.kind, "not fetched" if i.recipes is None else i.recipes,
+                        i.source.describe()) for i in infos)):
         click.echo(line)
 
 
-@command.command("update", help="Pin git source NAME to commit REV (fetched and checked first).")
+@command.command("update", help="""Fetch git source NAME, at commit REV (then pinned to it) or at the commit it
+is pinned to. `cmx find`, `show` and `plan` never fetch; `cmx run` fetches a missing source and says so.""")
 @click.argument("name")
-@click.argument("rev")
+@click.argument("rev", required=False)
 @registry_option
 @click.pass_context
 def update(ctx: click.Context, name: str, rev: str) -> None:
     from cmx import api
 
     source = api.registry_update(name, rev, settings=app(ctx).settings())
-    click.echo(f"{source.name} now pinned to {source.rev}")
+    click.echo(f"{source.name} now pinned to {source.rev}" if rev else f"{source.name} fetched at {source.rev}")

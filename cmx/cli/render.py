@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from cmx.recipe.types import to_json
-from cmx.secrets import Secret
+from cmx.api import Secret, to_json
 
 if TYPE_CHECKING:  # `cmx find` renders a table only: it must not import the model
-    from cmx.recipe.model import Recipe
-    from cmx.resolve.plan import Plan, Step
+    from cmx.api import Plan, Recipe, Step
 
 
 def _label(step: "Step") -> str:

@@ -8,7 +8,7 @@ import sys
 import click
 
 from cmx.cli.common import app, echo_json, join_query, parse_context, parse_pairs, query_arg, registry_option
-from cmx.cli.docker_options import docker_options
+from cmx.cli.docker_options import docker_options, docker_options_of
 
 
 @click.command("run", help="""Resolve QUERY and run it.
@@ -74,15 +74,14 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
                                "--docker")
     from cmx import api
+    from cmx.api import to_json
     from cmx.errors import CmxError
-    from cmx.execute.progress import make_reporter
-    from cmx.recipe.types import to_json
 
     state = app(ctx)
     prefix = "cmx" + (f" --registry {shlex.quote(state.registry)}" if state.registry else "") + " run"
     try:
         result = api.run(text, inputs=given, context=context, jobs=jobs or api.default_jobs(),
-                         settings=state.settings(), reporter=make_reporter("none" if as_json else progress),
+                         settings=state.settings(), reporter=api.reporter("none" if as_json else progress),
                          check=False, argv=["cmx", *sys.argv[1:]], rerun_prefix=prefix,
                          install_missing=True if install_missing else None)  # None: CMX_INSTALL_MISSING decides
     except CmxError as exc:
@@ -117,20 +116,13 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         click.echo(line)
 
 
-def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, **options: object) -> None:
+def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, *, jobs: int | None,
+                   install_missing: bool, **options: object) -> None:
     from cmx import api
-    from cmx.cli.docker_options import docker_run
-    from cmx.docker.launch import run_in_docker
-    from cmx.docker.render import plan_device
 
-    settings = app(ctx).settings()
-    plan = api.plan(text, inputs=given, context=context, settings=settings).plan
-    from cmx.execute.record import redact_argv
-
-    host_command = tuple(redact_argv(["cmx", *sys.argv[1:]], plan))
-    request = docker_run(text, given, context, host_command=host_command, device=plan_device(plan),
-                         **options)  # type: ignore[arg-type]
-    code = run_in_docker(plan, request, settings, emit=click.echo)
+    code = api.run_docker(text, inputs=given, context=context, options=docker_options_of(**options), jobs=jobs,
+                          install_missing=install_missing, argv=["cmx", *sys.argv[1:]],
+                          settings=app(ctx).settings(), emit=click.echo)
     if code != 0:
         click.echo(f"error: the run in the container exited with status {code} (its error is above)", err=True)
         ctx.exit(code)

@@ -23,14 +23,12 @@ def command(ctx: click.Context, name: str, as_json: bool) -> None:
 
     recipe = api.show(name, settings=app(ctx).settings())
     if as_json:
-        from cmx.recipe.types import to_json
-
         echo_json({
             "name": recipe.name, "summary": recipe.summary, "tags": list(recipe.tags), "path": str(recipe.path),
             "source": recipe.source, "context": list(recipe.context),
             "cache": {"enabled": recipe.cache.enabled, "key": list(recipe.cache.key or []),
                       "fingerprint": recipe.cache.fingerprint.__dict__ if recipe.cache.fingerprint else None},
-            "inputs": {n: {"type": s.type, "default": to_json(s.default), "required": s.required, "help": s.help,
+            "inputs": {n: {"type": s.type, "default": api.to_json(s.default), "required": s.required, "help": s.help,
                            "env": s.env, "choices": list(s.choices)} for n, s in recipe.inputs.items()},
             "variations": {g: [_variation(v) for v in opts] for g, opts in recipe.groups.items()},
             "flags": [_variation(v) for v in recipe.flags.values()],
@@ -54,7 +52,7 @@ def _docker(spec) -> dict:  # type: ignore[no-untyped-def]
 
 
 def _variation(v) -> dict:  # type: ignore[no-untyped-def]
-    from cmx.recipe.types import to_json
+    from cmx import api
 
-    return {"name": v.name, "default": v.default, "summary": v.summary, "inputs": to_json(dict(v.inputs)),
+    return {"name": v.name, "default": v.default, "summary": v.summary, "inputs": api.to_json(dict(v.inputs)),
             "context": dict(v.context), "deps": [_dep(d) for d in v.deps], "docker": _docker(v.docker)}

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from cmx.cache.store import Entry, Store, now_iso
+from cmx.cache.store import Entry, EntryMeta, Store, now_iso
 from cmx.errors import CmxError, CommandFailed, StepCancelled, StepError, StepFailed
 from cmx.execute.progress import NullReporter, Reporter
 from cmx.execute.record import RunRecord
@@ -162,12 +162,12 @@ class Runner:
                         build_dir = self.store.new_build_dir(step.name, step.key)
                         scratch = self.store.scratch_dir(step.name, step.key)
                         outputs = self._invoke(step, build_dir, log, results, scratch)
-                        meta = {"variations": list(step.variations), "inputs": step.public_inputs(),
-                                "context": to_json(step.context), "outputs": to_json(outputs),
-                                "deps": {e.as_ or e.step: plan.steps[e.step].key for e in step.deps},
-                                "created": now_iso(), "duration": round(time.monotonic() - started, 3),
-                                "recipe_digest": step.recipe.digest}
-                        entry = self.store.publish(build_dir, step.name, step.key, meta)
+                        meta = EntryMeta(
+                            recipe=step.name, key=step.key, variations=step.variations,
+                            inputs=step.public_inputs(), context=to_json(step.context), outputs=to_json(outputs),
+                            deps={e.as_ or e.step: plan.steps[e.step].key for e in step.deps}, created=now_iso(),
+                            duration=round(time.monotonic() - started, 3), recipe_digest=step.recipe.digest)
+                        entry = self.store.publish(build_dir, meta)
                         build_dir = None
                         result = StepResult(step.id, step.name, step.key, "built", entry.outputs,
                                             time.monotonic() - started, str(log_path), str(entry.path))

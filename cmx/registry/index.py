@@ -12,7 +12,7 @@ import os
 import pickle
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from cmx import __version__
 from cmx.errors import CmxError, RegistryError
@@ -23,6 +23,8 @@ from cmx.settings import Settings
 
 if TYPE_CHECKING:  # unpickling a recipe imports the model; `cmx find` needs none
     from cmx.recipe.model import Recipe
+
+Fetcher = Callable[[Source], None]  # called before a git source is fetched, to say so
 
 INDEX_FORMAT = 3
 _RECIPE_CODE = Path(__file__).resolve().parent.parent / "recipe"
@@ -119,10 +121,12 @@ class RecipeIndex:
         return self._blobs
 
 
-def open_index(settings: Settings, *, fetch: bool = True) -> RecipeIndex:
+def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeIndex:
     """Load the index for `settings.registry`, refreshing whatever changed on disk.
 
-    Git sources missing from the cache are fetched (pinned commit) when `fetch` is true.
+    A git source missing from the cache is fetched (at its pinned commit) only when `fetch` is given: it is
+    called with the source first, so the fetch is said aloud. Without it (`cmx find`, `show`, `plan`: resolution
+    never touches the network) a missing source is an error naming the command that fetches it.
     """
     # one index per registry file; crc32 keeps hashlib (and OpenSSL) out of start-up
     stem = f"{settings.registry.stem}-{zlib.crc32(str(settings.registry).encode()):08x}"
@@ -241,13 +245,16 @@ def _parse(folder: str, source: str) -> tuple[_Entry, bytes] | None:
             pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _source_root(source: Source, settings: Settings, fetch: bool) -> Path:
+def _source_root(source: Source, settings: Settings, fetch: Fetcher | None) -> Path:
     if source.git is not None:
         checkout = source.checkout_dir(settings.sources_dir)
         if not (checkout / ".git").is_dir():
-            if not fetch:
+            if fetch is None:
                 raise RegistryError(f"git source {source.name!r} is not fetched yet",
-                                    hint="open the registry once with fetching allowed (any cmx command does)")
+                                    where=f"{settings.registry}:{source.line}",
+                                    hint=f"fetch it with `cmx registry update {source.name}` (the first `cmx run` "
+                                         "fetches it too, and says so)")
+            fetch(source)
             from cmx.tools.git import checkout_commit
 
             try:
