@@ -40,7 +40,7 @@ from cmx.tools.gpu import (
     subprocess_runner,
     toolkit_newer_than_driver,
     version_in_range,
-    visible_gpus,
+    visible_gpu_count,
     wanted,
 )
 
@@ -385,13 +385,13 @@ def test_nvcc_in_the_default_cuda_folder_is_found_and_names_the_home(tmp_path: P
 def test_visible_gpus_follow_the_visible_devices_variables_like_the_runtimes() -> None:
     gpus = parse_nvidia_smi_csv(sample("nvidia-smi-query-h100x8.csv"))
     amd = parse_amd_smi_static(sample("amd-smi-static-mi300x.json"))
-    assert visible_gpus(gpus, {}) == 8
-    assert visible_gpus(gpus, {"CUDA_VISIBLE_DEVICES": "0,3"}) == 2
-    assert visible_gpus(gpus, {"CUDA_VISIBLE_DEVICES": "GPU-7c3cadbd,5"}) == 2  # a UUID prefix names a GPU
-    assert visible_gpus(gpus, {"CUDA_VISIBLE_DEVICES": "1,9,2"}) == 1  # the list ends at an unknown entry
-    assert visible_gpus(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == 0
-    assert visible_gpus(gpus, {"CUDA_VISIBLE_DEVICES": "-1"}) == 0
-    assert visible_gpus(amd, {"ROCR_VISIBLE_DEVICES": "0,1,2", "HIP_VISIBLE_DEVICES": "1,2"}) == 2
+    assert visible_gpu_count(gpus, {}) == 8
+    assert visible_gpu_count(gpus, {"CUDA_VISIBLE_DEVICES": "0,3"}) == 2
+    assert visible_gpu_count(gpus, {"CUDA_VISIBLE_DEVICES": "GPU-7c3cadbd,5"}) == 2  # a UUID prefix names a GPU
+    assert visible_gpu_count(gpus, {"CUDA_VISIBLE_DEVICES": "1,9,2"}) == 1  # the list ends at an unknown entry
+    assert visible_gpu_count(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert visible_gpu_count(gpus, {"CUDA_VISIBLE_DEVICES": "-1"}) == 0
+    assert visible_gpu_count(amd, {"ROCR_VISIBLE_DEVICES": "0,1,2", "HIP_VISIBLE_DEVICES": "1,2"}) == 2
 
 
 def test_a_report_survives_the_trip_through_recipe_outputs(tmp_path: Path) -> None:

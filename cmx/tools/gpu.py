@@ -303,7 +303,7 @@ def detect_gpus(run: Runner, environ: Mapping[str, str] | None = None, *, cuda_d
                      cuda_version=nvcc.release if nvcc else "", nvcc_version=nvcc.build if nvcc else "",
                      nvcc=nvcc_path, cuda_home=cuda_home, cuda_reason=cuda_reason, cuda_driver_version=cuda_driver,
                      rocm_version=rocm_version, rocm_home=rocm_home if rocm_version else "", rocm_reason=rocm_reason,
-                     gpus_visible=visible_gpus(gpus, env))
+                     gpus_visible=visible_gpu_count(gpus, env))
 
 
 def _detect_nvidia(run: Runner, env: Mapping[str, str]) -> tuple[list[Gpu], str, str, str]:
@@ -379,7 +379,7 @@ def _detect_rocm(run: Runner, env: Mapping[str, str], rocm_home: str) -> tuple[s
         return "", str(exc)
 
 
-def visible_gpus(gpus: Sequence[Gpu], environ: Mapping[str, str]) -> int:
+def visible_gpu_count(gpus: Sequence[Gpu], environ: Mapping[str, str]) -> int:
     """How many GPUs a program started with this environment sees: CUDA_VISIBLE_DEVICES for NVIDIA,
     ROCR_VISIBLE_DEVICES then HIP_VISIBLE_DEVICES for AMD (indices or UUIDs; like the runtimes, the
     list ends at the first entry that names no GPU)."""
