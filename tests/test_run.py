@@ -728,3 +728,39 @@ def test_run_prints_a_multiline_output_as_a_block_and_shortens_long_lists() -> N
     assert lines[:3] == ["  table:", "    a  b", "    1  2"]
     assert lines[3] == "  n = 3" and lines[5] == "  few = [1, 2]"
     assert lines[4].endswith("(whole: --json)") and len(lines[4]) < 120
+
+
+def test_a_run_py_reads_its_chosen_variations_and_flags_from_the_context(home: Home) -> None:
+    home.recipe("pick", """
+        name: pick
+        summary: reports what was chosen
+        tags: [pick]
+        cache: false
+        variations:
+          size:
+            full: {default: true}
+            tiny: {}
+          device:
+            cpu: {default: true}
+            cuda: {}
+        flags:
+          short: {summary: a flag}
+        outputs:
+          size: {type: str}
+          device: {type: str}
+          short: {type: bool}
+          missing: {type: str}
+        """, """
+        def run(ctx):
+            try:
+                ctx.variation("scenario")
+            except KeyError as exc:
+                missing = str(exc)
+            return {"size": ctx.variation("size"), "device": ctx.variation("device"), "short": ctx.flag("short"),
+                    "missing": missing}
+        """)
+    default = home.cmx_json("run", "pick")["outputs"]
+    assert (default["size"], default["device"], default["short"]) == ("full", "cpu", False)
+    assert "has no variation group 'scenario' (its groups: size, device)" in default["missing"]
+    chosen = home.cmx_json("run", "pick _tiny _cuda _short")["outputs"]
+    assert (chosen["size"], chosen["device"], chosen["short"]) == ("tiny", "cuda", True)

@@ -133,7 +133,8 @@ class StepContext:
                  install_missing: bool = False,
                  on_progress: Callable[[int, int | None, str], None] | None = None,
                  scratch: Path | None = None, stop: threading.Event | None = None,
-                 run_argv: Sequence[str] = (), run_record: Path | None = None) -> None:
+                 run_argv: Sequence[str] = (), run_record: Path | None = None,
+                 chosen: Mapping[str, str] | None = None) -> None:
         self.step_id = step_id
         self.recipe = recipe
         self.inputs: Mapping[str, Any] = MappingProxyType(inputs)
@@ -143,6 +144,7 @@ class StepContext:
         self._scratch = scratch
         self._stop = stop
         self.variations = variations
+        self._chosen: Mapping[str, str] = MappingProxyType(dict(chosen or {}))  # group -> its chosen variation
         # whether the user allowed installing what is missing (`cmx run --install-missing`);
         # an execution choice, not part of any key: installing changes no step's output
         self.install_missing = install_missing
@@ -153,6 +155,18 @@ class StepContext:
         # writes a report (a submission README) cites as "how this was made"
         self.run_argv: tuple[str, ...] = tuple(run_argv)
         self.run_record = run_record
+
+    def variation(self, group: str) -> str:
+        """The variation chosen in `group` (the query's, or the group's default): `ctx.variation("scenario")`."""
+        try:
+            return self._chosen[group]
+        except KeyError:
+            raise KeyError(f"recipe {self.recipe} has no variation group {group!r} (its groups: "
+                           f"{', '.join(self._chosen) or 'none'})") from None
+
+    def flag(self, name: str) -> bool:
+        """Whether the flag `_name` was given."""
+        return name in self.variations and name not in self._chosen.values()
 
     @property
     def scratch(self) -> Path:

@@ -208,7 +208,9 @@ class Runner:
                           on_progress=lambda done, total, what: self.reporter.step_progress(step, done, total, what),
                           scratch=scratch, stop=self._stop,
                           run_argv=self._record.argv if self._record else (),
-                          run_record=self._record.path / "run.json" if self._record else None)
+                          run_record=self._record.path / "run.json" if self._record else None,
+                          chosen={group: v.name for group, options in step.recipe.groups.items() for v in options
+                                  if v.name in step.variations})
         returned = fn(ctx)
         return check_outputs(step.recipe, returned, workdir)
 
