@@ -69,8 +69,11 @@ def say(text: str = "", *, quiet: bool = False) -> None:
 # --------------------------------------------------------------------------------------------
 
 def make_inputs(root: Path, prompts: int) -> tuple[Path, Any]:
-    from cmx.mlperf.dataset import load_openorca
-    from cmx.mlperf.tiny import make_tiny_llama, make_tiny_openorca
+    from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
+    from cmx.mlperf.benchmarks.llama2_70b.tiny import (
+        make_tiny_llama,
+        make_tiny_openorca,
+    )
 
     model = make_tiny_llama(root / "model")
     pickle = make_tiny_openorca(root / "openorca.pkl", model.path, rows=prompts)
@@ -78,8 +81,8 @@ def make_inputs(root: Path, prompts: int) -> tuple[Path, Any]:
 
 
 def make_backend(model: Path, streaming: bool, max_tokens: int, log: logging.Logger) -> Any:
-    from cmx.mlperf.profiles import EngineOptions
-    from cmx.mlperf.vllm_backend import VllmBackend, VllmBackendConfig
+    from cmx.mlperf.backends.profiles import EngineOptions
+    from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
     config = VllmBackendConfig(model=model, options=EngineOptions(device="cpu"), streaming=streaming,
                                max_model_len=MAX_MODEL_LEN, output_tokens_estimate=max_tokens)
@@ -89,7 +92,7 @@ def make_backend(model: Path, streaming: bool, max_tokens: int, log: logging.Log
 def fixed_length_sut(base: type) -> type:
     """`base` (OfflineSUT or ServerSUT) asking for exactly max_tokens per sample (min_tokens =
     max_tokens), and recording the tokens it returned and the samples LoadGen issued."""
-    from cmx.mlperf.backend import GenRequest
+    from cmx.mlperf.backends.base import GenRequest
 
     class FixedLength(base):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -122,8 +125,8 @@ def log_settings(lg: Any, out: Path) -> Any:
 def run_loadgen(lg: Any, sut_class: type, backend: Any, dataset: Any, settings: Any, max_tokens: int,
                 out: Path, log: logging.Logger) -> tuple[Any, Any, float]:
     """One LoadGen test; (the SUT, the parsed LoadGen run, wall seconds of StartTest)."""
-    from cmx.mlperf.loadgen_log import read_loadgen_run
-    from cmx.mlperf.sut import QSL
+    from cmx.mlperf.loadgen.log import read_loadgen_run
+    from cmx.mlperf.loadgen.sut import QSL
 
     out.mkdir(parents=True, exist_ok=True)
     qsl = QSL(dataset, len(dataset), log)
@@ -161,7 +164,7 @@ def offline_runs(args: argparse.Namespace, backend: Any, dataset: Any, work: Pat
     import mlperf_loadgen as lg
     from vllm import SamplingParams
 
-    from cmx.mlperf.sut import OfflineSUT
+    from cmx.mlperf.loadgen.sut import OfflineSUT
 
     llm = backend._engines.llms[0]  # the backend's own engine: (a) and (c) use it as vLLM's user would
     n, m = len(dataset), args.max_tokens
@@ -240,7 +243,7 @@ def server_probe(args: argparse.Namespace, backend: Any, dataset: Any, qps: floa
                  log: logging.Logger) -> dict:
     import mlperf_loadgen as lg
 
-    from cmx.mlperf.sut import ServerSUT
+    from cmx.mlperf.loadgen.sut import ServerSUT
 
     settings = lg.TestSettings()
     settings.scenario = lg.TestScenario.Server

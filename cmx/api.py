@@ -26,10 +26,10 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.docker.render import Rendered
     from cmx.execute.progress import Reporter
     from cmx.execute.result import RunResult
-    from cmx.mlperf.check import CheckReport
+    from cmx.mlperf.submission.check import CheckReport
     from cmx.recipe.model import Recipe
     from cmx.registry.sources import Source
-    from cmx.resolve.plan import Plan, Step
+    from cmx.resolve.plan import Plan
 
 __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "load_settings", "to_json", "index",
            "find", "show", "plan", "run", "reporter", "redacted_command", "docker_file", "docker_container",
@@ -351,28 +351,28 @@ def default_jobs() -> int:
 # --- MLPerf submissions ------------------------------------------------------------------------
 
 def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> "CheckReport":
-    """Check a submission tree against a round's rules (cmx.mlperf.check); the report lists every problem."""
-    from cmx.mlperf.check import check_tree
+    """Check a submission tree against a round's rules (cmx.mlperf.submission.check); the report lists every problem."""
+    from cmx.mlperf.submission.check import check_tree
 
     return check_tree(Path(path), round_name)
 
 
 def check_text(report: "CheckReport") -> str:
     """The report as people read it: the results table, one line per problem, the verdict."""
-    from cmx.mlperf.check.report import format_report
+    from cmx.mlperf.submission.check.report import format_report
 
     return format_report(report)
 
 
 def check_expectation(report: "CheckReport", rules: set[str]) -> tuple[bool, str]:
     """Whether the tree breaks exactly `rules` (a smoke tree's known shortfalls), and the verdict line."""
-    from cmx.mlperf.check.report import expectation
+    from cmx.mlperf.submission.check.report import expectation
 
     return expectation(report, rules)
 
 
 def write_check_csv(report: "CheckReport", path: Path) -> Path:
     """The official checker's summary.csv columns, one row per result."""
-    from cmx.mlperf.check.report import write_csv
+    from cmx.mlperf.submission.check.report import write_csv
 
     return write_csv(report, path)

@@ -15,7 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
-from cmx.mlperf.accuracy import AccuracyResult, format_accuracy_txt
+from cmx.mlperf.loadgen.accuracy_log import AccuracyResult, format_accuracy_txt
 
 COMPLIANT = Path(__file__).resolve().parent / "data" / "loadgen" / "compliant"
 SCENARIOS = ("Offline", "Server", "Interactive")
@@ -133,7 +133,7 @@ def cmx_results(root: Path, scenarios: tuple[str, ...] = SCENARIOS, **facts: obj
         _unpack(acc, folder / "accuracy")
         log = folder / "accuracy" / "mlperf_log_accuracy.json"
         shutil.copyfile(acc / "mlperf_log_accuracy.json", log)  # stands in for the full log: 8 KiB of it
-        from cmx.mlperf.accuracy import sha256_file
+        from cmx.mlperf.loadgen.accuracy_log import sha256_file
 
         _text(folder / "accuracy" / "accuracy.txt", format_accuracy_txt(REFERENCE, sha256_file(log)))
         test06 = COMPLIANT / f"test06-{name}"

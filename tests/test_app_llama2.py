@@ -17,12 +17,6 @@ from typing import Any
 
 import pytest
 
-from cmx.mlperf.accuracy import (
-    AccuracyResult,
-    format_accuracy_txt,
-    read_accuracy_log,
-    read_accuracy_txt,
-)
 from cmx.mlperf.app import (
     AppConfig,
     AppConfigError,
@@ -33,12 +27,18 @@ from cmx.mlperf.app import (
     scenarios_for,
     system_name,
 )
-from cmx.mlperf.harness import HarnessConfig, HarnessResult, judge
-from cmx.mlperf.check import check_tree
-from cmx.mlperf.check.report import format_report
-from cmx.mlperf.loadgen_log import read_loadgen_run
+from cmx.mlperf.loadgen.accuracy_log import (
+    AccuracyResult,
+    format_accuracy_txt,
+    read_accuracy_log,
+    read_accuracy_txt,
+)
+from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult, judge
+from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.loadgen.test06 import Check, Test06Result, format_verify_accuracy_txt
 from cmx.mlperf.rounds import load_round
-from cmx.mlperf.test06 import Check, Test06Result, format_verify_accuracy_txt
+from cmx.mlperf.submission.check import check_tree
+from cmx.mlperf.submission.check.report import format_report
 
 from .conftest import REPO, Home
 
@@ -255,7 +255,7 @@ def test_submission_into_closed_from_a_tiny_run_is_refused_before_the_benchmark_
 
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
     from cmx.mlperf.app import EngineSettings, harness_config
-    from cmx.mlperf.harness import parse_args
+    from cmx.mlperf.loadgen.harness import parse_args
 
     engine = EngineSettings(precision="fp8", tensor_parallel_size=8, max_num_seqs=512, max_num_batched_tokens=8192,
                             gpu_memory_utilization=0.95, max_model_len=4096)

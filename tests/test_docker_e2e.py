@@ -111,9 +111,9 @@ def test_a_failed_build_names_the_instruction_and_its_last_lines(home: Home):
 
 
 def test_a_secret_input_reaches_the_run_but_no_layer_of_the_image(home: Home):
-    import docker
-
     import hashlib
+
+    import docker
 
     secret = "cmx-secret-0b5e7d"
     digest = hashlib.sha256(secret.encode()).hexdigest()  # the recipe compares hashes: no copy of it in the image

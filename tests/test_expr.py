@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from cmx.recipe.expr import Expr, ExprEvalError, ExprSyntaxError, compile_expr, evaluate_with
+from cmx.recipe.expr import (
+    Expr,
+    ExprEvalError,
+    ExprSyntaxError,
+    compile_expr,
+    evaluate_with,
+)
 
 
 def ev(source: str, inputs: dict[str, Any] | None = None, context: dict[str, Any] | None = None,

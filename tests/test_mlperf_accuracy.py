@@ -1,4 +1,4 @@
-"""cmx.mlperf.accuracy: LoadGen accuracy logs, ROUGE as the llama2-70b reference scores it, accuracy.txt, truncation."""
+"""cmx.mlperf.loadgen.accuracy_log: LoadGen accuracy logs, ROUGE as the llama2-70b reference scores it, accuracy.txt, truncation."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from rouge_score import rouge_scorer
 
 from cmx.errors import CmxError
-from cmx.mlperf.accuracy import (
+from cmx.mlperf.loadgen.accuracy_log import (
     CHECKER_PATTERNS,
     AccuracyError,
     AccuracyLogError,

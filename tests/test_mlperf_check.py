@@ -1,4 +1,4 @@
-"""`cmx check` (cmx.mlperf.check): a compliant-shaped tree from recorded real LoadGen logs passes every rule,
+"""`cmx check` (cmx.mlperf.submission.check): a compliant-shaped tree from recorded real LoadGen logs passes every rule,
 and each perturbation of it is caught by the rule it breaks, with a message that says what and what to do."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.check import check_tree
-from cmx.mlperf.check.report import CSV_HEADER, format_report, summary_csv
+from cmx.mlperf.submission.check import check_tree
+from cmx.mlperf.submission.check.report import CSV_HEADER, format_report, summary_csv
 
 from .conftest import Home
 from .submission_trees import BENCHMARK, SUBMITTER, SYSTEM, build_tree, result_dir

@@ -1,4 +1,4 @@
-"""cmx.mlperf.dataset: loading the OpenOrca pickle, and the errors for files that are not it."""
+"""cmx.mlperf.benchmarks.llama2_70b.dataset: loading the OpenOrca pickle, and the errors for files that are not it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ import pandas as pd
 import pytest
 
 from cmx.errors import CmxError
-from cmx.mlperf.dataset import DatasetError, OpenOrca, load_openorca
-from cmx.mlperf.tiny import make_tiny_llama, make_tiny_openorca
+from cmx.mlperf.benchmarks.llama2_70b.dataset import (
+    DatasetError,
+    OpenOrca,
+    load_openorca,
+)
+from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama, make_tiny_openorca
 
 
 @pytest.fixture(scope="module")

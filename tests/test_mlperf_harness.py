@@ -1,4 +1,4 @@
-"""The LoadGen SUT/QSL (cmx/mlperf/sut.py) and the one-test-per-process harness (cmx/mlperf/harness.py).
+"""The LoadGen SUT/QSL (cmx/mlperf/loadgen/sut.py) and the one-test-per-process harness (cmx/mlperf/loadgen/harness.py).
 
 Unit tests drive real LoadGen in this process with a fake Backend (a test double of cmx's own
 protocol, not of vLLM or LoadGen), setting TestSettings by hand: FromConfig is never called
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.accuracy import read_accuracy_log, read_accuracy_txt
-from cmx.mlperf.backend import GenRequest, GenResult, StartInfo, StreamSink
-from cmx.mlperf.harness import (
+from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
+from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log, read_accuracy_txt
+from cmx.mlperf.loadgen.harness import (
     HarnessConfig,
     HarnessError,
     HarnessResult,
@@ -33,9 +33,8 @@ from cmx.mlperf.harness import (
     run_test,
     verify_test06,
 )
-from cmx.mlperf.loadgen_log import read_loadgen_run
-from cmx.mlperf.rounds import load_round
-from cmx.mlperf.sut import (
+from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.loadgen.sut import (
     QSL,
     OfflineSUT,
     SampleError,
@@ -43,7 +42,8 @@ from cmx.mlperf.sut import (
     int32_tokens,
     make_sut,
 )
-from cmx.mlperf.test06 import verify_accuracy_txt_passes
+from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
+from cmx.mlperf.rounds import load_round
 
 LOG = logging.getLogger("test-harness")
 V60 = load_round("v6.0")
@@ -290,14 +290,17 @@ class Tiny:
     """The tiny model and dataset, and a folder per harness run."""
 
     def __init__(self, root: Path) -> None:
-        from cmx.mlperf.tiny import make_tiny_llama, make_tiny_openorca
+        from cmx.mlperf.benchmarks.llama2_70b.tiny import (
+            make_tiny_llama,
+            make_tiny_openorca,
+        )
 
         self.root = root
         self.model = make_tiny_llama(root / "model", seed=0).path
         self.dataset = make_tiny_openorca(root / "orca.pkl", self.model, rows=ROWS, seed=0).path
 
     def run(self, name: str, scenario: str, mode: str, target_qps: float, **short: int) -> tuple[HarnessResult, Path]:
-        from cmx.mlperf.userconf import ShortProfile, user_conf
+        from cmx.mlperf.loadgen.userconf import ShortProfile, user_conf
 
         out = self.root / name
         out.mkdir()

@@ -1,4 +1,4 @@
-"""cmx.mlperf.llama2_model: what a Llama 2 model folder must hold, and the outputs read from it."""
+"""cmx.mlperf.benchmarks.llama2_70b.model: what a Llama 2 model folder must hold, and the outputs read from it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.llama2_model import (
+from cmx.mlperf.benchmarks.llama2_70b.model import (
     ModelError,
     check_own_folder,
     describe,

@@ -1,4 +1,4 @@
-"""cmx.mlperf.loadgen_log on real LoadGen logs: short runs of a tiny SUT, the saved logs, a published run."""
+"""cmx.mlperf.loadgen.log on real LoadGen logs: short runs of a tiny SUT, the saved logs, a published run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.loadgen_log import LoadgenLogError, LoadgenRun, parse_detail, parse_entries, read_loadgen_run
+from cmx.mlperf.loadgen.log import (
+    LoadgenLogError,
+    LoadgenRun,
+    parse_detail,
+    parse_entries,
+    read_loadgen_run,
+)
 from cmx.mlperf.rounds import load_round
 from tests.conftest import REPO
 

@@ -1,4 +1,4 @@
-"""Device profiles (cmx/mlperf/profiles.py): engine arguments and environment for CUDA, ROCm and
+"""Device profiles (cmx/mlperf/backends/profiles.py): engine arguments and environment for CUDA, ROCm and
 CPU as pure functions of options and made-up machines, data-parallel grouping and sharding, and
 the readers on real files laid out as sysfs, /proc and a checkpoint lay them out.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.profiles import (
+from cmx.mlperf.backends.profiles import (
     CPU_KV_BLOCK_TOKENS,
     CPU_MAX_MEMORY_FRACTION,
     CPU_MAX_NUM_SEQS,
@@ -463,7 +463,7 @@ def test_a_missing_or_incomplete_config_is_a_profile_error(tmp_path: Path):
 
 
 def test_a_cpu_without_native_bf16_computes_in_float32_with_a_kv_cache_twice_the_size(tmp_path):
-    from cmx.mlperf.profiles import read_cpu_bf16
+    from cmx.mlperf.backends.profiles import read_cpu_bf16
 
     avx2 = MachineFacts(memory=BIG_CPU.memory, cpu_bf16=False)
     spec = only(engine_specs(EngineOptions(device="cpu", max_num_seqs=16), avx2, TINY_LLAMA))

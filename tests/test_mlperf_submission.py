@@ -1,4 +1,4 @@
-"""The submission packager (cmx.mlperf.submission) and the system description (cmx.mlperf.system_desc).
+"""The submission packager (cmx.mlperf.submission.package) and the system description (cmx.mlperf.submission.system_desc).
 
 A cmx results tree is built from recorded real LoadGen logs (tests/submission_trees.py); packaging
 it for closed must give a tree `cmx check` finds nothing wrong with, and every reason not to
@@ -15,13 +15,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cmx.mlperf.accuracy import is_truncated_accuracy_log, read_accuracy_txt, sha256_file
-from cmx.mlperf.check import check_tree
-from cmx.mlperf.check.report import format_report
+from cmx.mlperf.loadgen.accuracy_log import (
+    is_truncated_accuracy_log,
+    read_accuracy_txt,
+    sha256_file,
+)
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import load_round
-from cmx.mlperf.submission import PackageRequest, SubmissionRefused, package
-from cmx.mlperf.system_desc import (
+from cmx.mlperf.submission.check import check_tree
+from cmx.mlperf.submission.check.report import format_report
+from cmx.mlperf.submission.package import PackageRequest, SubmissionRefused, package
+from cmx.mlperf.submission.system_desc import (
     SystemDescriptionError,
     as_field_text,
     build_description,
@@ -29,7 +33,7 @@ from cmx.mlperf.system_desc import (
     detected_fields,
     read_user_file,
 )
-from cmx.mlperf.tree import ResultPaths
+from cmx.mlperf.submission.tree import ResultPaths
 
 from .conftest import REPO, Home
 from .submission_trees import BENCHMARK, ORIGIN, SYSTEM, USER_SYSTEM, cmx_results
@@ -116,7 +120,7 @@ def test_each_result_gets_logs_truncated_accuracy_with_hash_measurements_and_a_r
 def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(tmp_path: Path, results: Path):
     package(request(tmp_path, results))
     sub = tmp_path / "out/closed/cmx-test"
-    assert (sub / "src/cmx/mlperf/harness.py").read_bytes() == (REPO / "cmx/mlperf/harness.py").read_bytes()
+    assert (sub / "src/cmx/mlperf/loadgen/harness.py").read_bytes() == (REPO / "cmx/mlperf/loadgen/harness.py").read_bytes()
     assert (sub / "src/recipes/app-mlperf-inference-llama2/recipe.yaml").is_file()
     assert (sub / "src/pyproject.toml").is_file() and "cmx 0.1.0" in (sub / "src/README.md").read_text()
     assert not list(sub.rglob("__pycache__"))

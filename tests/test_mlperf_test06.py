@@ -1,4 +1,4 @@
-"""cmx.mlperf.test06: the TEST06 audit config and the checks of run_verification.py, on real and made logs."""
+"""cmx.mlperf.loadgen.test06: the TEST06 audit config and the checks of run_verification.py, on real and made logs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf import test06
-from cmx.mlperf.accuracy import AccuracyLogError
+from cmx.mlperf.loadgen import test06
+from cmx.mlperf.loadgen.accuracy_log import AccuracyLogError
 
 # A real published llama2-70b-99 result (AMD, MLPerf Inference v6.0 sample tree); read, never copied.
 SAMPLE = Path("/work/shared/mlperf-sample/closed/AMD/results/8xMI300X_2xEPYC_9575F/llama2-70b-99")

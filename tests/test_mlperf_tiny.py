@@ -1,4 +1,4 @@
-"""cmx.mlperf.tiny: the tiny random Llama 2, its trained tokenizer and the OpenOrca-format dataset.
+"""cmx.mlperf.benchmarks.llama2_70b.tiny: the tiny random Llama 2, its trained tokenizer and the OpenOrca-format dataset.
 
 Real parts only: the files are loaded with transformers, tokenizers, safetensors and pandas, and
 (e2e) served by vLLM's CPU engine in a child process.
@@ -18,8 +18,16 @@ from pathlib import Path
 import pytest
 
 from cmx.errors import CmxError
-from cmx.mlperf.tiny import (BOS_ID, EOS_ID, HEAD_SIZE, OPENORCA_COLUMNS, UNK_ID, TinyLlama, make_tiny_llama,
-                             make_tiny_openorca)
+from cmx.mlperf.benchmarks.llama2_70b.tiny import (
+    BOS_ID,
+    EOS_ID,
+    HEAD_SIZE,
+    OPENORCA_COLUMNS,
+    UNK_ID,
+    TinyLlama,
+    make_tiny_llama,
+    make_tiny_openorca,
+)
 
 MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
                "tokenizer.json", "tokenizer_config.json")
@@ -45,7 +53,7 @@ def test_the_same_seed_gives_byte_identical_model_and_tokenizer_files(tiny: Tiny
 
 def test_files_are_byte_identical_when_made_by_another_process(tiny: TinyLlama, tmp_path: Path) -> None:
     # a fresh interpreter has other hash seeds and thread timings: nothing may depend on them
-    code = f"from cmx.mlperf.tiny import make_tiny_llama; make_tiny_llama({str(tmp_path / 'other')!r}, seed=0)"
+    code = f"from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama; make_tiny_llama({str(tmp_path / 'other')!r}, seed=0)"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     for name in MODEL_FILES:
         assert sha256(tmp_path / "other" / name) == sha256(tiny.path / name), name

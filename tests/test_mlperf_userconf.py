@@ -1,4 +1,4 @@
-"""cmx.mlperf.userconf: user.conf text LoadGen really reads, refused keys, and what breaks a round's rules."""
+"""cmx.mlperf.loadgen.userconf: user.conf text LoadGen really reads, refused keys, and what breaks a round's rules."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.loadgen_log import read_loadgen_run
-from cmx.mlperf.rounds import load_round
-from cmx.mlperf.userconf import (
+from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.loadgen.userconf import (
     MLPERF_CONF_ONLY_KEYS,
     TEST06_AUDIT,
     ShortProfile,
@@ -20,6 +19,7 @@ from cmx.mlperf.userconf import (
     parse_user_conf,
     user_conf,
 )
+from cmx.mlperf.rounds import load_round
 from tests.conftest import REPO
 
 V60 = load_round("v6.0")

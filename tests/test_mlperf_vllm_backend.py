@@ -1,4 +1,4 @@
-"""The vLLM backend (cmx/mlperf/backend.py, cmx/mlperf/vllm_backend.py).
+"""The vLLM backend (cmx/mlperf/backends/base.py, cmx/mlperf/backends/vllm.py).
 
 Unit tests cover the pure parts (requests, ordering, warm-up prompts, the engine environment).
 The e2e tests run real vLLM (the CPU build) on a tiny random Llama made with transformers, each
@@ -25,15 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.backend import (
+from cmx.mlperf.backends.base import (
     MIN_OUTPUT_TOKENS,
     BackendError,
     GenRequest,
     GenResult,
     check_result,
 )
-from cmx.mlperf.profiles import EngineOptions, EngineSpec, read_cpu_bf16
-from cmx.mlperf.vllm_backend import (
+from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, read_cpu_bf16
+from cmx.mlperf.backends.vllm import (
     WARMUP_MAX_TOKENS,
     VllmBackend,
     VllmBackendConfig,
@@ -180,7 +180,7 @@ def direct(report):
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = BIND
     from vllm import LLM, SamplingParams
     began = time.monotonic()
-    from cmx.mlperf.profiles import read_cpu_bf16
+    from cmx.mlperf.backends.profiles import read_cpu_bf16
     # the dtype cmx's cpu profile picks: bf16 where the CPU has it natively, else float32
     llm = LLM(model=str(MODEL), skip_tokenizer_init=True, dtype="bfloat16" if read_cpu_bf16() else "float32",
               max_model_len=MAX_MODEL_LEN,
@@ -194,9 +194,9 @@ def direct(report):
 
 
 def backend_run(report, streaming):
-    from cmx.mlperf.backend import GenRequest
-    from cmx.mlperf.profiles import EngineOptions
-    from cmx.mlperf.vllm_backend import VllmBackend, VllmBackendConfig
+    from cmx.mlperf.backends.base import GenRequest
+    from cmx.mlperf.backends.profiles import EngineOptions
+    from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
     options = EngineOptions(device="cpu", max_num_seqs=MAX_NUM_SEQS, cpu_threads_bind=BIND)
     config = VllmBackendConfig(model=MODEL, options=options, streaming=streaming, max_model_len=MAX_MODEL_LEN)

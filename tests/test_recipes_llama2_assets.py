@@ -3,7 +3,7 @@
 Downloads go to a real HTTP server on 127.0.0.1 that imitates the Hugging Face Hub
 (tests/hf_server.py): the revision API (`/api/models/{repo}/revision/{rev}?blobs=true`, listing
 `siblings` with their size and LFS sha256 or git blob id) and `/{repo}/resolve/{commit}/{path}`,
-both behind a bearer token. The files it serves are a tiny model made by cmx.mlperf.tiny.
+both behind a bearer token. The files it serves are a tiny model made by cmx.mlperf.benchmarks.llama2_70b.tiny.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Iterator
 
 import pytest
 
-from cmx.mlperf.dataset import load_openorca
-from cmx.mlperf.tiny import make_tiny_llama, make_tiny_openorca
+from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
+from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama, make_tiny_openorca
 from tests.conftest import REPO, Home
 from tests.hf_server import COMMIT, REPO_ID, TOKEN, HubSite, serve
 

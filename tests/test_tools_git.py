@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from cmx.tools.git import GitError, checkout_commit, inside, require_commit_sha, resolve_ref
+from cmx.tools.git import (
+    GitError,
+    checkout_commit,
+    inside,
+    require_commit_sha,
+    resolve_ref,
+)
 from tests.conftest import CMX, REPO, Home, interruptible
 
 GIT = ["git", "-c", "user.name=cmx test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false",

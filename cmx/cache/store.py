@@ -131,7 +131,9 @@ class Store:
     @contextmanager
     def lock(self, recipe: str, key: str, timeout: float = -1) -> Iterator[None]:
         """Hold the build lock of one key (waits for another process that builds it)."""
-        from filelock import FileLock  # costs ~40 ms to import: only when a build happens
+        from filelock import (
+            FileLock,  # costs ~40 ms to import: only when a build happens
+        )
 
         folder = self._recipe_dir(recipe)
         self._write_readme()

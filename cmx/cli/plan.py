@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from cmx.cli.common import app, echo_json, join_query, parse_context, parse_pairs, query_arg, registry_option
+from cmx.cli.common import (
+    app,
+    echo_json,
+    join_query,
+    parse_context,
+    parse_pairs,
+    query_arg,
+    registry_option,
+)
 
 
 def print_plan(query: str, inputs: dict[str, str], context: dict[str, object], as_json: bool, verbose: bool,

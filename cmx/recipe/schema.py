@@ -9,7 +9,15 @@ from typing import Any
 from cmx.errors import RecipeError
 from cmx.recipe.expr import Expr, ExprSyntaxError, compile_expr
 from cmx.recipe.model import (
-    CacheSpec, DepSpec, DockerSpec, Fingerprint, InputSpec, OutputSpec, Recipe, Variation, WithValue,
+    CacheSpec,
+    DepSpec,
+    DockerSpec,
+    Fingerprint,
+    InputSpec,
+    OutputSpec,
+    Recipe,
+    Variation,
+    WithValue,
 )
 from cmx.recipe.query import QuerySyntaxError, is_kebab, parse_query
 from cmx.recipe.types import INPUT_TYPES, OUTPUT_TYPES, TypeMismatch, coerce

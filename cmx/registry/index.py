@@ -238,7 +238,9 @@ def _parse_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, tuple[_Entry, 
 def _parse(folder: str, source: str) -> tuple[_Entry, bytes] | None:
     if not os.path.isfile(f"{folder}/recipe.yaml"):
         return None
-    from cmx.recipe.load import load_recipe  # YAML and validation only for new or changed recipes
+    from cmx.recipe.load import (
+        load_recipe,  # YAML and validation only for new or changed recipes
+    )
 
     recipe, stamps = load_recipe(Path(folder), source)
     return ((recipe.name, recipe.tags, recipe.summary, source, stamps),

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cmx import __version__
+from cmx.container import container_facts
 from cmx.mlperf.app import (
     SHORT_TIMEOUT_S,
     AppConfig,
@@ -20,11 +21,14 @@ from cmx.mlperf.app import (
     scenarios_from_list,
     system_name,
 )
-from cmx.container import container_facts
 from cmx.mlperf.provenance import RunOrigin, software_versions
 from cmx.mlperf.rounds import load_round
-from cmx.mlperf.submission import PackageRequest, closed_refusals, package_and_check
-from cmx.mlperf.system_desc import read_user_file
+from cmx.mlperf.submission.package import (
+    PackageRequest,
+    closed_refusals,
+    package_and_check,
+)
+from cmx.mlperf.submission.system_desc import read_user_file
 
 GROUPS = {"target": ("99", "99.9"), "scenario": ("offline", "server", "interactive", "all-scenarios"),
           "mode": ("valid", "performance", "accuracy", "compliance")}

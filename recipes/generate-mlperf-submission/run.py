@@ -1,6 +1,6 @@
-"""Package the results (cmx.mlperf.submission) and check the tree (cmx.mlperf.check)."""
+"""Package the results (cmx.mlperf.submission.package) and check the tree (cmx.mlperf.submission.check)."""
 
-from cmx.mlperf.submission import PackageRequest, package_and_check
+from cmx.mlperf.submission.package import PackageRequest, package_and_check
 
 
 def run(ctx):

@@ -1,6 +1,11 @@
 """Check detect-gpu's CUDA findings against the requested range (cmx/tools/gpu.py); runs nothing."""
 
-from cmx.tools.gpu import GpuReport, require_cuda_driver, require_cuda_toolkit, toolkit_newer_than_driver
+from cmx.tools.gpu import (
+    GpuReport,
+    require_cuda_driver,
+    require_cuda_toolkit,
+    toolkit_newer_than_driver,
+)
 
 
 def run(ctx):

@@ -6,7 +6,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from cmx.errors import StepError
-from cmx.mlperf.dataset import load_openorca
+from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
 from cmx.tools.archive import gunzip
 from cmx.tools.download import download
 
@@ -16,7 +16,10 @@ def run(ctx):
     if not name or "/" in name or "\\" in name or name in (".", ".."):
         raise StepError(f"{name!r} is not a plain file name", hint="pass --input filename=NAME, with no / or \\")
     if "tiny" in ctx.variations:
-        from cmx.mlperf.tiny import OPENORCA_ROWS, make_tiny_openorca
+        from cmx.mlperf.benchmarks.llama2_70b.tiny import (
+            OPENORCA_ROWS,
+            make_tiny_openorca,
+        )
 
         made = make_tiny_openorca(ctx.workdir / name, Path(ctx.deps.model.outputs["tokenizer_path"]),
                                   rows=OPENORCA_ROWS if rows is None else rows, seed=seed or 0)

@@ -1,12 +1,12 @@
 """Llama 2 70B: a pinned commit from Hugging Face, your own folder used in place, or the tiny random model.
 
 The work is in cmx.tools.huggingface (listing, pinning, checked and resumable downloads) and
-cmx.mlperf.llama2_model (what the folder must hold, the outputs), where it is unit-tested.
+cmx.mlperf.benchmarks.llama2_70b.model (what the folder must hold, the outputs), where it is unit-tested.
 """
 
 from __future__ import annotations
 
-from cmx.mlperf import llama2_model as llama
+from cmx.mlperf.benchmarks.llama2_70b import model as llama
 from cmx.tools import huggingface as hf
 
 

@@ -62,7 +62,7 @@ class AccuracyTargets:
 
     The numbers are computed as the checker computes them (`44.4312 * 0.99`, `294.45 * 0.9`),
     so a comparison here agrees with the checker's to the last bit. The field names are what
-    `cmx.mlperf.accuracy.meets_targets` reads."""
+    `cmx.mlperf.loadgen.accuracy_log.meets_targets` reads."""
 
     factor: float
     reference: tuple[tuple[str, float], ...]  # (("rouge1", 44.4312), ...)

@@ -4,7 +4,7 @@ It answers every sample with int32 token ids (`--n-tokens`, 3 by default; 0 leav
 out of the response, as a SUT that forgets it would). Server and Interactive runs send
 FirstTokenComplete before the completion, after `--first-token-ms`; Offline runs complete
 samples at `--rate` samples/s (0: at once). The user.conf is cmx's short profile
-(`cmx.mlperf.userconf`) unless `--user-conf` gives one; it is copied into the output folder
+(`cmx.mlperf.loadgen.userconf`) unless `--user-conf` gives one; it is copied into the output folder
 next to LoadGen's logs. Tests run it as a subprocess.
 
     python tests/data/loadgen/tiny_sut.py --scenario Offline --mode performance --rate 100 --out OUT
@@ -53,8 +53,8 @@ def write_user_conf(args: argparse.Namespace) -> Path:
     if args.user_conf is not None:
         shutil.copyfile(args.user_conf, target)
         return target
+    from cmx.mlperf.loadgen.userconf import ShortProfile, user_conf
     from cmx.mlperf.rounds import load_round
-    from cmx.mlperf.userconf import ShortProfile, user_conf
 
     qps = args.target_qps or (100.0 if args.scenario == "Offline" else 300.0)
     overrides = {}
@@ -128,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import mlperf_loadgen as lg
 
+    from cmx.mlperf.loadgen.userconf import audit_conf_test06
     from cmx.mlperf.rounds import load_round
-    from cmx.mlperf.userconf import audit_conf_test06
 
     args.out.mkdir(parents=True, exist_ok=True)
     conf = write_user_conf(args)

@@ -48,12 +48,12 @@ def refuse_tiny_inputs(inputs: Mapping[str, object]) -> None:
 
 def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
               log: logging.Logger | None = None) -> LlamaModel:
-    """The tiny random-weight Llama 2 (cmx.mlperf.tiny) made in `dest`, sized by `inputs` (None: the default).
+    """The tiny random-weight Llama 2 (cmx.mlperf.benchmarks.llama2_70b.tiny) made in `dest`, sized by `inputs` (None: the default).
 
     `inputs` holds TINY_DEFAULTS' keys and `model_path`, which must be None: the tiny model is
     made, not brought. A warning that its outputs are noise goes to `log`.
     """
-    from cmx.mlperf.tiny import make_tiny_llama
+    from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama
 
     if precision == "fp8":
         raise ModelError("the tiny model has no FP8 checkpoint", hint="use _tiny with _bf16 (the default) or _fp16")

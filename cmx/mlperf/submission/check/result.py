@@ -7,13 +7,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.accuracy import TRUNCATED_SIZE, meets_targets, parse_accuracy_txt
-from cmx.mlperf.check.layout import ResultFolder
-from cmx.mlperf.check.model import ERROR, WARNING, Problem, ResultRow
-from cmx.mlperf.loadgen_log import LoadgenLogError, LoadgenRun, read_loadgen_run
+from cmx.mlperf.loadgen.accuracy_log import (
+    TRUNCATED_SIZE,
+    meets_targets,
+    parse_accuracy_txt,
+)
+from cmx.mlperf.loadgen.log import LoadgenLogError, LoadgenRun, read_loadgen_run
+from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import Round
-from cmx.mlperf.test06 import verify_accuracy_txt_passes
-from cmx.mlperf.tree import (
+from cmx.mlperf.submission.check.layout import ResultFolder
+from cmx.mlperf.submission.check.model import ERROR, WARNING, Problem, ResultRow
+from cmx.mlperf.submission.tree import (
     ACCURACY_FILES,
     ACCURACY_LOG,
     ACCURACY_TXT,

@@ -12,12 +12,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.check.layout import ResultFolder, Submitter, hygiene, result_folders, submitter_files, submitters
-from cmx.mlperf.check.model import ERROR, WARNING, CheckReport, Problem, ResultRow
-from cmx.mlperf.check.result import check_result, json_object
 from cmx.mlperf.rounds import Round, load_round
-from cmx.mlperf.system_desc import description_problems
-from cmx.mlperf.tree import relative, system_json
+from cmx.mlperf.submission.check.layout import (
+    ResultFolder,
+    Submitter,
+    hygiene,
+    result_folders,
+    submitter_files,
+    submitters,
+)
+from cmx.mlperf.submission.check.model import (
+    ERROR,
+    WARNING,
+    CheckReport,
+    Problem,
+    ResultRow,
+)
+from cmx.mlperf.submission.check.result import check_result, json_object
+from cmx.mlperf.submission.system_desc import description_problems
+from cmx.mlperf.submission.tree import relative, system_json
 
 __all__ = ["CheckReport", "Problem", "ResultRow", "check_tree", "ERROR", "WARNING"]
 

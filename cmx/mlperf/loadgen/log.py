@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import CmxError
+from cmx.mlperf.loadgen.userconf import TEST06_AUDIT
 from cmx.mlperf.rounds import Benchmark, Round, ScenarioRules, Seeds, round_for_seeds
-from cmx.mlperf.userconf import TEST06_AUDIT
 
 MARKER = ":::MLLOG"
 # The LoadGen scenarios whose result must meet early stopping (the official checker's

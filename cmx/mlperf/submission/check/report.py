@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cmx.mlperf.check.model import CheckReport, ResultRow
+from cmx.mlperf.submission.check.model import CheckReport, ResultRow
 
 TABLE_HEADER = ("division", "submitter", "system", "benchmark", "scenario", "metric", "VALID", "accuracy",
                 "compliant")

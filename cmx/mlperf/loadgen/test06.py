@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
-from cmx.mlperf.accuracy import AccuracyRecord, read_accuracy_log
+from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log
 
 # compliance/TEST06/audit.config in mlcommons/inference, line for line
 AUDIT_CONFIG_TEST06 = """\

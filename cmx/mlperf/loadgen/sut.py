@@ -1,7 +1,7 @@
 """LoadGen's System Under Test and Query Sample Library over a cmx Backend (Offline, Server, Interactive).
 
 What LoadGen needs, and how these classes give it (see /work/shared/mlperf-rules.md and the
-Backend contract in cmx.mlperf.backend):
+Backend contract in cmx.mlperf.backends.base):
 
 - `issue_queries` runs on LoadGen's issue thread, holds the GIL, and latency counts from
   LoadGen's scheduled time: it only hands work on. Offline puts the whole query on a queue for
@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.backend import Backend, GenRequest, GenResult
+from cmx.mlperf.backends.base import Backend, GenRequest, GenResult
 
 
 class SutError(CmxError):
@@ -40,7 +40,7 @@ class SutError(CmxError):
 
 
 class PromptSource(Protocol):
-    """What the QSL reads: sample i's prompt as token ids (cmx.mlperf.dataset.OpenOrca is one)."""
+    """What the QSL reads: sample i's prompt as token ids (cmx.mlperf.benchmarks.llama2_70b.dataset.OpenOrca is one)."""
 
     def __len__(self) -> int: ...
 

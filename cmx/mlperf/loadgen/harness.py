@@ -4,7 +4,7 @@ LoadGen's `TestSettings.FromConfig` may be called once per process (a second cal
 "Multiple conf files are used" into the next run's log, which fails the accuracy check), so each
 test is its own process:
 
-    python -m cmx.mlperf.harness --model DIR --dataset PKL --scenario Server --mode performance \\
+    python -m cmx.mlperf.loadgen.harness --model DIR --dataset PKL --scenario Server --mode performance \\
         --user-conf user.conf --output OUT [--device cpu] [--max-tokens N] [--rows N]
 
 Callers use `run_test(...)`, which starts that process and returns its `HarnessResult`; they never
@@ -131,8 +131,8 @@ class HarnessResult:
 
 def build_backend(config: HarnessConfig, logger: logging.Logger) -> Any:
     """The vLLM backend the device profile describes (streaming for Server and Interactive)."""
-    from cmx.mlperf.profiles import EngineOptions
-    from cmx.mlperf.vllm_backend import VllmBackend, VllmBackendConfig
+    from cmx.mlperf.backends.profiles import EngineOptions
+    from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
     options = EngineOptions(device=config.device, precision=config.precision,
                             tensor_parallel_size=config.tensor_parallel_size, max_num_seqs=config.max_num_seqs,
@@ -173,7 +173,7 @@ def remove_empty_trace(output: Path) -> None:
 
 def audit_config_path(config: HarnessConfig) -> Path:
     """Where this run's audit.config goes: LoadGen applies it only if the file exists."""
-    from cmx.mlperf.test06 import AUDIT_CONFIG_NAME
+    from cmx.mlperf.loadgen.test06 import AUDIT_CONFIG_NAME
 
     return config.output / AUDIT_CONFIG_NAME
 
@@ -182,10 +182,10 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     """Run the test in this process (the harness process's job; call it once per process)."""
     import mlperf_loadgen as lg
 
-    from cmx.mlperf.dataset import load_openorca
+    from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
+    from cmx.mlperf.loadgen.sut import QSL, make_sut
+    from cmx.mlperf.loadgen.test06 import write_audit_config
     from cmx.mlperf.rounds import load_round
-    from cmx.mlperf.sut import QSL, make_sut
-    from cmx.mlperf.test06 import write_audit_config
 
     round_ = load_round(config.round)
     bench = round_.benchmark(config.benchmark)
@@ -235,7 +235,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
 def judge(config: HarnessConfig, errors: list[Any], completed: int, start_seconds: float, test_seconds: float,
           details: dict[str, Any]) -> HarnessResult:
     """The run's result from LoadGen's logs in `config.output` and the SUT's own error record."""
-    from cmx.mlperf.loadgen_log import read_loadgen_run
+    from cmx.mlperf.loadgen.log import read_loadgen_run
     from cmx.mlperf.rounds import load_round
 
     run = read_loadgen_run(config.output)
@@ -254,7 +254,7 @@ def judge(config: HarnessConfig, errors: list[Any], completed: int, start_second
 
 
 def parse_args(argv: list[str] | None = None) -> HarnessConfig:
-    p = argparse.ArgumentParser(prog="python -m cmx.mlperf.harness", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m cmx.mlperf.loadgen.harness", description=__doc__.splitlines()[0])
     p.add_argument("--model", type=Path, required=True, help="Hugging Face checkpoint folder")
     p.add_argument("--dataset", type=Path, required=True, help="OpenOrca pickle")
     p.add_argument("--scenario", choices=SCENARIOS, required=True)
@@ -263,7 +263,7 @@ def parse_args(argv: list[str] | None = None) -> HarnessConfig:
     p.add_argument("--output", type=Path, required=True, help="folder for LoadGen's logs and result.json")
     p.add_argument("--round", default="v6.0")
     p.add_argument("--benchmark", default="llama2-70b-99")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or rocm (a cmx.mlperf.profiles device)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or rocm (a cmx.mlperf.backends.profiles device)")
     p.add_argument("--max-tokens", type=int, default=1024)
     p.add_argument("--rows", type=int, default=None, help="use the first N dataset rows (smoke runs)")
     p.add_argument("--max-model-len", type=int, default=None)
@@ -283,7 +283,7 @@ def parse_args(argv: list[str] | None = None) -> HarnessConfig:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logger = logging.getLogger("cmx.mlperf.harness")
+    logger = logging.getLogger("cmx.mlperf.loadgen.harness")
     try:
         config = parse_args(argv)
         result = run_in_process(config, logger)
@@ -306,7 +306,7 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
     result_path = config.output / RESULT_JSON
     result_path.unlink(missing_ok=True)
     log_path = config.output / "harness.log"
-    cmd = [sys.executable, "-m", "cmx.mlperf.harness", *config.argv()]
+    cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *config.argv()]
     log.info("harness: %s", " ".join(cmd))
     with log_path.open("w", encoding="utf-8") as out:
         try:
@@ -326,13 +326,13 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, r
     the tokenizer, special tokens skipped) and write accuracy.txt beside it."""
     from transformers import AutoTokenizer
 
-    from cmx.mlperf.accuracy import (
+    from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
+    from cmx.mlperf.loadgen.accuracy_log import (
         evaluate,
         format_accuracy_txt,
         read_accuracy_log,
         sha256_file,
     )
-    from cmx.mlperf.dataset import load_openorca
 
     log_path = Path(output_dir) / ACCURACY_LOG
     records = read_accuracy_log(log_path)
@@ -349,7 +349,7 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, r
 
 def verify_test06(output_dir: Path, scenario: str) -> Path:
     """Check a TEST06 run's accuracy log and write verify_accuracy.txt beside it."""
-    from cmx.mlperf.test06 import format_verify_accuracy_txt, verify
+    from cmx.mlperf.loadgen.test06 import format_verify_accuracy_txt, verify
 
     result = verify(Path(output_dir) / ACCURACY_LOG, scenario)
     path = Path(output_dir) / VERIFY_TXT

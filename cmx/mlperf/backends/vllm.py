@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.backend import (
+from cmx.mlperf.backends.base import (
     BackendError,
     GenRequest,
     GenResult,
@@ -51,7 +51,7 @@ from cmx.mlperf.backend import (
     StreamSink,
     check_result,
 )
-from cmx.mlperf.profiles import (
+from cmx.mlperf.backends.profiles import (
     EngineOptions,
     EngineSpec,
     MachineFacts,
@@ -159,7 +159,7 @@ def engine_environment(spec: EngineSpec, log: logging.Logger) -> Iterator[None]:
 
 
 class VllmBackend:
-    """The Backend protocol (cmx.mlperf.backend) on vLLM. Construction only stores the config;
+    """The Backend protocol (cmx.mlperf.backends.base) on vLLM. Construction only stores the config;
     `start()` builds and warms up the engines; `stop()` shuts them down."""
 
     def __init__(self, config: VllmBackendConfig, logger: logging.Logger | None = None) -> None:

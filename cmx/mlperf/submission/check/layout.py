@@ -15,9 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.check.model import ERROR, WARNING, Problem
 from cmx.mlperf.rounds import Round
-from cmx.mlperf.tree import ACCURACY_LOG, CALIBRATION, DIVISIONS, MODEL_MAPPING, VERIFY_TXT, relative
+from cmx.mlperf.submission.check.model import WARNING, Problem
+from cmx.mlperf.submission.tree import (
+    ACCURACY_LOG,
+    CALIBRATION,
+    DIVISIONS,
+    MODEL_MAPPING,
+    VERIFY_TXT,
+    relative,
+)
 
 FILE_SIZE_LIMIT = 50 * 1024 * 1024
 ROOT_FILE_SUFFIXES = (".md", ".pdf")

@@ -25,20 +25,25 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import CmxError
-from cmx.mlperf.accuracy import meets_targets, read_accuracy_txt, sha256_file, truncate_accuracy_log
 from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS
-from cmx.mlperf.loadgen_log import LoadgenLogError, read_loadgen_run
+from cmx.mlperf.loadgen.accuracy_log import (
+    meets_targets,
+    read_accuracy_txt,
+    sha256_file,
+    truncate_accuracy_log,
+)
+from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
+from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, RoundError, load_round
-from cmx.mlperf.system_desc import (
+from cmx.mlperf.submission.system_desc import (
     build_description,
     description_problems,
     detected_fields,
     read_user_file,
     write_description,
 )
-from cmx.mlperf.test06 import verify_accuracy_txt_passes
-from cmx.mlperf.tree import (
+from cmx.mlperf.submission.tree import (
     ACCURACY_LOG,
     ACCURACY_TXT,
     CALIBRATION,
@@ -454,8 +459,8 @@ def write_tarball(out_dir: Path, division: str, submitter: str) -> Path:
 
 def package_and_check(request: PackageRequest, log: logging.Logger) -> dict[str, Any]:
     """`package`, then `cmx check` of the tree: what the generate-mlperf-submission recipe returns."""
-    from cmx.mlperf.check import check_tree
-    from cmx.mlperf.check.report import format_report
+    from cmx.mlperf.submission.check import check_tree
+    from cmx.mlperf.submission.check.report import format_report
 
     packaged = package(request)
     log.info("packaged %d result(s) into %s", len(packaged.results), packaged.tree)

@@ -4,7 +4,7 @@ The file is `open_orca_gpt4_tokenized_llama.sampled_24576.pkl`, a pandas DataFra
 reference's processorca.py: one row per sample, with (among others) `input` (the Llama 2 chat
 prompt), `tok_input` (its token ids, ending with 29871), `output` (the reference answer) and the
 integer lengths `tok_input_length` and `tok_output_length`. The reference SUT reads `tok_input`;
-the accuracy script reads `output`. The tiny dataset (cmx.mlperf.tiny) has the same format.
+the accuracy script reads `output`. The tiny dataset (cmx.mlperf.benchmarks.llama2_70b.tiny) has the same format.
 
 A pickle can run code when it is read: load only a file whose sha256 was checked (the
 get-dataset-openorca recipe does) or one you made.

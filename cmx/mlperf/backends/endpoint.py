@@ -1,0 +1,462 @@
+"""The endpoint backend: the Backend protocol over an OpenAI-compatible server (`vllm serve`, llm-d, Dynamo).
+
+Every sample is one `POST {url}/completions` with the prompt as token ids, greedy (temperature 0,
+no penalties), `max_tokens` and `min_tokens` from the request and `ignore_eos` false:
+
+- Offline (`generate`): up to `max_concurrency` requests in flight, longest prompt first (as the
+  in-process backend orders a batch), non-streaming; results come back as each request finishes.
+- Server / Interactive (`submit`): one streaming request per sample, sent at once (no queue in
+  the client: LoadGen's latency counts from its scheduled time). The first streamed token is
+  `sink.on_first_token`, the end `sink.on_done`.
+
+Output token ids come from the server where it returns them (vLLM's `return_token_ids`: the
+ids of each streamed delta, or all of them in a non-streaming answer). A server that ignores
+that field answers with text only: then the model's tokenizer (`EndpointConfig.tokenizer`)
+re-tokenizes the text, and `StartInfo.details["token_ids_source"]` says which of the two a run
+used ("server" or "tokenizer"); a server answering with neither ids nor a token count is an
+error.
+
+HTTP: one aiohttp session (one connection pool, keep-alive) on an asyncio event loop in a thread
+the backend owns: `start()` creates both, `stop()` ends them. `submit()` only schedules onto that
+loop (thread-safe, microseconds), so nothing slow happens on LoadGen's issue thread.
+
+Failures are never retried: a retried request would be timed from its retry, not from when
+LoadGen issued it, so every failure (HTTP 5xx, a timeout, a lost connection, a malformed answer)
+fails the sample with a BackendError that says why; Offline stops the batch at the first one
+and says how many samples were lost. The API key is a `cmx.secrets.Secret`: sent as
+`Authorization: Bearer`, never logged, never in an error or in StartInfo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx.mlperf.backends.base import (
+    BackendError,
+    GenRequest,
+    GenResult,
+    StartInfo,
+    StreamSink,
+)
+from cmx.mlperf.backends.openai_api import (
+    SseBuffer,
+    StreamAssembler,
+    TextTokens,
+    api_base,
+    completion_body,
+    completion_result,
+    curl_line,
+    http_error,
+    malformed,
+    parse_answer,
+    public_url,
+    server_root,
+    transport_error,
+)
+from cmx.mlperf.backends.vllm import longest_first, warmup_requests
+from cmx.secrets import Secret
+
+# Offline: requests in flight at once. Enough to keep any one server's batch full (vLLM's
+# max_num_seqs is 256 to 1024 in the published MLPerf set-ups); requests beyond the server's
+# batch wait in its queue, where they cost a socket and nothing else.
+DEFAULT_MAX_CONCURRENCY = 1024
+DEFAULT_REQUEST_TIMEOUT_S = 600.0
+CONNECT_TIMEOUT_S = 10.0
+# Idle keep-alive connections are dropped before uvicorn's own 5 s timeout (vLLM's default
+# VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so the client never sends on a connection the server is closing,
+# which would look like a lost server and fail a sample.
+KEEPALIVE_TIMEOUT_S = 4.0
+DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say
+TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """url: the API's base, e.g. http://127.0.0.1:8000/v1 (routes are appended to it).
+    model: the served model's name; None takes the only one /v1/models lists.
+    api_key: sent as a Bearer token; None sends none.
+    request_timeout_s: the most one request may take, from sending it to its last byte.
+    max_concurrency: Offline requests in flight at once (Server sends each sample at once).
+    tokenizer: a folder with the model's tokenizer.json, to re-tokenize text from a server that
+        returns no token ids (needed only then).
+    token_ids: "auto" (the server's ids when its answers carry them, else the tokenizer),
+        "server" (fail without them) or "tokenizer" (always re-tokenize the text).
+    warmup_requests: non-streaming warm-up requests in start() (one streaming request follows).
+    """
+
+    url: str
+    model: str | None = None
+    api_key: Secret | None = None
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    tokenizer: Path | None = None
+    token_ids: str = "auto"
+    warmup_requests: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise BackendError(f"endpoint url {public_url(self.url)!r} is not an http:// or https:// URL",
+                               hint="give the API's base, e.g. http://127.0.0.1:8000/v1")
+        if self.max_concurrency < 1:
+            raise BackendError(f"max_concurrency must be at least 1, not {self.max_concurrency}")
+        if self.request_timeout_s <= 0:
+            raise BackendError(f"request_timeout_s must be positive, not {self.request_timeout_s}")
+        if self.token_ids not in TOKEN_IDS_SOURCES:
+            raise BackendError(f"unknown token_ids source {self.token_ids!r}", hint=" or ".join(TOKEN_IDS_SOURCES))
+        if self.token_ids == "tokenizer" and self.tokenizer is None:
+            raise BackendError("token_ids='tokenizer' needs the model's tokenizer folder",
+                               hint="give EndpointConfig(tokenizer=MODEL_DIR)")
+
+
+# --- the backend ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Batch:
+    """One generate() call's progress (counted on the loop; read once it has ended)."""
+
+    total: int
+    sent: int = 0
+    done: int = 0
+    failed: BackendError | None = None
+    results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+
+
+_FINISHED = object()  # the batch's last item on its results queue
+
+
+class EndpointBackend:
+    """The Backend protocol (cmx.mlperf.backends.base) over an OpenAI-compatible HTTP server.
+    Construction only stores the config; `start()` connects, checks and warms up."""
+
+    def __init__(self, config: EndpointConfig, logger: logging.Logger | None = None) -> None:
+        self.config = config
+        self.log = logger or logging.getLogger(__name__)
+        self.model: str | None = None
+        self.token_ids_source: str | None = None  # "server" or "tokenizer", once started
+        self._tokens: TextTokens | None = None  # set when the ids come from re-tokenizing
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._session: Any = None
+        self._streams: set[asyncio.Task[None]] = set()  # asyncio keeps only weak references
+        self._in_flight = 0  # requests sent and not answered; touched on the loop only
+
+    def __enter__(self) -> EndpointBackend:  # noqa: PYI034 - as VllmBackend
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return api_base(self.config.url)
+
+    # -- start ------------------------------------------------------------------------------------------
+
+    def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
+        """Run `coroutine` on the backend's loop and return its result here."""
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    async def _open_session(self) -> None:
+        import aiohttp
+
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key.reveal()}"
+        # no limit on connections: Offline bounds itself (max_concurrency workers), and a Server
+        # sample must never wait in the client for a free connection
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_TIMEOUT_S)
+        # one timeout for a whole request, sending to last byte; no read timeout of its own: a
+        # long prefill in a full batch may keep a stream silent for a while
+        timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s, sock_connect=CONNECT_TIMEOUT_S)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers)
+
+    def start(self) -> StartInfo:
+        if self._loop is not None:
+            raise BackendError("the endpoint backend is already started")
+        began = time.monotonic()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="cmx-endpoint-loop", daemon=True)
+        self._thread.start()
+        try:
+            self._call(self._open_session())
+            server, max_model_len = self._call(self._probe())
+            connected = time.monotonic()
+            warmups = self._warm_up(max_model_len)
+        except BaseException:
+            self.stop()
+            raise
+        warmed = time.monotonic()
+        self.log.info("endpoint %s: model %s on %s %s; output token ids from the %s; warm-up: %d requests in %.1f s",
+                      public_url(self.url), self.model, server["software"] or "an unnamed server",
+                      server["version"] or "", self.token_ids_source, warmups, warmed - connected)
+        engine = {"url": public_url(self.url), "model": self.model, "server": server,
+                  "max_concurrency": self.config.max_concurrency, "request_timeout_s": self.config.request_timeout_s}
+        return StartInfo(engines=(engine,), start_seconds=connected - began, warmup_requests=warmups,
+                         warmup_seconds=warmed - connected,
+                         details={"transport": "http", "url": public_url(self.url), "model": self.model,
+                                  "server_software": server["software"], "server_version": server["version"],
+                                  "token_ids_source": self.token_ids_source})
+
+    async def _get(self, url: str) -> tuple[int, str, Any]:
+        async with self._session.get(url) as response:
+            return response.status, await response.text(), response.headers
+
+    async def _probe(self) -> tuple[dict[str, Any], int | None]:
+        """Check that the server answers and serves the model; what it says it is, and the
+        model's max_model_len where it says (vLLM does)."""
+        import aiohttp
+
+        url = f"{self.url}/models"
+        try:
+            status, text, headers = await self._get(url)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise BackendError(f"the server at {public_url(self.url)} is unreachable: {type(exc).__name__}: {exc}",
+                               hint=f"is it running? try: {curl_line(self.url, bool(self.config.api_key))}") from None
+        if status != 200:
+            raise http_error(status, text, url=url, what="GET /models", key_given=bool(self.config.api_key))
+        try:
+            listed = {str(m["id"]): m for m in json.loads(text)["data"]}
+        except (ValueError, KeyError, TypeError):
+            raise malformed("GET /models", url, "no 'data' list of models with ids") from None
+        wanted = self.config.model
+        if wanted is None and len(listed) == 1:
+            wanted = next(iter(listed))
+        elif wanted is None:
+            raise BackendError(f"the server serves {len(listed)} models ({', '.join(listed) or 'none'}) and no "
+                               "model was named", where=public_url(self.url),
+                               hint="name the served model (endpoint_model)")
+        elif wanted not in listed:
+            raise BackendError(f"the server does not serve a model {wanted!r}; its /v1/models lists: "
+                               f"{', '.join(listed) or 'nothing'}", where=public_url(self.url),
+                               hint="name one of those (endpoint_model)")
+        self.model = wanted
+        entry = listed[wanted]
+        max_model_len = entry.get("max_model_len")
+        return await self._server_facts(entry, headers), max_model_len if isinstance(max_model_len, int) else None
+
+    async def _server_facts(self, entry: dict[str, Any], headers: Any) -> dict[str, Any]:
+        """The server's software and version as it reports them: vLLM lists its models as
+        owned_by "vllm" and has GET /version; other servers give what they give."""
+        owner = entry.get("owned_by")
+        version = None
+        try:
+            status, text, _ = await self._get(f"{server_root(self.url)}/version")
+            version = json.loads(text).get("version") if status == 200 else None
+        except Exception as exc:  # noqa: BLE001 - /version is vLLM's own; another server need not have it
+            self.log.debug("no GET /version: %s", exc)
+        return {"software": "vLLM" if owner == "vllm" else owner, "version": version if isinstance(version, str) else None,
+                "owned_by": owner, "http_server": headers.get("Server")}
+
+    def _warm_up(self, max_model_len: int | None) -> int:
+        """A few requests on both paths before LoadGen's timed window. The first also shows
+        whether the server returns token ids (config.token_ids "auto"). Returns their number."""
+        requests = warmup_requests(max(1, self.config.warmup_requests), max_model_len or DEFAULT_MAX_MODEL_LEN)
+        wanted = self.config.token_ids
+        if wanted == "tokenizer":
+            self._use_tokenizer()
+        else:
+            self.token_ids_source = "server"
+            if self._call(self._complete(requests[0], probe=wanted == "auto")) is None:
+                if self.config.tokenizer is None:
+                    raise BackendError(f"the server at {public_url(self.url)} returns no output token ids "
+                                       "(vLLM's return_token_ids)",
+                                       hint="give the model's tokenizer folder (tokenizer) to re-tokenize its text")
+                self.log.warning("the server returns no token ids: its text is re-tokenized with %s",
+                                 self.config.tokenizer)
+                self._use_tokenizer()
+        for _ in self.generate(requests):
+            pass
+        sink = _QueueSink()
+        self.submit(requests[0], sink)
+        if isinstance(item := sink.queue.get(), BaseException):
+            raise item
+        return len(requests) + 1 + (wanted != "tokenizer")
+
+    def _use_tokenizer(self) -> None:
+        assert self.config.tokenizer is not None
+        self._tokens = TextTokens(self.config.tokenizer)
+        self.token_ids_source = "tokenizer"
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None or self._session is None:
+            raise BackendError("the endpoint backend is not started", hint="call start() first")
+        return self._loop
+
+    # -- Offline ------------------------------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]:
+        """Every request's result as it finishes (any order), `max_concurrency` in flight, longest
+        prompt first. The first failure stops the batch with a BackendError that says how many
+        samples were completed, lost in flight and never sent."""
+        loop = self._started()
+        if not requests:
+            return iter(())
+        batch = _Batch(total=len(requests))
+        future = asyncio.run_coroutine_threadsafe(self._run_batch(longest_first(requests), batch), loop)
+        return self._results(batch, future)
+
+    def _results(self, batch: _Batch, future: Any) -> Iterator[GenResult]:
+        try:
+            while (item := batch.results.get()) is not _FINISHED:
+                yield item
+            future.result()
+        finally:
+            future.cancel()  # when the caller stopped early; a no-op once the batch has ended
+        if batch.failed is not None:
+            lost = batch.sent - batch.done
+            raise BackendError(f"{batch.failed.message}; {batch.done} of {batch.total} samples completed, {lost} in "
+                               f"flight were lost, {batch.total - batch.sent} not sent", where=batch.failed.where,
+                               hint=batch.failed.hint)
+
+    async def _run_batch(self, ordered: list[GenRequest], batch: _Batch) -> None:
+        pending = iter(ordered)  # shared by the workers: each takes the next request when it is free
+
+        async def worker() -> None:
+            for request in pending:
+                batch.sent += 1
+                try:
+                    result = await self._complete(request)
+                except BackendError as exc:
+                    if batch.failed is None:
+                        batch.failed = exc
+                        for task in tasks:  # stop the batch: the others' requests are lost
+                            if task is not asyncio.current_task():
+                                task.cancel()
+                    return
+                batch.done += 1
+                batch.results.put(result)
+
+        tasks = [asyncio.create_task(worker()) for _ in range(min(self.config.max_concurrency, batch.total))]
+        try:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            for task in tasks:
+                task.cancel()
+            batch.results.put(_FINISHED)
+
+    async def _complete(self, request: GenRequest, probe: bool = False) -> GenResult | None:
+        """One non-streaming request. With `probe` (start()'s first request when config.token_ids
+        is "auto"), an answer without token ids gives None instead of an error."""
+        import aiohttp
+
+        url, what = f"{self.url}/completions", f"request {request.id}"
+        body = completion_body(request, self.model or "", stream=False, server_token_ids=self._tokens is None)
+        self._in_flight += 1
+        try:
+            async with self._session.post(url, data=json.dumps(body)) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
+        finally:
+            self._in_flight -= 1
+        if response.status != 200:
+            raise http_error(response.status, text, url=url, what=what, key_given=bool(self.config.api_key))
+        try:
+            data = json.loads(text)
+            if probe and parse_answer(data).token_ids is None:
+                return None
+            return completion_result(request, data, self._tokens)
+        except ValueError as exc:
+            raise malformed(what, url, str(exc)) from None
+
+    # -- Server / Interactive -------------------------------------------------------------------------
+
+    def submit(self, request: GenRequest, sink: StreamSink) -> None:
+        """Send one streaming request and return at once (the request starts on the backend's loop)."""
+        self._started().call_soon_threadsafe(self._begin, request, sink)
+
+    def _begin(self, request: GenRequest, sink: StreamSink) -> None:
+        task = asyncio.get_running_loop().create_task(self._stream(request, sink))
+        self._streams.add(task)
+        task.add_done_callback(self._streams.discard)
+
+    async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
+        try:
+            result = await self._stream_request(request, sink)
+        except BackendError as exc:
+            self.log.error("%s", exc.message)
+            sink.on_error(request.id, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure goes to the sink, which must hear of it
+            self.log.error("streaming request %s failed: %s", request.id, exc)
+            sink.on_error(request.id, BackendError(f"streaming request {request.id} failed: {type(exc).__name__}: {exc}"))
+            return
+        sink.on_done(result)
+
+    async def _stream_request(self, request: GenRequest, sink: StreamSink) -> GenResult:
+        import aiohttp
+
+        url, what = f"{self.url}/completions", f"streaming request {request.id}"
+        body = completion_body(request, self.model or "", stream=True, server_token_ids=self._tokens is None)
+        stream, events = StreamAssembler(request, self._tokens), SseBuffer()
+        self._in_flight += 1
+        try:
+            async with self._session.post(url, data=json.dumps(body)) as response:
+                if response.status != 200:
+                    raise http_error(response.status, await response.text(), url=url, what=what,
+                                     key_given=bool(self.config.api_key))
+                async for chunk in response.content.iter_any():
+                    for payload in events.feed(chunk):
+                        if (first := stream.add(payload)) is not None:
+                            sink.on_first_token(request.id, first)
+            return stream.result()
+        except ValueError as exc:
+            raise malformed(what, url, str(exc)) from None
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            error = transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s)
+            raise BackendError(f"{error.message} ({self._in_flight} streaming requests were in flight)",
+                               where=error.where, hint=error.hint) from None
+        finally:
+            self._in_flight -= 1
+
+    # -- stop -----------------------------------------------------------------------------------------
+
+    async def _close(self) -> None:
+        streams = list(self._streams)
+        for task in streams:
+            task.cancel()
+        await asyncio.gather(*streams, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def stop(self) -> None:
+        """Cancel streaming requests in flight (no callback) and close the connections and the loop."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            self._call(self._close(), timeout=30)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            self._loop = self._thread = None
+
+
+class _QueueSink:
+    """A StreamSink that hands the result (or the error) to a thread waiting on a queue."""
+
+    def __init__(self) -> None:
+        self.queue: queue.SimpleQueue[GenResult | BaseException] = queue.SimpleQueue()
+
+    def on_first_token(self, request_id: int, token_id: int) -> None:
+        pass
+
+    def on_done(self, result: GenResult) -> None:
+        self.queue.put(result)
+
+    def on_error(self, request_id: int, error: BaseException) -> None:
+        self.queue.put(error)

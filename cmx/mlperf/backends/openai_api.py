@@ -1,0 +1,314 @@
+"""OpenAI's /v1/completions as the endpoint backend speaks it: request bodies, answers, streams, errors.
+
+Pure functions and small classes, no I/O (the backend, cmx.mlperf.backends.endpoint, does the
+HTTP), so that every rule here is unit-tested with bytes a real server sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult, check_result
+
+NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
+            "LoadGen issued it")
+
+
+# --- URLs --------------------------------------------------------------------------------------------
+
+
+def public_url(url: str) -> str:
+    """`url` without user:password@ (what may be logged and recorded)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def api_base(url: str) -> str:
+    """The API's base URL, to which /models and /completions are appended."""
+    return url.rstrip("/")
+
+
+def server_root(url: str) -> str:
+    """Where /health and /version live: the API base without its trailing /v1."""
+    return api_base(url).removesuffix("/v1")
+
+
+def curl_line(url: str, with_key: bool) -> str:
+    """A command a user can paste to see whether the server answers (the key from the environment)."""
+    auth = ' -H "Authorization: Bearer $OPENAI_API_KEY"' if with_key else ""
+    return f"curl -sS{auth} {public_url(api_base(url))}/models"
+
+
+# --- requests ----------------------------------------------------------------------------------------
+
+
+def token_ids_list(ids: Sequence[int]) -> list[int]:
+    """Token ids as a list of Python ints, which json serialises (numpy arrays convert in C)."""
+    tolist = getattr(ids, "tolist", None)
+    return tolist() if tolist is not None else [int(i) for i in ids]
+
+
+def completion_body(request: GenRequest, model: str, *, stream: bool, server_token_ids: bool = True) -> dict[str, Any]:
+    """The /v1/completions request for one sample.
+
+    Greedy, with every penalty neutral as the in-process backend's SamplingParams have them:
+    vLLM fills a field the request leaves out from the model's generation_config.json, and a
+    repetition_penalty there would change a greedy answer. `min_tokens`, `ignore_eos`,
+    `repetition_penalty` and `return_token_ids` are vLLM's extensions; a server that does not
+    know one ignores it (and without `return_token_ids` returns no ids: see TextTokens).
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": token_ids_list(request.prompt_ids),
+        "max_tokens": request.max_tokens,
+        "min_tokens": request.min_tokens,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "repetition_penalty": 1.0,
+        "ignore_eos": False,
+        "n": 1,
+        "stream": stream,
+    }
+    if server_token_ids:
+        body["return_token_ids"] = True
+    else:
+        body["skip_special_tokens"] = False  # keep EOS in the text, so that re-tokenizing finds it
+    if stream:
+        body["stream_options"] = {"include_usage": True}  # the token count, in a last chunk
+    return body
+
+
+# --- answers -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the first choice of a completion, or of one streamed chunk, carried."""
+
+    token_ids: list[int] | None = None
+    text: str = ""
+    finish_reason: str | None = None
+    completion_tokens: int | None = None  # usage.completion_tokens, where the server sent it
+    has_choice: bool = True  # False for the usage-only chunk that ends a stream
+
+
+def server_error_text(data: Any) -> str | None:
+    """The message of an error object ({"error": {"message": ...}}, {"error": "..."}, {"message": ...})."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    if error:
+        return str(error)
+    if "message" in data and "choices" not in data:
+        return str(data["message"])
+    return None
+
+
+def parse_answer(data: Any) -> Answer:
+    """A completion, or one streamed chunk of one, as JSON data; ValueError when it is neither."""
+    if not isinstance(data, dict):
+        raise ValueError("the answer is not a JSON object")  # noqa: TRY004 - every malformed answer is a ValueError
+    if (error := server_error_text(data)) is not None:
+        raise ValueError(f"the server reported an error: {error}")
+    usage = data.get("usage")
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    count = count if isinstance(count, int) else None
+    choices = data.get("choices")
+    if not choices:
+        return Answer(completion_tokens=count, has_choice=False)
+    choice = choices[0] if isinstance(choices, list) else None
+    if not isinstance(choice, dict):
+        raise ValueError("'choices' is not a list of objects")  # noqa: TRY004 - as every malformed answer
+    ids = choice.get("token_ids")
+    if ids is not None and not (isinstance(ids, list) and all(isinstance(t, int) for t in ids)):
+        raise ValueError("'token_ids' is not a list of integers")
+    return Answer(token_ids=ids, text=str(choice.get("text") or ""), finish_reason=choice.get("finish_reason"),
+                  completion_tokens=count)
+
+
+class TextTokens:
+    """Re-tokenizes generated text with the model's tokenizer.json, for a server that returns no
+    token ids (the `tokenizers` library: quick to load, no transformers import).
+
+    Not always the server's ids: a byte-fallback BPE decodes ids to text that can encode to other
+    ids of the same text, so the count can differ from the server's. StartInfo says when a run
+    took its ids from here."""
+
+    def __init__(self, folder: Path) -> None:
+        from tokenizers import Tokenizer
+
+        path = folder / "tokenizer.json"
+        if not path.is_file():
+            raise BackendError(f"no tokenizer.json in {folder}", hint="give the model's folder as the tokenizer")
+        self._tokenizer = Tokenizer.from_file(str(path))
+
+    def ids(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def output_ids(answer: Answer, tokens: TextTokens | None) -> list[int]:
+    """A whole answer's output ids: the server's (`tokens` None), checked against its count, or
+    its text re-tokenized, which needs the count (else nothing says the text is all there is)."""
+    if tokens is None:
+        if answer.token_ids is None:
+            raise ValueError("no token_ids in the answer (vLLM's return_token_ids)")
+        if answer.completion_tokens is not None and answer.completion_tokens != len(answer.token_ids):
+            raise ValueError(f"{len(answer.token_ids)} token ids but a usage count of {answer.completion_tokens}")
+        return answer.token_ids
+    if answer.completion_tokens is None:
+        raise ValueError("neither token ids nor a token count (usage.completion_tokens)")
+    return tokens.ids(answer.text)
+
+
+def completion_result(request: GenRequest, data: Any, tokens: TextTokens | None) -> GenResult:
+    """The result of a non-streaming answer (ValueError when malformed; BackendError when shorter
+    than min_tokens)."""
+    answer = parse_answer(data)
+    if not answer.has_choice:
+        raise ValueError("the answer has no choices")
+    return check_result(request, GenResult(id=request.id, token_ids=output_ids(answer, tokens),
+                                           finish_reason=answer.finish_reason or ""))
+
+
+# --- streams -----------------------------------------------------------------------------------------
+
+
+class SseBuffer:
+    """Server-sent events from a byte stream: `feed(bytes)` returns the `data:` payloads of the
+    events it completed (an event ends at a blank line, and a network chunk may end mid-event).
+    Comments (":" lines, keep-alive pings) and other fields are skipped."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self._pending += chunk.replace(b"\r\n", b"\n")
+        *events, self._pending = self._pending.split(b"\n\n")
+        payloads = []
+        for event in events:
+            data = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+            if data:
+                payloads.append(b"\n".join(data).decode("utf-8"))
+        return payloads
+
+
+class StreamAssembler:
+    """One streamed completion's chunks into its result. `add(payload)` returns the first output
+    token id on the chunk that brings it (once), for LoadGen's FirstTokenComplete; `result()`
+    gives the whole answer. Problems are ValueErrors."""
+
+    def __init__(self, request: GenRequest, tokens: TextTokens | None = None) -> None:
+        self.request = request
+        self.tokens = tokens  # None: the server's ids
+        self.ids: list[int] = []
+        self.text: list[str] = []
+        self.finish_reason = ""
+        self.count: int | None = None
+        self.done = False
+        self.first_sent = False
+
+    def add(self, payload: str) -> int | None:
+        if payload.strip() == "[DONE]":
+            self.done = True
+            return None
+        try:
+            answer = parse_answer(json.loads(payload))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"a streamed chunk is not JSON: {exc}") from None
+        if answer.completion_tokens is not None:
+            self.count = answer.completion_tokens
+        if not answer.has_choice:
+            return None
+        self.finish_reason = answer.finish_reason or self.finish_reason
+        if self.tokens is None:
+            if answer.token_ids is None:
+                raise ValueError("a streamed chunk without token_ids (vLLM's return_token_ids)")
+            self.ids.extend(answer.token_ids)
+            first = self.ids[0] if self.ids else None
+        else:
+            self.text.append(answer.text)
+            first = next(iter(self.tokens.ids(answer.text)), None) if answer.text and not self.first_sent else None
+        if first is None or self.first_sent:
+            return None
+        self.first_sent = True
+        return first
+
+    def result(self) -> GenResult:
+        if not self.done:
+            raise ValueError("the stream ended without its [DONE] event")
+        if self.tokens is not None:
+            if self.count is None:
+                raise ValueError("neither token ids nor a token count (usage.completion_tokens)")
+            ids = self.tokens.ids("".join(self.text))
+        else:
+            ids = self.ids
+            if self.count is not None and self.count != len(ids):
+                raise ValueError(f"{len(ids)} streamed token ids but a usage count of {self.count}")
+        return check_result(self.request, GenResult(id=self.request.id, token_ids=ids,
+                                                    finish_reason=self.finish_reason))
+
+
+# --- errors ------------------------------------------------------------------------------------------
+
+
+def http_error(status: int, body: str, *, url: str, what: str, key_given: bool) -> BackendError:
+    """The error for an HTTP answer other than 200, by status. `what` names the request."""
+    try:
+        detail = server_error_text(json.loads(body)) or body
+    except ValueError:
+        detail = body
+    detail = " ".join(detail.split())[:500]
+    where = public_url(url)
+    if status in (401, 403):
+        if key_given:
+            return BackendError(f"the server refused the API key (HTTP {status}) for {what}", where=where,
+                                hint="check endpoint_api_key / $OPENAI_API_KEY (the key is not shown)")
+        return BackendError(f"the server wants an API key (HTTP {status}) for {what}", where=where,
+                            hint="give endpoint_api_key, or set $OPENAI_API_KEY")
+    if status >= 500:
+        return BackendError(f"the server failed {what} with HTTP {status}: {detail}", where=where,
+                            hint=f"see the server's log for the cause; {NO_RETRY}")
+    if status == 404:
+        return BackendError(f"the server has no such route or model for {what} (HTTP 404): {detail}", where=where,
+                            hint="the endpoint url must be the API's base (ending in /v1), and the model one "
+                                 "that GET /v1/models lists")
+    return BackendError(f"the server rejected {what} with HTTP {status}: {detail}", where=where,
+                        hint="a prompt longer than the server's max_model_len, or a parameter it does not accept")
+
+
+def transport_error(exc: BaseException, *, url: str, what: str, timeout_s: float) -> BackendError:
+    """The error for a request that got no complete answer: a timeout, or a lost connection."""
+    import aiohttp
+
+    where = public_url(url)
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        return BackendError(f"{what} got no complete answer within request_timeout_s = {timeout_s:g} s", where=where,
+                            hint=f"raise request_timeout_s, or lower max_concurrency or the target QPS; {NO_RETRY}")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return BackendError(f"cannot connect to the server for {what}: {exc.os_error or exc}", where=where,
+                            hint="the server is not (or no longer) running; see its log")
+    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError,
+                        ConnectionError)):
+        return BackendError(f"the connection to the server was lost during {what} ({type(exc).__name__}): "
+                            "the server stopped or crashed", where=where, hint=f"see the server's log for why; {NO_RETRY}")
+    return BackendError(f"{what} failed: {type(exc).__name__}: {exc}", where=where, hint=NO_RETRY)
+
+
+def malformed(what: str, url: str, problem: str) -> BackendError:
+    """The error for an answer that is not what /v1/completions sends."""
+    return BackendError(f"the server's answer to {what} is malformed: {problem}", where=public_url(url),
+                        hint="the endpoint must speak OpenAI's /v1/completions")
