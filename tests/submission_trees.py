@@ -15,7 +15,8 @@ import json
 import shutil
 from pathlib import Path
 
-from cmx.mlperf.loadgen.accuracy_log import AccuracyResult, format_accuracy_txt
+from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
+from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
 
 COMPLIANT = Path(__file__).resolve().parent / "data" / "loadgen" / "compliant"
 SCENARIOS = ("Offline", "Server", "Interactive")

@@ -27,16 +27,13 @@ from cmx.mlperf.app import (
     scenarios_for,
     system_name,
 )
-from cmx.mlperf.loadgen.accuracy_log import (
-    AccuracyResult,
-    format_accuracy_txt,
-    read_accuracy_log,
-    read_accuracy_txt,
-)
+from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
+from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult, judge
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.test06 import Check, Test06Result, format_verify_accuracy_txt
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt, read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
 

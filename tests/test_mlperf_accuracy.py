@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import struct
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,23 +14,24 @@ import pytest
 from rouge_score import rouge_scorer
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult, evaluate
 from cmx.mlperf.loadgen.accuracy_log import (
-    CHECKER_PATTERNS,
     AccuracyError,
     AccuracyLogError,
     AccuracyRecord,
-    AccuracyResult,
-    evaluate,
-    format_accuracy_txt,
     is_truncated_accuracy_log,
-    meets_targets,
-    parse_accuracy_txt,
-    postprocess_text,
     read_accuracy_log,
-    read_accuracy_txt,
-    split_sentences,
     truncate_accuracy_log,
 )
+from cmx.mlperf.rounds import load_round
+from cmx.mlperf.scoring.accuracy_txt import (
+    CHECKER_PATTERNS,
+    format_accuracy_txt,
+    meets_targets,
+    parse_accuracy_txt,
+    read_accuracy_txt,
+)
+from cmx.mlperf.scoring.rouge import postprocess_text, split_sentences
 
 # A real published llama2-70b-99 result (AMD, MLPerf Inference v6.0 sample tree); read, never copied.
 SAMPLE = Path("/work/shared/mlperf-sample/closed/AMD/results/8xMI300X_2xEPYC_9575F/llama2-70b-99")
@@ -42,18 +42,7 @@ SPECIAL = {0, 1, EOS}  # <unk>, <s>, </s>
 SHA = "ab" * 32
 
 
-@dataclass(frozen=True)
-class AccuracyTargets:
-    """The shape the rounds module provides."""
-
-    rouge1: float
-    rouge2: float
-    rougeL: float
-    tokens_min: float
-    tokens_max: float
-
-
-CLOSED_99 = AccuracyTargets(44.4312 * 0.99, 22.0352 * 0.99, 28.6162 * 0.99, 294.45 * 0.9, 294.45 * 1.1)
+CLOSED_99 = load_round("v6.0").benchmark("llama2-70b-99").accuracy
 
 
 class Vocab:
@@ -312,8 +301,8 @@ def test_real_accuracy_txt_parses_and_is_reproduced_byte_for_byte(scenario: str,
 # --- targets -----------------------------------------------------------------------------------
 
 def test_meets_targets_uses_the_checkers_inclusive_bounds() -> None:
-    at_the_limits = sample_result(rouge1=CLOSED_99.rouge1, rouge2=CLOSED_99.rouge2, rougeL=CLOSED_99.rougeL,
-                                  tokens_per_sample=CLOSED_99.tokens_max)
+    low = {metric: CLOSED_99.minimum(metric) for metric in ("rouge1", "rouge2", "rougeL")}
+    at_the_limits = sample_result(**low, tokens_per_sample=CLOSED_99.maximum("tokens_per_sample"))
     assert meets_targets(at_the_limits, CLOSED_99) == []
 
 

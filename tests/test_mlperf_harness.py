@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
-from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log, read_accuracy_txt
+from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import (
     HarnessConfig,
     HarnessError,
@@ -44,6 +44,7 @@ from cmx.mlperf.loadgen.sut import (
 )
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 
 LOG = logging.getLogger("test-harness")
 V60 = load_round("v6.0")

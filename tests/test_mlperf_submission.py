@@ -15,13 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cmx.mlperf.loadgen.accuracy_log import (
-    is_truncated_accuracy_log,
-    read_accuracy_txt,
-    sha256_file,
-)
+from cmx.mlperf.loadgen.accuracy_log import is_truncated_accuracy_log, sha256_file
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
 from cmx.mlperf.submission.package import PackageRequest, SubmissionRefused, package

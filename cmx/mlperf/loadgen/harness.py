@@ -326,13 +326,10 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, r
     the tokenizer, special tokens skipped) and write accuracy.txt beside it."""
     from transformers import AutoTokenizer
 
+    from cmx.mlperf.benchmarks.llama2_70b.accuracy import evaluate
     from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
-    from cmx.mlperf.loadgen.accuracy_log import (
-        evaluate,
-        format_accuracy_txt,
-        read_accuracy_log,
-        sha256_file,
-    )
+    from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log, sha256_file
+    from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
 
     log_path = Path(output_dir) / ACCURACY_LOG
     records = read_accuracy_log(log_path)

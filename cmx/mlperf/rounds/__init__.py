@@ -57,20 +57,37 @@ class LatencyLimits:
 
 
 @dataclass(frozen=True)
-class AccuracyTargets:
-    """Closed-division accuracy: ROUGE minimums (reference × factor) and the tokens-per-sample range.
+class AccuracyBound:
+    """One bound on a value of accuracy.txt: `reference * factor`, computed as the checker computes it
+    (`44.4312 * 0.99`), so a comparison here agrees with the checker's to the last bit."""
 
-    The numbers are computed as the checker computes them (`44.4312 * 0.99`, `294.45 * 0.9`),
-    so a comparison here agrees with the checker's to the last bit. The field names are what
-    `cmx.mlperf.loadgen.accuracy_log.meets_targets` reads."""
-
+    metric: str       # the key in accuracy.txt: rouge1, tokens_per_sample, gen_len, ...
+    reference: float
     factor: float
-    reference: tuple[tuple[str, float], ...]  # (("rouge1", 44.4312), ...)
-    rouge1: float
-    rouge2: float
-    rougeL: float
-    tokens_min: float
-    tokens_max: float
+
+    @property
+    def value(self) -> float:
+        return self.reference * self.factor
+
+
+@dataclass(frozen=True)
+class AccuracyTargets:
+    """Closed-division accuracy: the checker's accuracy-target minimums and accuracy-upper-limit maximums.
+    `cmx.mlperf.scoring.accuracy_txt.meets_targets` reads them."""
+
+    minimums: tuple[AccuracyBound, ...]
+    maximums: tuple[AccuracyBound, ...] = ()
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric with a bound, in the order the round lists them."""
+        return tuple(dict.fromkeys(b.metric for b in (*self.minimums, *self.maximums)))
+
+    def minimum(self, metric: str) -> float | None:
+        return next((b.value for b in self.minimums if b.metric == metric), None)
+
+    def maximum(self, metric: str) -> float | None:
+        return next((b.value for b in self.maximums if b.metric == metric), None)
 
 
 @dataclass(frozen=True)
@@ -326,12 +343,25 @@ def _parse_scenario(name: str, s: _Reader) -> ScenarioRules:
 
 
 def _parse_accuracy(a: _Reader, factor: float) -> AccuracyTargets:
-    reference = {k: float(a.get(k, (int, float))) for k in ("rouge1", "rouge2", "rougeL")}
-    tokens = float(a.get("tokens_per_sample", (int, float)))
-    low, high = float(a.get("tokens_low", (int, float))), float(a.get("tokens_high", (int, float)))
-    return AccuracyTargets(
-        factor=factor, reference=tuple(reference.items()),
-        rouge1=reference["rouge1"] * factor, rouge2=reference["rouge2"] * factor, rougeL=reference["rougeL"] * factor,
-        tokens_min=tokens * low, tokens_max=tokens * high,
-    )
+    """`minimums` and `maximums` map an accuracy.txt key to its reference value (times the benchmark's
+    accuracy_factor), or to {value, factor} where the checker uses a factor of its own."""
+    return AccuracyTargets(minimums=_bounds(a.sub("minimums"), factor),
+                           maximums=_bounds(a.sub("maximums"), None) if "maximums" in a.data else ())
 
+
+def _bounds(r: _Reader, factor: float | None) -> tuple[AccuracyBound, ...]:
+    bounds = []
+    for metric, value in r.data.items():
+        r.seen.add(metric)
+        if isinstance(value, dict):
+            own = _Reader(value, r.path, f"{r.where}.{metric}")
+            bound = AccuracyBound(str(metric), float(own.get("value", (int, float))),
+                                  float(own.get("factor", (int, float))))
+            own.done()
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and factor is not None:
+            bound = AccuracyBound(str(metric), float(value), factor)
+        else:
+            need = "a number (times accuracy_factor) or {value, factor}" if factor is not None else "{value, factor}"
+            raise RoundError(f"{r.where}.{metric} must be {need}", where=r.path)
+        bounds.append(bound)
+    return tuple(bounds)

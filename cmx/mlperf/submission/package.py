@@ -26,16 +26,12 @@ from typing import Any
 
 from cmx.errors import CmxError
 from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS
-from cmx.mlperf.loadgen.accuracy_log import (
-    meets_targets,
-    read_accuracy_txt,
-    sha256_file,
-    truncate_accuracy_log,
-)
+from cmx.mlperf.loadgen.accuracy_log import sha256_file, truncate_accuracy_log
 from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, RoundError, load_round
+from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
 from cmx.mlperf.submission.system_desc import (
     build_description,
     description_problems,

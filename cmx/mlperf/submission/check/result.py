@@ -7,14 +7,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.loadgen.accuracy_log import (
-    TRUNCATED_SIZE,
-    meets_targets,
-    parse_accuracy_txt,
-)
+from cmx.mlperf.loadgen.accuracy_log import TRUNCATED_SIZE
 from cmx.mlperf.loadgen.log import LoadgenLogError, LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import Round
+from cmx.mlperf.scoring.accuracy_txt import CHECKER_NAMES, meets_targets, parse_accuracy_txt
 from cmx.mlperf.submission.check.layout import ResultFolder
 from cmx.mlperf.submission.check.model import ERROR, WARNING, Problem, ResultRow
 from cmx.mlperf.submission.tree import (
@@ -33,8 +30,6 @@ from cmx.mlperf.submission.tree import (
 NETWORK_SUT = "Network SUT"  # constants.py NETWORK_MODE_REQUIRED_SUBSTRING_IN_SUT_NAME
 MAX_ACCURACY_LOG_SIZE = 10 * 1024  # the checker's limit for the truncated accuracy log
 PERFORMANCE_OPTIONAL = (ACCURACY_LOG, "mlperf_log_trace.json", "results.json", ".gitkeep")
-ACCURACY_METRICS = (("rouge1", "ROUGE1"), ("rouge2", "ROUGE2"), ("rougeL", "ROUGEL"),
-                    ("tokens_per_sample", "TOKENS_PER_SAMPLE"))
 # What to do about each LoadGen rule; the finding's own sentence says what was found.
 LOADGEN_FIX = {
     "loadgen.error": "fix the cause and run the test again: any error line fails the check",
@@ -184,8 +179,9 @@ def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, clo
     where = relative(txt, root)
     text = txt.read_text(encoding="utf-8", errors="replace")
     values = parse_accuracy_txt(text)
-    found = {label: float(values[key]) for key, label in ACCURACY_METRICS if isinstance(values.get(key), float)}
-    missing = [label for key, label in ACCURACY_METRICS if label not in found]
+    metrics = [(key, CHECKER_NAMES.get(key, key)) for key in round_.benchmark(benchmark).accuracy.metrics]
+    found = {label: float(values[key]) for key, label in metrics if isinstance(values.get(key), (int, float))}
+    missing = [label for key, label in metrics if label not in found]
     if missing:
         numpy = " (a numpy repr such as np.float64(...) hides them from the checker's patterns)" \
             if _NUMPY_REPR.search(text) else ""
