@@ -31,6 +31,7 @@ import pytest
 
 from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult
 from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+from cmx.mlperf.backends.machine import MachineFacts, NodeMemory
 from cmx.mlperf.backends.openai_api import (
     NO_RETRY,
     SseBuffer,
@@ -45,13 +46,7 @@ from cmx.mlperf.backends.openai_api import (
     server_root,
     transport_error,
 )
-from cmx.mlperf.backends.profiles import (
-    EngineOptions,
-    EngineSpec,
-    MachineFacts,
-    NodeMemory,
-    engine_specs,
-)
+from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, engine_specs
 from cmx.mlperf.backends.vllm_server import (
     VllmServer,
     VllmServerConfig,
@@ -388,7 +383,7 @@ import json, sys
 MODEL, PROMPTS, OUT = sys.argv[1:4]
 if __name__ == "__main__":
     from vllm import LLM, SamplingParams
-    from cmx.mlperf.backends.profiles import read_cpu_bf16
+    from cmx.mlperf.backends.machine import read_cpu_bf16
     prompts = json.loads(open(PROMPTS).read())
     llm = LLM(model=MODEL, skip_tokenizer_init=True, dtype="bfloat16" if read_cpu_bf16() else "float32",
               max_model_len=2048, max_num_seqs=16, kv_cache_memory_bytes=64 << 20, enforce_eager=True)

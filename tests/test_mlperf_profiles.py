@@ -14,22 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.backends.profiles import (
-    CPU_KV_BLOCK_TOKENS,
-    CPU_MAX_MEMORY_FRACTION,
-    CPU_MAX_NUM_SEQS,
-    GPU_MEMORY_UTILIZATION,
-    EngineOptions,
+from cmx.mlperf.backends.machine import (
     MachineFacts,
     ModelFacts,
     NodeMemory,
-    ProfileError,
-    aiter_supported,
     clamp_to_cgroup,
-    cpu_kv_cache_bytes,
-    cpu_memory_fraction,
-    device_groups,
-    engine_specs,
     model_facts,
     parse_cpulist,
     parse_node_meminfo,
@@ -37,8 +26,21 @@ from cmx.mlperf.backends.profiles import (
     read_cgroup_memory,
     read_model_facts,
     read_numa_memory,
+    visible_gpu_ids,
+)
+from cmx.mlperf.backends.profiles import (
+    CPU_KV_BLOCK_TOKENS,
+    CPU_MAX_MEMORY_FRACTION,
+    CPU_MAX_NUM_SEQS,
+    GPU_MEMORY_UTILIZATION,
+    EngineOptions,
+    ProfileError,
+    aiter_supported,
+    cpu_kv_cache_bytes,
+    cpu_memory_fraction,
+    device_groups,
+    engine_specs,
     shard_by_cost,
-    visible_gpus,
 )
 
 GIB = 1 << 30
@@ -333,12 +335,12 @@ def test_the_users_gpu_ids_replace_the_visible_ones():
 
 
 def test_visible_gpus_keep_the_users_visibility_variable():
-    assert visible_gpus("cuda", {"CUDA_VISIBLE_DEVICES": "2,3"}, detected=8) == ("2", "3")
-    assert visible_gpus("cuda", {}, detected=2) == ("0", "1")
-    assert visible_gpus("cuda", {"CUDA_VISIBLE_DEVICES": ""}, detected=1) == ("0",)
-    assert visible_gpus("rocm", {"HIP_VISIBLE_DEVICES": "1", "CUDA_VISIBLE_DEVICES": "1"}, detected=8) == ("1",)
-    assert visible_gpus("rocm", {"CUDA_VISIBLE_DEVICES": "0,1"}, detected=8) == ("0", "1")  # HIP honours it
-    assert visible_gpus("cpu", {"CUDA_VISIBLE_DEVICES": "0"}, detected=1) == ()
+    assert visible_gpu_ids("cuda", {"CUDA_VISIBLE_DEVICES": "2,3"}, detected=8) == ("2", "3")
+    assert visible_gpu_ids("cuda", {}, detected=2) == ("0", "1")
+    assert visible_gpu_ids("cuda", {"CUDA_VISIBLE_DEVICES": ""}, detected=1) == ("0",)
+    assert visible_gpu_ids("rocm", {"HIP_VISIBLE_DEVICES": "1", "CUDA_VISIBLE_DEVICES": "1"}, detected=8) == ("1",)
+    assert visible_gpu_ids("rocm", {"CUDA_VISIBLE_DEVICES": "0,1"}, detected=8) == ("0", "1")  # HIP honours it
+    assert visible_gpu_ids("cpu", {"CUDA_VISIBLE_DEVICES": "0"}, detected=1) == ()
 
 
 def test_shard_by_cost_gives_every_item_once_and_balances_the_totals():
@@ -463,7 +465,7 @@ def test_a_missing_or_incomplete_config_is_a_profile_error(tmp_path: Path):
 
 
 def test_a_cpu_without_native_bf16_computes_in_float32_with_a_kv_cache_twice_the_size(tmp_path):
-    from cmx.mlperf.backends.profiles import read_cpu_bf16
+    from cmx.mlperf.backends.machine import read_cpu_bf16
 
     avx2 = MachineFacts(memory=BIG_CPU.memory, cpu_bf16=False)
     spec = only(engine_specs(EngineOptions(device="cpu", max_num_seqs=16), avx2, TINY_LLAMA))

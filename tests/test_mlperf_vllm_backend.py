@@ -32,7 +32,8 @@ from cmx.mlperf.backends.base import (
     GenResult,
     check_result,
 )
-from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, read_cpu_bf16
+from cmx.mlperf.backends.machine import read_cpu_bf16
+from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec
 from cmx.mlperf.backends.vllm import (
     WARMUP_MAX_TOKENS,
     VllmBackend,
@@ -180,7 +181,7 @@ def direct(report):
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = BIND
     from vllm import LLM, SamplingParams
     began = time.monotonic()
-    from cmx.mlperf.backends.profiles import read_cpu_bf16
+    from cmx.mlperf.backends.machine import read_cpu_bf16
     # the dtype cmx's cpu profile picks: bf16 where the CPU has it natively, else float32
     llm = LLM(model=str(MODEL), skip_tokenizer_init=True, dtype="bfloat16" if read_cpu_bf16() else "float32",
               max_model_len=MAX_MODEL_LEN,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cmx.docker.cpu import CpuProfile
-from cmx.docker.cuda import CudaProfile
+from cmx.docker.cpu import CpuContainerProfile
+from cmx.docker.cuda import CudaContainerProfile
 from cmx.docker.profiles import ContainerProfile
-from cmx.docker.rocm import RocmProfile
+from cmx.docker.rocm import RocmContainerProfile
 from cmx.errors import CmxError
 
-PROFILES: Mapping[str, ContainerProfile] = {p.name: p for p in (CudaProfile(), RocmProfile(), CpuProfile())}
+PROFILES: Mapping[str, ContainerProfile] = {p.name: p for p in (CudaContainerProfile(), RocmContainerProfile(), CpuContainerProfile())}
 
 
 class DockerError(CmxError):

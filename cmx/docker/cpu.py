@@ -7,7 +7,7 @@ from cmx.docker.profiles import DeviceSettings, InstallPlan
 DEFAULT_BASE = "debian:12.12-slim"
 
 
-class CpuProfile:
+class CpuContainerProfile:
     name = "cpu"
     default_base_image = DEFAULT_BASE
 

@@ -8,7 +8,7 @@ from cmx.docker.profiles import DeviceRequest, DeviceSettings, InstallPlan
 DEFAULT_BASE = "vllm/vllm-openai:v0.11.1"
 
 
-class CudaProfile:
+class CudaContainerProfile:
     name = "cuda"
     default_base_image = DEFAULT_BASE
 

@@ -23,7 +23,7 @@ def device_groups(dev: Path = Path("/dev")) -> tuple[str, ...]:
     return tuple(str(g) for g in sorted(gids)) if gids else ("video", "render")
 
 
-class RocmProfile:
+class RocmContainerProfile:
     name = "rocm"
     default_base_image = DEFAULT_BASE
 

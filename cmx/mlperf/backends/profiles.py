@@ -1,38 +1,36 @@
-"""Device profiles: the vLLM engine arguments and environment that run a model on NVIDIA CUDA,
+"""Engine profiles: the vLLM engine arguments and environment that run a model on NVIDIA CUDA,
 AMD ROCm or a CPU, as pure functions of what the user asked for and what the machine is.
 
 `engine_specs(options, facts)` returns one `EngineSpec` per engine: one per group of
 `tensor_parallel_size` GPUs (data parallelism across groups), a single one on a CPU. Each
-profile (`CudaProfile`, `RocmProfile`, `CpuProfile`) sets only its own vendor's variables; the
-options that belong to one device (CPU KV cache space, thread binding) are refused on another.
-
-`read_machine_facts()` and `read_model_facts()` are the impure parts: they read NUMA memory from
-sysfs, the visible GPUs from the environment and the checkpoint's config.json, so that the rest
-is tested with made-up machines and models.
+profile (`CudaEngineProfile`, `RocmEngineProfile`, `CpuEngineProfile`) sets only its own vendor's
+variables; the options that belong to one device (CPU KV cache space, thread binding) are
+refused on another. (The container profiles, which render a Docker image, are cmx.docker's.)
+The facts come from cmx.mlperf.backends.machine.
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
-from cmx.errors import CmxError
+from cmx.mlperf.backends.machine import (
+    MachineFacts,
+    ModelFacts,
+    NodeMemory,
+    ProfileError,
+)
 
 DEVICES = ("cuda", "rocm", "cpu")
 PRECISIONS = ("fp16", "bf16", "fp8")
 GPU_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
-
 # vLLM's own default (0.92) leaves little for the CUDA/HIP graphs' and NCCL's memory on some
 # drivers; 0.9 is what AMD's and NVIDIA's published vLLM recipes use
 GPU_MEMORY_UTILIZATION = 0.9
-
 # On a CPU, vLLM's `gpu_memory_utilization` is the fraction of the NUMA node's memory the worker
 # may hold (weights, activations and KV cache together); the worker refuses to start when that
 # is more than the node has available. These bound the fraction we derive from the machine.
@@ -46,16 +44,12 @@ CPU_PROCESS_RESERVE_BYTES = 1 << 30
 # for it and the Offline and streaming engines (whose vLLM defaults differ) run the same batch
 CPU_MAX_NUM_SEQS = 256
 CPU_KV_BLOCK_TOKENS = 128  # vLLM's CPU KV-cache block (tokens); sequences take whole blocks
-
 # AITER kernels exist for CDNA3 and CDNA4 (MI300X/MI325X: gfx942; MI350X/MI355X: gfx950)
 AITER_ARCHS = ("gfx942", "gfx950")
 _AITER_NAME = re.compile(r"\bMI3[0-5]\d", re.IGNORECASE)
-
 _GIB = 1 << 30
 
 
-class ProfileError(CmxError):
-    """The requested engine options do not fit the device or the machine."""
 
 
 @dataclass(frozen=True)
@@ -86,51 +80,6 @@ class EngineOptions:
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class NodeMemory:
-    """One NUMA node's memory, as vLLM's CPU worker counts it (see `parse_node_meminfo`)."""
-
-    node: int
-    total_bytes: int
-    available_bytes: int
-
-
-@dataclass(frozen=True)
-class MachineFacts:
-    """What the profiles need to know about the machine.
-
-    memory: the NUMA nodes this process may run on (a CPU engine's memory is sized from them).
-    gpus: the GPU ids this process may use, from the vendor's visibility variable when the user
-        set one, else the detected GPUs' indices.
-    gpu_name, gpu_arch: the first GPU's product name ("AMD Instinct MI300X") and, for AMD, its
-        gfx architecture ("gfx942") when known.
-    cpu_bf16: the CPU computes bf16 natively (AVX512-BF16 or AMX); without it vLLM's CPU build
-        emulates bf16 several times slower than float32.
-    """
-
-    memory: tuple[NodeMemory, ...] = ()
-    gpus: tuple[str, ...] = ()
-    gpu_name: str = ""
-    gpu_arch: str = ""
-    cpu_bf16: bool = True
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    """What the profiles need to know about the checkpoint (see `read_model_facts`).
-
-    kv_bytes_per_token: K and V of every layer for one token, at 16 bits.
-    max_model_len: the context the engine runs with (a sequence's most tokens).
-    weight_bytes: the checkpoint's weight files.
-    quantized: config.json carries a quantization_config (an FP8 checkpoint, say): fp8 then asks
-        only for an FP8 KV cache, not for quantizing the weights on load.
-    """
-
-    kv_bytes_per_token: int
-    max_model_len: int
-    weight_bytes: int = 0
-    quantized: bool = False
-
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -147,6 +96,7 @@ class EngineSpec:
     env: Mapping[str, str]
     env_defaults: Mapping[str, str] = field(default_factory=dict)
     env_unset: tuple[str, ...] = ()
+
 
 
 class DeviceProfile(Protocol):
@@ -168,8 +118,6 @@ class DeviceProfile(Protocol):
         variables to remove for it."""
 
 
-# --- the profiles -----------------------------------------------------------------------------
-
 
 def device_groups(gpu_ids: Sequence[str], tensor_parallel_size: int) -> tuple[tuple[str, ...], ...]:
     """`gpu_ids` cut into consecutive groups of `tensor_parallel_size`, one engine each.
@@ -190,6 +138,7 @@ def device_groups(gpu_ids: Sequence[str], tensor_parallel_size: int) -> tuple[tu
     return tuple(tuple(gpu_ids[i:i + tensor_parallel_size]) for i in range(0, len(gpu_ids), tensor_parallel_size))
 
 
+
 def _gpu_precision_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, Any]:
     if options.precision is None:
         return {}  # vLLM's "auto": the checkpoint's dtype (float16 for Llama-2-70b-chat-hf)
@@ -202,6 +151,7 @@ def _gpu_precision_kwargs(options: EngineOptions, model: ModelFacts | None) -> d
     return {"dtype": GPU_DTYPES[options.precision]}
 
 
+
 def _gpu_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, Any]:
     utilization = options.gpu_memory_utilization
     return {
@@ -210,17 +160,20 @@ def _gpu_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, A
     }
 
 
+
 def _refuse_cpu_options(options: EngineOptions) -> None:
     for name in ("kv_cache_space_gib", "cpu_threads_bind"):
         if getattr(options, name) is not None:
             raise ProfileError(f"{name} is a CPU option; device {options.device} does not take it")
 
 
+
 def _gpu_groups(options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
     return device_groups(options.gpu_ids or facts.gpus, options.tensor_parallel_size)
 
 
-class CudaProfile:
+
+class CudaEngineProfile:
     """NVIDIA GPUs: CUDA graphs (not eager), engines pinned with CUDA_VISIBLE_DEVICES."""
 
     name = "cuda"
@@ -243,6 +196,7 @@ class CudaProfile:
         return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(group)}, ()
 
 
+
 def aiter_supported(facts: MachineFacts) -> bool:
     """Whether the GPU is one AITER has kernels for (MI300 and MI350 series)."""
     if facts.gpu_arch:
@@ -250,7 +204,8 @@ def aiter_supported(facts: MachineFacts) -> bool:
     return bool(_AITER_NAME.search(facts.gpu_name))
 
 
-class RocmProfile:
+
+class RocmEngineProfile:
     """AMD GPUs: HIP graphs, AITER kernels on MI300/MI350, engines pinned with HIP_VISIBLE_DEVICES."""
 
     name = "rocm"
@@ -280,6 +235,7 @@ class RocmProfile:
         return {"HIP_VISIBLE_DEVICES": ",".join(group)}, ("CUDA_VISIBLE_DEVICES",)
 
 
+
 def cpu_memory_fraction(nodes: Sequence[NodeMemory], reserve_bytes: int) -> float:
     """The `gpu_memory_utilization` a CPU engine can be given on these NUMA nodes.
 
@@ -303,12 +259,14 @@ def cpu_memory_fraction(nodes: Sequence[NodeMemory], reserve_bytes: int) -> floa
     return round(min(fraction, CPU_MAX_MEMORY_FRACTION), 3)
 
 
+
 def cpu_kv_cache_bytes(model: ModelFacts, max_num_seqs: int, tensor_parallel_size: int) -> int:
     """The KV cache one CPU worker needs to hold `max_num_seqs` sequences of max_model_len tokens
     (its 1/tensor_parallel_size share of the heads), in whole blocks: more is never used, since
     vLLM runs at most max_num_seqs sequences and prefix caching is off."""
     tokens = math.ceil(model.max_model_len / CPU_KV_BLOCK_TOKENS) * CPU_KV_BLOCK_TOKENS
     return math.ceil(max_num_seqs * tokens * model.kv_bytes_per_token / tensor_parallel_size)
+
 
 
 def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: ModelFacts | None,
@@ -332,7 +290,8 @@ def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: Model
     return {"gpu_memory_utilization": fraction}
 
 
-class CpuProfile:
+
+class CpuEngineProfile:
     """CPUs (vLLM's CPU build): bf16 weights, eager execution, memory sized from the NUMA nodes.
 
     A CPU without native bf16 (AVX2 only) computes in float32: the bf16 weights convert exactly,
@@ -373,7 +332,9 @@ class CpuProfile:
         return env, ()
 
 
-PROFILES: Mapping[str, DeviceProfile] = {p.name: p for p in (CudaProfile(), RocmProfile(), CpuProfile())}
+
+PROFILES: Mapping[str, DeviceProfile] = {p.name: p for p in (CudaEngineProfile(), RocmEngineProfile(), CpuEngineProfile())}
+
 
 
 def _check(options: EngineOptions) -> DeviceProfile:
@@ -393,6 +354,7 @@ def _check(options: EngineOptions) -> DeviceProfile:
     return PROFILES[options.device]
 
 
+
 def _common_kwargs(options: EngineOptions) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "tensor_parallel_size": options.tensor_parallel_size,
@@ -403,6 +365,7 @@ def _common_kwargs(options: EngineOptions) -> dict[str, Any]:
     if options.max_num_batched_tokens is not None:
         kwargs["max_num_batched_tokens"] = options.max_num_batched_tokens
     return kwargs
+
 
 
 def engine_specs(options: EngineOptions, facts: MachineFacts,
@@ -423,8 +386,6 @@ def engine_specs(options: EngineOptions, facts: MachineFacts,
     return tuple(specs)
 
 
-# --- data parallelism: splitting the Offline batch ----------------------------------------------
-
 
 def shard_by_cost(costs: Sequence[int], shards: int) -> list[list[int]]:
     """Indices of `costs` split into `shards` lists of nearly equal total cost.
@@ -444,153 +405,3 @@ def shard_by_cost(costs: Sequence[int], shards: int) -> list[list[int]]:
         heapq.heappush(heap, (load + costs[i], s))
     return out
 
-
-# --- reading the machine --------------------------------------------------------------------------
-
-
-def parse_node_meminfo(node: int, text: str) -> NodeMemory:
-    """A sysfs node's meminfo ("Node 0 MemTotal: 97421888 kB" lines). Available memory is counted
-    as vLLM's CPU worker counts it: MemFree + Active(file) + Inactive(file) + SReclaimable."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[0] == "Node":
-            values[parts[2].rstrip(":")] = int(parts[3]) * 1024
-    try:
-        available = values["MemFree"] + values["Active(file)"] + values["Inactive(file)"] + values["SReclaimable"]
-        return NodeMemory(node=node, total_bytes=values["MemTotal"], available_bytes=available)
-    except KeyError as exc:
-        raise ProfileError(f"NUMA node {node}'s meminfo has no {exc.args[0]} line") from None
-
-
-def parse_proc_meminfo(text: str) -> NodeMemory:
-    """/proc/meminfo as one node 0, for kernels without NUMA nodes in sysfs."""
-    values = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(\w+):\s+(\d+)\s*kB", text, re.MULTILINE)}
-    if "MemTotal" not in values:
-        raise ProfileError("/proc/meminfo has no MemTotal line")
-    return NodeMemory(node=0, total_bytes=values["MemTotal"],
-                      available_bytes=values.get("MemAvailable", values.get("MemFree", 0)))
-
-
-def parse_cpulist(text: str) -> set[int]:
-    """A kernel CPU list ("0-3,8,10-11") as a set of CPU numbers."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        cpus.update(range(int(first), int(last or first) + 1))
-    return cpus
-
-
-def clamp_to_cgroup(node: NodeMemory, limit: int | None, usage: int | None) -> NodeMemory:
-    """A node's memory as a container's cgroup limit allows it (vLLM clamps the same way)."""
-    if limit is None or limit >= node.total_bytes:
-        return node
-    return NodeMemory(node=node.node, total_bytes=limit,
-                      available_bytes=max(0, min(node.available_bytes, limit - (usage or 0))))
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text(encoding="ascii").strip())
-    except (OSError, ValueError):  # missing, or "max" (no limit)
-        return None
-
-
-def read_cgroup_memory(root: Path = Path("/sys/fs/cgroup")) -> tuple[int | None, int | None]:
-    """(limit, usage) in bytes of this process's memory cgroup, v2 or v1; None where unlimited."""
-    if (root / "memory.max").exists():
-        return _read_int(root / "memory.max"), _read_int(root / "memory.current")
-    limit = _read_int(root / "memory" / "memory.limit_in_bytes")
-    if limit is None or limit >= 1 << 62:  # v1 writes a huge number for "no limit"
-        return None, None
-    return limit, _read_int(root / "memory" / "memory.usage_in_bytes")
-
-
-def read_numa_memory(sys_node: Path = Path("/sys/devices/system/node"), proc_meminfo: Path = Path("/proc/meminfo"),
-                     cpus: set[int] | None = None, cgroup: Path = Path("/sys/fs/cgroup")) -> tuple[NodeMemory, ...]:
-    """The memory of the NUMA nodes holding the CPUs this process may run on (all nodes when
-    their CPU lists cannot be read), clamped to the cgroup's limit."""
-    allowed = os.sched_getaffinity(0) if cpus is None else cpus
-    nodes = []
-    for path in sorted(sys_node.glob("node[0-9]*"), key=lambda p: int(p.name[4:])):
-        try:
-            meminfo = (path / "meminfo").read_text(encoding="ascii")
-        except OSError:
-            continue
-        try:
-            node_cpus = parse_cpulist((path / "cpulist").read_text(encoding="ascii"))
-        except OSError:
-            node_cpus = allowed
-        if node_cpus & allowed:
-            nodes.append(parse_node_meminfo(int(path.name[4:]), meminfo))
-    if not nodes:
-        nodes = [parse_proc_meminfo(proc_meminfo.read_text(encoding="ascii"))]
-    limit, usage = read_cgroup_memory(cgroup)
-    return tuple(clamp_to_cgroup(n, limit, usage) for n in nodes)
-
-
-def visible_gpus(device: str, environ: Mapping[str, str], detected: int) -> tuple[str, ...]:
-    """The GPU ids this process may use: the user's visibility variable when set (a user's
-    choice is kept), else the `detected` GPUs' indices. HIP also honours CUDA_VISIBLE_DEVICES."""
-    names = {"cuda": ("CUDA_VISIBLE_DEVICES",), "rocm": ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")}
-    for name in names.get(device, ()):
-        value = environ.get(name, "").strip()
-        if value:
-            return tuple(v.strip() for v in value.split(",") if v.strip())
-    return tuple(str(i) for i in range(detected)) if device in names else ()
-
-
-def read_machine_facts(device: str, *, detected_gpus: int = 0, gpu_name: str = "", gpu_arch: str = "",
-                       environ: Mapping[str, str] | None = None) -> MachineFacts:
-    """This machine as the profiles see it. GPU detection is the caller's (cmx.tools.gpu: it runs
-    the vendors' tools); this reads only files and the environment."""
-    env = os.environ if environ is None else environ
-    memory = read_numa_memory() if device == "cpu" else ()
-    return MachineFacts(memory=memory, gpus=visible_gpus(device, env, detected_gpus),
-                        gpu_name=gpu_name, gpu_arch=gpu_arch, cpu_bf16=device != "cpu" or read_cpu_bf16())
-
-
-NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
-
-
-def read_cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether the CPU computes bf16 natively: x86 AVX512-BF16 or AMX-BF16, or Arm's bf16 extension.
-    An unreadable /proc/cpuinfo counts as yes (bf16, vLLM's CPU default)."""
-    try:
-        text = cpuinfo.read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            flags = set(value.split())
-            return bool(flags & NATIVE_BF16_FLAGS) or "bf16" in flags
-    return True
-
-
-def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, weight_bytes: int = 0) -> ModelFacts:
-    """ModelFacts from a Hugging Face config.json's fields (Llama names; a multimodal config's
-    text_config when there is one)."""
-    text = config.get("text_config") or config
-    try:
-        layers, heads = int(text["num_hidden_layers"]), int(text["num_attention_heads"])
-        kv_heads = int(text.get("num_key_value_heads") or heads)
-        head_dim = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
-        context = max_model_len or int(text["max_position_embeddings"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ProfileError(f"config.json lacks a usable {exc}") from None
-    return ModelFacts(kv_bytes_per_token=2 * layers * kv_heads * head_dim * 2, max_model_len=context,
-                      weight_bytes=weight_bytes, quantized="quantization_config" in config)
-
-
-def read_model_facts(model_dir: Path, max_model_len: int | None = None) -> ModelFacts:
-    """The checkpoint in `model_dir` (its config.json and the size of its weight files)."""
-    path = model_dir / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ProfileError(f"cannot read the model's config: {exc}", where=str(path)) from None
-    weights = [p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin", ".pt")]
-    return model_facts(config, max_model_len=max_model_len, weight_bytes=sum(p.stat().st_size for p in weights))

@@ -51,14 +51,16 @@ from cmx.mlperf.backends.base import (
     StreamSink,
     check_result,
 )
+from cmx.mlperf.backends.machine import (
+    MachineFacts,
+    ModelFacts,
+    read_machine_facts,
+    read_model_facts,
+)
 from cmx.mlperf.backends.profiles import (
     EngineOptions,
     EngineSpec,
-    MachineFacts,
-    ModelFacts,
     engine_specs,
-    read_machine_facts,
-    read_model_facts,
     shard_by_cost,
 )
 

@@ -39,14 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.base import BackendError
-from cmx.mlperf.backends.profiles import (
-    EngineOptions,
-    EngineSpec,
+from cmx.mlperf.backends.machine import (
     MachineFacts,
-    engine_specs,
     read_machine_facts,
     read_model_facts,
 )
+from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, engine_specs
 from cmx.secrets import Secret
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"

@@ -11,7 +11,11 @@ from cmx.mlperf.loadgen.accuracy_log import TRUNCATED_SIZE
 from cmx.mlperf.loadgen.log import LoadgenLogError, LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import Round
-from cmx.mlperf.scoring.accuracy_txt import CHECKER_NAMES, meets_targets, parse_accuracy_txt
+from cmx.mlperf.scoring.accuracy_txt import (
+    CHECKER_NAMES,
+    meets_targets,
+    parse_accuracy_txt,
+)
 from cmx.mlperf.submission.check.layout import ResultFolder
 from cmx.mlperf.submission.check.model import ERROR, WARNING, Problem, ResultRow
 from cmx.mlperf.submission.tree import (
