@@ -24,15 +24,21 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.synthetic import (
+    HEAD_SIZE,
+    Lexicon,
+    TextSample,
+    write_json,
+    write_llama_weights,
+    write_text,
+)
 
-HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 SPACE = "▁"  # SentencePiece's word-start mark; Llama 2's id 29871 is this piece alone
 BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))  # Llama 2's byte-fallback pieces, ids 3..258
@@ -43,7 +49,6 @@ MAX_VOCAB = 16384  # the training text yields about 18000 pieces; Llama 2 has 32
 # the column order and dtypes of open_orca_gpt4_tokenized_llama.sampled_24576.pkl (processorca.py)
 OPENORCA_COLUMNS = ("id", "system_prompt", "question", "output", "input", "tok_input", "tok_output", "origin",
                     "tok_input_length", "tok_output_length")
-
 _PROMPT_SYSTEM = "<s>[INST] <<SYS>>\n{}\n<</SYS>>\n\n{} [/INST]"  # processorca's Llama 2 chat format
 _PROMPT_NO_SYSTEM = "<s>[INST] {} [/INST]"
 _SYSTEM_PROMPTS = (
@@ -54,33 +59,7 @@ _SYSTEM_PROMPTS = (
     "You are a teacher. Given a task, explain in simple steps what the task asks and how to do it.",
     "Explain how you used the definition to come up with the answer.",
 )
-_LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
 
-# common English words, most frequent first (the sampler weights them by 1/rank, like Zipf's law)
-_WORDS = """
-the of and to a in is that it was for on are as with his they at be this from have or by one had not
-but what all were when we there can an your which their said if do will each about how up out them
-then she many some so these would other into has more her two like him see time could no make than
-first been its who now people my made over did down only way find use may water long little very
-after words called just where most know get through back much before go good new write our used me
-man too any day same right look think also around another came come work three word must because
-does part even place well such here take why things help put years different away again off went old
-number great tell men say small every found still between name should home big give air line set own
-under read last never us left end along while might next sound below saw something thought both few
-those always looked show large often together asked house world going want school important until
-form food keep children feet land side without boy once animals life enough took sometimes four head
-above kind began almost live page got earth need far hand high year mother light parts country father
-let night following picture being study second eyes soon times story boys since white days ever paper
-hard near sentence better best across during today others however sure means knew try told young
-miles sun ways thing whole hear example heard several change answer room sea against top turned learn
-point city play toward five using himself usually money seen car morning given body family later
-order river question plants short fish state book test model data system result problem method small
-value step answer because true false task explain reason based text following sentence review movie
-""".split()
-_ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch",
-           "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "th", "tr", "wh", "")
-_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "oa", "ou", "y")
-_CODAS = ("", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng", "ck", "rt", "ll")
 
 
 @dataclass(frozen=True)
@@ -102,6 +81,7 @@ class TinyLlama:
         return self.hidden_size // self.heads
 
 
+
 @dataclass(frozen=True)
 class TinyOpenOrca:
     """A dataset pickle made by make_tiny_openorca."""
@@ -111,7 +91,6 @@ class TinyOpenOrca:
     seed: int
 
 
-# --- the model ---------------------------------------------------------------------------------
 
 def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden_size: int = 256, layers: int = 2,
                     heads: int = 4, kv_heads: int | None = None) -> TinyLlama:
@@ -125,16 +104,17 @@ def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     tokenizer_json = _trained_tokenizer_json(seed, vocab_size)
-    _write_text(dest / "tokenizer.json", tokenizer_json)
-    _write_json(dest / "tokenizer_config.json", _tokenizer_config())
-    _write_json(dest / "special_tokens_map.json", {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"})
+    write_text(dest / "tokenizer.json", tokenizer_json)
+    write_json(dest / "tokenizer_config.json", _tokenizer_config())
+    write_json(dest / "special_tokens_map.json", {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"})
     intermediate = _intermediate_size(hidden_size)
-    _write_json(dest / "config.json", _model_config(vocab_size, hidden_size, intermediate, layers, heads, kv_heads))
-    _write_json(dest / "generation_config.json", {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID,
+    write_json(dest / "config.json", _model_config(vocab_size, hidden_size, intermediate, layers, heads, kv_heads))
+    write_json(dest / "generation_config.json", {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID,
                                                   "pad_token_id": UNK_ID})
-    _write_weights(dest / "model.safetensors", seed, vocab_size, hidden_size, intermediate, layers, heads, kv_heads)
+    write_llama_weights(dest / "model.safetensors", seed, vocab_size, hidden_size, intermediate, layers, heads, kv_heads)
     space_id = json.loads(tokenizer_json)["model"]["vocab"][SPACE]
     return TinyLlama(dest, seed, vocab_size, hidden_size, intermediate, layers, heads, kv_heads, space_id)
+
 
 
 def _check_sizes(vocab_size: int, hidden_size: int, layers: int, heads: int, kv_heads: int) -> None:
@@ -155,9 +135,11 @@ def _check_sizes(vocab_size: int, hidden_size: int, layers: int, heads: int, kv_
                             f"{MAX_VOCAB} (the generated training text holds no more distinct pieces)")
 
 
+
 def _intermediate_size(hidden_size: int) -> int:
     """Llama 2 70B's MLP is 3.5 × hidden (28672 for 8192); rounded up to a multiple of 64."""
     return -(-hidden_size * 7 // 2 // 64) * 64
+
 
 
 def _model_config(vocab_size: int, hidden_size: int, intermediate: int, layers: int, heads: int,
@@ -189,41 +171,6 @@ def _model_config(vocab_size: int, hidden_size: int, intermediate: int, layers: 
     }
 
 
-def _weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
-                   kv_heads: int) -> dict[str, tuple[int, ...]]:
-    kv = kv_heads * (hidden // heads)
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (vocab_size, hidden),
-                                          "model.norm.weight": (hidden,), "lm_head.weight": (vocab_size, hidden)}
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "self_attn.q_proj.weight": (hidden, hidden), p + "self_attn.k_proj.weight": (kv, hidden),
-            p + "self_attn.v_proj.weight": (kv, hidden), p + "self_attn.o_proj.weight": (hidden, hidden),
-            p + "mlp.gate_proj.weight": (intermediate, hidden), p + "mlp.up_proj.weight": (intermediate, hidden),
-            p + "mlp.down_proj.weight": (hidden, intermediate),
-            p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,),
-        })
-    return shapes
-
-
-def _write_weights(path: Path, seed: int, vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
-                   kv_heads: int) -> None:
-    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator."""
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(seed))  # PCG64 streams are the same on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(_weight_shapes(vocab_size, hidden, intermediate, layers, heads, kv_heads).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float16)
-        else:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))  # a few MB; save_file would make it 0600
-    os.replace(tmp, path)
-
-
-# --- the tokenizer -----------------------------------------------------------------------------
 
 def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
     """Train a BPE on generated text, then lay its vocabulary out like Llama 2's: specials at 0..2,
@@ -245,6 +192,7 @@ def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
                        hint="give a smaller vocab_size: the generated training text has too few distinct words")
     return json.dumps(_tokenizer_document({t: i for i, t in enumerate(pieces)}, trained["model"]["merges"]),
                       ensure_ascii=False, indent=2, sort_keys=False)
+
 
 
 def _tokenizer_document(vocab: dict[str, int], merges: list) -> dict[str, object]:
@@ -278,6 +226,7 @@ def _tokenizer_document(vocab: dict[str, int], merges: list) -> dict[str, object
     }
 
 
+
 def _tokenizer_config() -> dict[str, object]:
     # legacy: true makes transformers' LlamaTokenizer put "▁" before every text segment, also the
     # one after a literal "<s>" (prepend_scheme "always"), as Llama 2's original tokenizer does and
@@ -298,85 +247,15 @@ def _tokenizer_config() -> dict[str, object]:
     }
 
 
+
 def _training_corpus(seed: int) -> list[str]:
     """Generated sentences, the system prompts and the chat template's markers. No newlines: like
     Llama 2, the tokenizer then writes "\\n" as the byte piece <0x0A>."""
     rng = np.random.Generator(np.random.PCG64([seed, 1]))
-    texts = _Lexicon.shared().texts(rng, rng.integers(20, 120, size=6000))
+    texts = Lexicon.shared().texts(rng, rng.integers(20, 120, size=6000))
     markers = ["[INST] <<SYS>> <</SYS>> [/INST]"] * 200
     return [*texts, *(p for p in _SYSTEM_PROMPTS if p), *markers]
 
-
-# --- English-like text ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Lexicon:
-    """Words (real ones first, then pronounceable made-up ones) in every written form, and the
-    Zipf-like probability of each; the same for every seed."""
-
-    forms: np.ndarray  # (8, n) object array: [capitalised?][suffix "", ".", ",", "?"] x word
-    probs: np.ndarray
-
-    @staticmethod
-    @lru_cache(maxsize=1)
-    def shared() -> "_Lexicon":
-        """The lexicon: a constant, built on first use (a few milliseconds)."""
-        return _Lexicon._build()
-
-    @classmethod
-    def _build(cls) -> "_Lexicon":
-        rng = np.random.Generator(np.random.PCG64(_LEXICON_SEED))
-        made_up: list[str] = []
-        seen = set(_WORDS)
-        while len(made_up) < 2500:
-            syllables = 1 + int(rng.random() < 0.6) + int(rng.random() < 0.2)  # mostly one or two
-            word = "".join(_ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
-                           + _CODAS[rng.integers(len(_CODAS))] for _ in range(syllables))
-            if word not in seen and len(word) > 1:
-                seen.add(word)
-                made_up.append(word)
-        words = [*dict.fromkeys(_WORDS), *made_up]
-        forms = np.empty((8, len(words)), dtype=object)
-        for cap in (0, 1):
-            for s, suffix in enumerate(("", ".", ",", "?")):
-                forms[cap * 4 + s] = [(w.capitalize() if cap else w) + suffix for w in words]
-        weights = 1.0 / np.arange(1, len(words) + 1) ** 0.9
-        return cls(forms, weights / weights.sum())
-
-    def texts(self, rng: np.random.Generator, lengths: np.ndarray, last: str = ".") -> list[str]:
-        """One text per entry of `lengths` (in words); see `sample`."""
-        return self.sample(rng, lengths, last).strings(self)
-
-    def sample(self, rng: np.random.Generator, lengths: np.ndarray, last: str = ".") -> _Sample:
-        """Word forms for one text per entry of `lengths` (in words): sentences of about ten words,
-        capitalised, with a few commas; each text ends with `last` ("." or "?")."""
-        lengths = np.asarray(lengths, dtype=np.int64)
-        total = int(lengths.sum())
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        words = rng.choice(self.probs.size, size=total, p=self.probs)
-        stop = rng.random(total) < 0.1
-        stop[ends - 1] = True
-        capital = np.empty(total, dtype=bool)
-        capital[0], capital[1:] = True, stop[:-1]
-        capital[starts] = True
-        suffix = np.where(stop, 1, np.where(rng.random(total) < 0.05, 2, 0))
-        suffix[ends - 1] = 3 if last == "?" else 1
-        codes = (capital * 4 + suffix) * self.probs.size + words  # an index into forms.ravel()
-        return _Sample(codes.tolist(), starts.tolist(), ends.tolist())
-
-
-@dataclass(frozen=True)
-class _Sample:
-    """Texts as word-form codes: text i is codes[starts[i]:ends[i]], joined by spaces."""
-
-    codes: list[int]
-    starts: list[int]
-    ends: list[int]
-
-    def strings(self, lexicon: _Lexicon) -> list[str]:
-        pieces = lexicon.forms.ravel()[self.codes].tolist()
-        return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends)]
 
 
 class _PieceIds:
@@ -388,7 +267,7 @@ class _PieceIds:
     tokenizes everything when a tokenizer does not behave so.
     """
 
-    def __init__(self, tokenizer, lexicon: _Lexicon) -> None:  # tokenizer: tokenizers.Tokenizer
+    def __init__(self, tokenizer, lexicon: Lexicon) -> None:  # tokenizer: tokenizers.Tokenizer
         forms = lexicon.forms.ravel().tolist()
         self.spaced = [[t.id for t in tokenizer.model.tokenize(SPACE + f)] for f in forms]
         self.bare = [[t.id for t in tokenizer.model.tokenize(f)] for f in forms]
@@ -401,7 +280,6 @@ class _PieceIds:
         return [*head, *chain.from_iterable(map(spaced.__getitem__, codes[1:]))]
 
 
-# --- the dataset ---------------------------------------------------------------------------------
 
 def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENORCA_ROWS,
                        seed: int = 0) -> TinyOpenOrca:
@@ -422,7 +300,7 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
         raise CmxError(f"a dataset needs at least one row, not {rows}")
     tokenizer, space_id = _load_tokenizer(Path(tokenizer_dir))
     rng = np.random.Generator(np.random.PCG64([seed, 2]))
-    lexicon = _Lexicon.shared()
+    lexicon = Lexicon.shared()
     origin = np.repeat(np.array(ORIGINS, dtype=object), [len(b) for b in np.array_split(np.arange(rows), 4)])
     numbers = rng.permutation(1_000_000)[:rows] if rows <= 1_000_000 else np.arange(rows)
     ids = [f"{o}.{n}" for o, n in zip(origin.tolist(), numbers.tolist())]
@@ -454,7 +332,8 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
     return TinyOpenOrca(dest_pickle, rows, seed)
 
 
-def _token_ids(tokenizer, lexicon: _Lexicon, system: list[str], questions: _Sample, outputs: _Sample,
+
+def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSample, outputs: TextSample,
                prompt: list[str], output: list[str]) -> tuple[list[list[int]], list[list[int]]]:
     """The ids of every prompt and answer, as tokenizer.encode gives them (with <s> in front).
 
@@ -484,6 +363,7 @@ def _token_ids(tokenizer, lexicon: _Lexicon, system: list[str], questions: _Samp
     return [e.ids for e in tokenizer.encode_batch(prompt)], [e.ids for e in tokenizer.encode_batch(output)]
 
 
+
 def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer, space id
     from tokenizers import Tokenizer
 
@@ -499,21 +379,11 @@ def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer, space id
     return tokenizer, space_id
 
 
-# --- small helpers --------------------------------------------------------------------------------
-
-def _write_json(path: Path, value: object) -> None:
-    _write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
 
 def chat_prompt(system_prompt: str, question: str) -> str:
     """The Llama 2 chat prompt processorca.py builds (with the literal "<s>" in front)."""
     return _PROMPT_SYSTEM.format(system_prompt, question) if system_prompt else _PROMPT_NO_SYSTEM.format(question)
+
 
 
 __all__ = ["BOS_ID", "EOS_ID", "HEAD_SIZE", "OPENORCA_COLUMNS", "OPENORCA_ROWS", "TinyLlama", "TinyOpenOrca",

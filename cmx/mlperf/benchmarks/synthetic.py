@@ -1,0 +1,166 @@
+"""What every _tiny generator shares: English-like text from a fixed lexicon, and random Llama-family weights.
+
+The text is sentences of real and made-up words with a Zipf-like frequency (`Lexicon`), drawn
+from a seeded numpy generator; the weights are N(0, 0.02) matrices and unit RMSNorm weights in
+float16, written with safetensors' numpy API (`write_llama_weights`). Both are byte-identical for
+the same seed on every platform (PCG64 streams). A benchmark's own tiny module adds its
+tokenizer, config.json and dataset format (cmx.mlperf.benchmarks.llama2_70b.tiny, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
+_LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
+# common English words, most frequent first (the sampler weights them by 1/rank, like Zipf's law)
+_WORDS = """
+the of and to a in is that it was for on are as with his they at be this from have or by one had not
+but what all were when we there can an your which their said if do will each about how up out them
+then she many some so these would other into has more her two like him see time could no make than
+first been its who now people my made over did down only way find use may water long little very
+after words called just where most know get through back much before go good new write our used me
+man too any day same right look think also around another came come work three word must because
+does part even place well such here take why things help put years different away again off went old
+number great tell men say small every found still between name should home big give air line set own
+under read last never us left end along while might next sound below saw something thought both few
+those always looked show large often together asked house world going want school important until
+form food keep children feet land side without boy once animals life enough took sometimes four head
+above kind began almost live page got earth need far hand high year mother light parts country father
+let night following picture being study second eyes soon times story boys since white days ever paper
+hard near sentence better best across during today others however sure means knew try told young
+miles sun ways thing whole hear example heard several change answer room sea against top turned learn
+point city play toward five using himself usually money seen car morning given body family later
+order river question plants short fish state book test model data system result problem method small
+value step answer because true false task explain reason based text following sentence review movie
+""".split()
+_ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch",
+           "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "th", "tr", "wh", "")
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "oa", "ou", "y")
+_CODAS = ("", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng", "ck", "rt", "ll")
+
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Words (real ones first, then pronounceable made-up ones) in every written form, and the
+    Zipf-like probability of each; the same for every seed."""
+
+    forms: np.ndarray  # (8, n) object array: [capitalised?][suffix "", ".", ",", "?"] x word
+    probs: np.ndarray
+
+    @staticmethod
+    @lru_cache(maxsize=1)
+    def shared() -> "Lexicon":
+        """The lexicon: a constant, built on first use (a few milliseconds)."""
+        return Lexicon._build()
+
+    @classmethod
+    def _build(cls) -> "Lexicon":
+        rng = np.random.Generator(np.random.PCG64(_LEXICON_SEED))
+        made_up: list[str] = []
+        seen = set(_WORDS)
+        while len(made_up) < 2500:
+            syllables = 1 + int(rng.random() < 0.6) + int(rng.random() < 0.2)  # mostly one or two
+            word = "".join(_ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
+                           + _CODAS[rng.integers(len(_CODAS))] for _ in range(syllables))
+            if word not in seen and len(word) > 1:
+                seen.add(word)
+                made_up.append(word)
+        words = [*dict.fromkeys(_WORDS), *made_up]
+        forms = np.empty((8, len(words)), dtype=object)
+        for cap in (0, 1):
+            for s, suffix in enumerate(("", ".", ",", "?")):
+                forms[cap * 4 + s] = [(w.capitalize() if cap else w) + suffix for w in words]
+        weights = 1.0 / np.arange(1, len(words) + 1) ** 0.9
+        return cls(forms, weights / weights.sum())
+
+    def texts(self, rng: np.random.Generator, lengths: np.ndarray, last: str = ".") -> list[str]:
+        """One text per entry of `lengths` (in words); see `sample`."""
+        return self.sample(rng, lengths, last).strings(self)
+
+    def sample(self, rng: np.random.Generator, lengths: np.ndarray, last: str = ".") -> TextSample:
+        """Word forms for one text per entry of `lengths` (in words): sentences of about ten words,
+        capitalised, with a few commas; each text ends with `last` ("." or "?")."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        total = int(lengths.sum())
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        words = rng.choice(self.probs.size, size=total, p=self.probs)
+        stop = rng.random(total) < 0.1
+        stop[ends - 1] = True
+        capital = np.empty(total, dtype=bool)
+        capital[0], capital[1:] = True, stop[:-1]
+        capital[starts] = True
+        suffix = np.where(stop, 1, np.where(rng.random(total) < 0.05, 2, 0))
+        suffix[ends - 1] = 3 if last == "?" else 1
+        codes = (capital * 4 + suffix) * self.probs.size + words  # an index into forms.ravel()
+        return TextSample(codes.tolist(), starts.tolist(), ends.tolist())
+
+
+
+@dataclass(frozen=True)
+class TextSample:
+    """Texts as word-form codes: text i is codes[starts[i]:ends[i]], joined by spaces."""
+
+    codes: list[int]
+    starts: list[int]
+    ends: list[int]
+
+    def strings(self, lexicon: Lexicon) -> list[str]:
+        pieces = lexicon.forms.ravel()[self.codes].tolist()
+        return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends)]
+
+
+
+def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
+                   kv_heads: int) -> dict[str, tuple[int, ...]]:
+    kv = kv_heads * (hidden // heads)
+    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (vocab_size, hidden),
+                                          "model.norm.weight": (hidden,), "lm_head.weight": (vocab_size, hidden)}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        shapes.update({
+            p + "self_attn.q_proj.weight": (hidden, hidden), p + "self_attn.k_proj.weight": (kv, hidden),
+            p + "self_attn.v_proj.weight": (kv, hidden), p + "self_attn.o_proj.weight": (hidden, hidden),
+            p + "mlp.gate_proj.weight": (intermediate, hidden), p + "mlp.up_proj.weight": (intermediate, hidden),
+            p + "mlp.down_proj.weight": (hidden, intermediate),
+            p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,),
+        })
+    return shapes
+
+
+
+def write_llama_weights(path: Path, seed: int, vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
+                   kv_heads: int) -> None:
+    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator."""
+    from safetensors.numpy import save
+
+    rng = np.random.Generator(np.random.PCG64(seed))  # PCG64 streams are the same on every platform
+    tensors: dict[str, np.ndarray] = {}
+    for name, shape in sorted(llama_weight_shapes(vocab_size, hidden, intermediate, layers, heads, kv_heads).items()):
+        if name.endswith("norm.weight"):
+            tensors[name] = np.ones(shape, dtype=np.float16)
+        else:
+            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))  # a few MB; save_file would make it 0600
+    os.replace(tmp, path)
+
+
+
+def write_json(path: Path, value: object) -> None:
+    write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
