@@ -22,11 +22,9 @@ from cmx.mlperf.app import (
     AppConfigError,
     AppRunFailed,
     format_table,
-    modes_for,
     run_app,
-    scenarios_for,
-    system_name,
 )
+from cmx.mlperf.app_step import modes_for, scenarios_for, system_name
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult, judge
@@ -51,7 +49,8 @@ class Recorded:
         self.folders = folders or {}
         self.calls: list[HarnessConfig] = []
 
-    def __call__(self, config: HarnessConfig, *, timeout: float | None = None, logger: Any = None) -> HarnessResult:
+    def __call__(self, config: HarnessConfig, *, timeout: float | None = None, logger: Any = None,
+                 env: dict[str, str] | None = None) -> HarnessResult:
         self.calls.append(config)
         folder = self.folders.get((config.scenario, config.mode), RECORDED[config.mode])
         shutil.copytree(LOADGEN_LOGS / folder, config.output, dirs_exist_ok=True)
@@ -65,7 +64,8 @@ class Recorded:
         return result
 
 
-def fake_evaluate(output: Path, dataset: Path, tokenizer: Path, *, rows: int | None = None) -> Path:
+def fake_evaluate(output: Path, dataset: Path, tokenizer: Path, *, benchmark: str = "llama2-70b-99",
+                  rows: int | None = None) -> Path:
     result = AccuracyResult(rouge1=30.5, rouge2=10.25, rougeL=20.0, rougeLsum=20.0, gen_len=100, gen_num=16,
                             gen_tok_len=200, tokens_per_sample=12.5)
     path = output / "accuracy.txt"
@@ -251,13 +251,13 @@ def test_submission_into_closed_from_a_tiny_run_is_refused_before_the_benchmark_
 
 
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
-    from cmx.mlperf.app import EngineSettings, harness_config
-    from cmx.mlperf.loadgen.harness import parse_args
+    from cmx.mlperf.app import harness_config
+    from cmx.mlperf.loadgen.harness import EngineSettings, parse_args
 
     engine = EngineSettings(precision="fp8", tensor_parallel_size=8, max_num_seqs=512, max_num_batched_tokens=8192,
                             gpu_memory_utilization=0.95, max_model_len=4096)
     config = app_config(tmp_path, device="rocm", engine=engine)
     hc = harness_config(config, "Server", "performance", tmp_path / "user.conf")
     assert hc.output == config.scenario_dir("Server") / "performance" / "run_1"
-    assert parse_args(hc.argv()) == hc
-    assert (hc.max_num_batched_tokens, hc.gpu_memory_utilization, hc.tensor_parallel_size) == (8192, 0.95, 8)
+    assert parse_args(hc.argv(tmp_path / "harness_config.json")) == hc
+    assert hc.engine == engine and hc.endpoint is None and hc.backend == "vllm"

@@ -23,6 +23,8 @@ import pytest
 from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import (
+    EndpointSettings,
+    EngineSettings,
     HarnessConfig,
     HarnessError,
     HarnessResult,
@@ -236,8 +238,14 @@ def harness_config(tmp_path: Path, **kw: object) -> HarnessConfig:
 
 
 def test_a_harness_config_survives_the_command_line(tmp_path: Path):
-    config = harness_config(tmp_path, rows=64, max_tokens=16, max_model_len=2048, max_num_seqs=8)
-    assert parse_args(config.argv()) == config
+    config = harness_config(tmp_path, rows=64, max_tokens=16,
+                            engine=EngineSettings(max_model_len=2048, max_num_seqs=8, precision="bf16"),
+                            endpoint=EndpointSettings(url="http://127.0.0.1:9/v1", model="m", max_concurrency=4))
+    tmp_path.joinpath("out").mkdir()
+    argv = config.argv(tmp_path / "out" / "harness_config.json")
+    assert argv == ["--config", str(tmp_path / "out" / "harness_config.json")]
+    assert parse_args(argv) == config
+    assert "key" not in (tmp_path / "out" / "harness_config.json").read_text()  # the API key travels in the environment
     with pytest.raises(HarnessError, match="unknown mode"):
         harness_config(tmp_path, mode="TEST06")
 
@@ -308,7 +316,8 @@ class Tiny:
         profile = ShortProfile(samples=SAMPLES, **short)
         conf = user_conf(V60, BENCH, scenario, target_qps=target_qps, short=profile).write(self.root / f"{name}.conf")
         config = HarnessConfig(model=self.model, dataset=self.dataset, scenario=scenario, mode=mode, user_conf=conf,
-                               output=out, device="cpu", max_tokens=MAX_TOKENS, rows=ROWS, max_model_len=2048)
+                               output=out, device="cpu", max_tokens=MAX_TOKENS, rows=ROWS,
+                               engine=EngineSettings(max_model_len=2048))
         return run_test(config, timeout=RUN_TIMEOUT_S, logger=LOG), out
 
 

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cmx.errors import StepError
 from cmx.mlperf.loadgen.harness import (
+    API_KEY_ENV,
+    EndpointSettings,
+    EngineSettings,
     HarnessConfig,
     HarnessResult,
     evaluate_accuracy,
@@ -38,8 +41,10 @@ from cmx.mlperf.loadgen.harness import (
 from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
+from cmx.secrets import Secret
 
 MODES = ("performance", "accuracy", "test06")
+BACKENDS = ("vllm", "endpoint")
 MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", "test06": "TEST06"}
 CMX_RUN_JSON = "cmx_run.json"
 SUMMARY_TXT = "summary.txt"
@@ -51,26 +56,18 @@ SHORT_PROFILES = {
     "Interactive": ShortProfile(min_duration_ms=4000, samples=SHORT_SAMPLES, min_query_count=480),
 }
 SHORT_TIMEOUT_S = 900.0
+SERVED_MODEL_NAME = "cmx-sut"  # what the vllm serve cmx starts calls the model
+
 
 
 class AppConfigError(StepError):
     """The app was asked for something it cannot run (a missing target_qps, an unknown mode)."""
 
 
+
 class AppRunFailed(StepError):
     """At least one test is INVALID, has errors in its log, or failed its checks."""
 
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """vLLM engine options passed through to the harness; None means the device profile's default."""
-
-    precision: str | None = None
-    tensor_parallel_size: int = 1
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = None
-    max_model_len: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +90,11 @@ class AppConfig:
     rows: int | None = None
     max_tokens: int = 1024
     engine: EngineSettings = field(default_factory=EngineSettings)
+    backend: str = "vllm"     # vllm (in the harness process) or endpoint (an OpenAI-compatible server)
+    endpoint: EndpointSettings | None = None  # the server; with backend endpoint and None, cmx starts vllm serve
+    api_key: Secret | None = None              # the endpoint's; handed to the harness in its environment only
+    server_log_dir: Path | None = None         # where the vllm serve cmx starts logs (default: results_dir)
+    server_log: Path | None = None             # set by `serving` when cmx started the server
     timeout_s: float | None = None
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
 
@@ -101,6 +103,11 @@ class AppConfig:
         if unknown or not self.modes:
             raise AppConfigError(f"unknown or no modes: {', '.join(unknown) or '(none)'}",
                                  hint=f"modes are {', '.join(MODES)}")
+        if self.backend not in BACKENDS:
+            raise AppConfigError(f"unknown backend {self.backend!r}", hint=f"one of {', '.join(BACKENDS)}")
+        if self.endpoint is not None and self.backend != "endpoint":
+            raise AppConfigError("an endpoint url was given, but the backend is vllm (in-process)",
+                                 hint="add _endpoint to the query, or drop --input endpoint_url")
         if not self.scenarios:
             raise AppConfigError("no scenario to run", hint="choose one of _offline, _server, _interactive, "
                                                             "_all-scenarios")
@@ -110,6 +117,7 @@ class AppConfig:
 
     def run_dir(self, scenario: str, mode: str) -> Path:
         return self.scenario_dir(scenario) / MODE_FOLDERS[mode]
+
 
 
 @dataclass(frozen=True)
@@ -125,10 +133,12 @@ class RunSummary:
     tpot_p99_ms: float | None
     rouge: dict[str, float] | None
     problems: list[str]
+    details: dict[str, Any] = field(default_factory=dict)  # the harness's: backend, engines, server
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
 
 
 @dataclass(frozen=True)
@@ -142,56 +152,12 @@ class AppResult:
         return all(r.ok for r in self.runs)
 
 
+
 Runner = Callable[..., HarnessResult]
 Evaluator = Callable[..., Path]
 Verifier = Callable[[Path, str], Path]
 
 
-# --- names ---------------------------------------------------------------------------------
-
-def benchmark_name(model: str, target: str) -> str:
-    """`llama2-70b` and `99.9` -> `llama2-70b-99.9`."""
-    return f"{model}-{target}"
-
-
-def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]:
-    """The scenarios a variation names: one, or (`all-scenarios`) every one the round has for the benchmark."""
-    names = round_.benchmark(benchmark).scenario_names
-    if choice == "all-scenarios":
-        return names
-    wanted = choice.capitalize()
-    if wanted not in names:
-        raise AppConfigError(f"{benchmark} has no {wanted} scenario in {round_.name}",
-                             hint=f"its scenarios are {', '.join(names)}")
-    return (wanted,)
-
-
-def modes_for(choice: str) -> tuple[str, ...]:
-    """`valid` is what a submission needs per scenario: performance, accuracy and TEST06."""
-    table = {"performance": ("performance",), "accuracy": ("accuracy",), "compliance": ("test06",),
-             "valid": ("performance", "accuracy", "test06")}
-    if choice not in table:
-        raise AppConfigError(f"unknown mode {choice!r}", hint=f"one of {', '.join(table)}")
-    return table[choice]
-
-
-def system_name(facts: Mapping[str, Any], given: str | None = None) -> str:
-    """A folder name for the system: `given`, else the GPUs (`8xNVIDIA_H100_80GB_HBM3`) or the CPU model."""
-    if given:
-        return _slug(given)
-    gpus = facts.get("gpus") or []
-    if gpus:
-        first = gpus[0]
-        name = first.get("name", "gpu") if isinstance(first, Mapping) else str(first)
-        return _slug(f"{len(gpus)}x{name}")
-    return _slug(str(facts.get("cpu_model") or "cpu"))
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_") or "system"
-
-
-# --- one scenario --------------------------------------------------------------------------
 
 def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserConf:
     qps = config.target_qps.get(scenario)
@@ -203,6 +169,7 @@ def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserC
     return user_conf(round_, config.benchmark, scenario, target_qps=qps, short=short)
 
 
+
 def _short_profile(scenario: str, rows: int | None) -> ShortProfile:
     profile = SHORT_PROFILES[scenario]
     if rows is not None and rows < profile.samples:
@@ -212,15 +179,13 @@ def _short_profile(scenario: str, rows: int | None) -> ShortProfile:
     return profile
 
 
+
 def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> HarnessConfig:
-    e = config.engine
     return HarnessConfig(model=config.model, dataset=config.dataset, scenario=scenario, mode=mode, user_conf=conf,
                          output=config.run_dir(scenario, mode), round=config.round, benchmark=config.benchmark,
-                         device=config.device, max_tokens=config.max_tokens, rows=config.rows,
-                         max_model_len=e.max_model_len, max_num_seqs=e.max_num_seqs,
-                         tensor_parallel_size=e.tensor_parallel_size, precision=e.precision,
-                         max_num_batched_tokens=e.max_num_batched_tokens,
-                         gpu_memory_utilization=e.gpu_memory_utilization)
+                         device=config.device, max_tokens=config.max_tokens, rows=config.rows, engine=config.engine,
+                         endpoint=config.endpoint)
+
 
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_test,
@@ -236,12 +201,14 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
     for mode in config.modes:
         hc = harness_config(config, scenario, mode, conf_path)
         log.info("%s %s: starting (logs in %s)", scenario, mode, hc.output)
-        result = runner(hc, timeout=config.timeout_s, logger=log)
+        env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
+        result = runner(hc, timeout=config.timeout_s, logger=log, env=env)
         summary = score(config, round_, result, hc.output, evaluate=evaluate, verify=verify)
         log.info("%s", format_row(summary))
         runs.append(summary)
     write_cmx_run(config, round_, scenario, conf, runs)
     return runs
+
 
 
 def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path, *,
@@ -256,19 +223,22 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
         problems += _verify_test06(output, result.scenario, verify)
     return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=result.validity,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
-                      tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems)
+                      tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details))
+
 
 
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,
                     evaluate: Evaluator) -> tuple[dict[str, float], list[str]]:
     from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
 
-    values = read_accuracy_txt(evaluate(output, config.dataset, config.tokenizer, rows=config.rows))
+    values = read_accuracy_txt(evaluate(output, config.dataset, config.tokenizer, benchmark=config.benchmark,
+                                        rows=config.rows))
     targets = round_.benchmark(config.benchmark).accuracy
     rouge = {k: float(values[k]) for k in targets.metrics if isinstance(values.get(k), (int, float))}
     if config.tiny:  # random weights: the scores say nothing, so they cannot fail the run
         return rouge, []
     return rouge, [f"accuracy: {s}" for s in meets_targets(values, targets)]
+
 
 
 def _verify_test06(output: Path, scenario: str, verify: Verifier) -> list[str]:
@@ -278,7 +248,6 @@ def _verify_test06(output: Path, scenario: str, verify: Verifier) -> list[str]:
     return [] if verify_accuracy_txt_passes(text) else [f"TEST06 failed a check (see {output / 'verify_accuracy.txt'})"]
 
 
-# --- the facts of a scenario ---------------------------------------------------------------
 
 def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: UserConf,
                         runs: Sequence[RunSummary]) -> list[str]:
@@ -303,6 +272,7 @@ def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: U
     return reasons
 
 
+
 def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserConf,
                   runs: Sequence[RunSummary]) -> Path:
     reasons = compliance_problems(config, round_, scenario, conf, runs)
@@ -316,6 +286,7 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "problems": {r.mode: r.problems for r in runs if r.problems},
         "runs": [asdict(r) for r in runs],
         "engine": asdict(config.engine),
+        "backend": backend_record(config, runs),
         "origin": config.origin.to_json() if config.origin else None,
     }
     path = config.scenario_dir(scenario) / CMX_RUN_JSON
@@ -323,7 +294,43 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
     return path
 
 
-# --- the whole run -------------------------------------------------------------------------
+
+def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, Any]:
+    """How the SUT reached the model, for cmx_run.json and the packager: in-process vLLM, or an endpoint
+    over HTTP with the server's software and version as the server reported them (no key, no secret URL part)."""
+    if config.backend != "endpoint":
+        return {"kind": "vllm", "transport": "in-process"}
+    details = next((r.details for r in runs if r.details.get("transport") == "http"), {})
+    keys = ("url", "model", "server_software", "server_version", "token_ids_source")
+    return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
+            "started_by_cmx": config.server_log is not None,
+            "server_log": str(config.server_log) if config.server_log else None}
+
+
+
+@contextmanager
+def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
+    """The config to run: as given, or, for the endpoint backend without a URL, pointed at a `vllm serve` of
+    the model that cmx starts here (the device profile's engine arguments) and always stops when the block ends."""
+    if config.backend != "endpoint" or config.endpoint is not None:
+        yield config
+        return
+    from cmx.mlperf.backends.profiles import EngineOptions
+    from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
+
+    e = config.engine
+    options = EngineOptions(device=config.device, precision=e.precision, tensor_parallel_size=e.tensor_parallel_size,
+                            max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
+                            gpu_memory_utilization=e.gpu_memory_utilization)
+    log_path = (config.server_log_dir or config.results_dir) / "vllm-server.log"
+    server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
+                                     served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len)
+    with VllmServer(server_config, log) as server:
+        log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
+        yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)
+    log.info("stopped vllm serve at %s", server.url)
+
+
 
 def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator = evaluate_accuracy,
             verify: Verifier = verify_test06, logger: logging.Logger | None = None) -> AppResult:
@@ -334,9 +341,10 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
         scenario_user_conf(config, round_, scenario)
         refuse_old_results(config.scenario_dir(scenario))
     runs: list[RunSummary] = []
-    for scenario in config.scenarios:
-        runs += run_scenario(config, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
-                             logger=logger)
+    with serving(config, logger or logging.getLogger(__name__)) as served:
+        for scenario in config.scenarios:
+            runs += run_scenario(served, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
+                                 logger=logger)
     table = format_table(runs, short=config.short or config.tiny)
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")
@@ -346,11 +354,13 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
     return result
 
 
+
 def refuse_old_results(folder: Path) -> None:
     """A scenario folder must start empty: logs of an earlier run beside new ones would be read as this run's."""
     if folder.is_dir() and any(folder.iterdir()):
         raise AppConfigError(f"{folder} already holds results",
                              hint="remove it, or give another --input results_dir=DIR; cmx never mixes two runs' logs")
+
 
 
 def failure(runs: Sequence[RunSummary], results_dir: Path) -> AppRunFailed:
@@ -363,13 +373,14 @@ def failure(runs: Sequence[RunSummary], results_dir: Path) -> AppRunFailed:
                                                 "mlperf_log_detail.txt say more")
 
 
-# --- the table -----------------------------------------------------------------------------
 
 HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "ROUGE-1/2/L", "tok/sample")
 
 
+
 def format_row(r: RunSummary) -> str:
     return "  ".join(_cells(r))
+
 
 
 def _cells(r: RunSummary) -> tuple[str, ...]:
@@ -384,8 +395,10 @@ def _cells(r: RunSummary) -> tuple[str, ...]:
             _num(rouge.get("tokens_per_sample")))
 
 
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
 
 
 def format_table(runs: Sequence[RunSummary], *, short: bool = False) -> str:
@@ -395,32 +408,3 @@ def format_table(runs: Sequence[RunSummary], *, short: bool = False) -> str:
     if short:
         lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")
     return "\n".join(lines)
-
-
-# --- choices from the recipe ---------------------------------------------------------------
-
-def pick(listed: str | None, variation: str, default: str, *, group: str, input_name: str) -> str | None:
-    """The comma-separated input when given (only beside the group's default), else None."""
-    if listed is None:
-        return None
-    if variation != default:
-        raise AppConfigError(f"both _{variation} and --input {input_name}={listed} choose the {group}",
-                             hint=f"drop one of the two (_{default} is the default, used when neither is given)")
-    return listed
-
-
-def scenarios_from_list(listed: str, round_: Round, benchmark: str) -> tuple[str, ...]:
-    """`Offline,server` -> ("Offline", "Server"), each checked against the round."""
-    names = tuple(dict.fromkeys(n.strip() for n in listed.split(",") if n.strip()))
-    return tuple(s for n in names for s in scenarios_for(n.lower(), round_, benchmark))
-
-
-def modes_from_list(listed: str) -> tuple[str, ...]:
-    """`performance,accuracy` -> ("performance", "accuracy"); TEST06 may be written test06 or compliance."""
-    out: list[str] = []
-    for name in (n.strip().lower() for n in listed.split(",") if n.strip()):
-        mode = "test06" if name in ("test06", "compliance") else name
-        if mode not in MODES:
-            raise AppConfigError(f"unknown mode {name!r} in modes={listed}", hint=f"modes are {', '.join(MODES)}")
-        out.append(mode)
-    return tuple(dict.fromkeys(out))

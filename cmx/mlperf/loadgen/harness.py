@@ -1,11 +1,15 @@
-"""Run ONE LoadGen test in this process (performance, accuracy or TEST06) on a vLLM backend, and judge its logs.
+"""Run ONE LoadGen test in this process (performance, accuracy or TEST06) on a backend, and judge its logs.
 
 LoadGen's `TestSettings.FromConfig` may be called once per process (a second call writes
 "Multiple conf files are used" into the next run's log, which fails the accuracy check), so each
 test is its own process:
 
-    python -m cmx.mlperf.loadgen.harness --model DIR --dataset PKL --scenario Server --mode performance \\
-        --user-conf user.conf --output OUT [--device cpu] [--max-tokens N] [--rows N]
+    python -m cmx.mlperf.loadgen.harness --config OUT/harness_config.json
+
+The config file is a `HarnessConfig` as JSON (written by `run_test`); the benchmark
+(cmx.mlperf.benchmarks) loads the dataset and scores the accuracy log; the backend is vLLM in
+this process, or an OpenAI-compatible endpoint (`HarnessConfig.endpoint`), whose API key comes
+from the environment variable CMX_ENDPOINT_API_KEY, never from the file or the command line.
 
 Callers use `run_test(...)`, which starts that process and returns its `HarnessResult`; they never
 call FromConfig themselves. The process builds and warms up the backend before LoadGen's timed
@@ -34,6 +38,7 @@ from cmx.errors import CmxError
 MODES = ("performance", "accuracy", "test06")
 SCENARIOS = ("Offline", "Server", "Interactive")
 RESULT_JSON = "result.json"
+CONFIG_JSON = "harness_config.json"
 ACCURACY_LOG = "mlperf_log_accuracy.json"
 ACCURACY_TXT = "accuracy.txt"
 VERIFY_TXT = "verify_accuracy.txt"
@@ -45,10 +50,40 @@ class HarnessError(CmxError):
 
 
 @dataclass(frozen=True)
-class HarnessConfig:
-    """One test: what to run it on, and where its logs go."""
+class EngineSettings:
+    """vLLM engine options (in-process, or for the server cmx starts); None means the device profile's default."""
 
-    model: Path
+    precision: str | None = None
+    tensor_parallel_size: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """An OpenAI-compatible server to send the samples to (cmx.mlperf.backends.endpoint).
+
+    url: the API's base (http://HOST:PORT/v1); model: the served name (None: the only one it serves);
+    request_timeout_s: the most one request may take; max_concurrency: Offline requests in flight.
+    The API key travels in the environment (API_KEY_ENV), never here.
+    """
+
+    url: str
+    model: str | None = None
+    request_timeout_s: float = 600.0
+    max_concurrency: int = 256
+
+
+API_KEY_ENV = "CMX_ENDPOINT_API_KEY"
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    """One test: what to run it on, and where its logs go. Written to JSON and read back (`to_json`, `from_json`)."""
+
+    model: Path          # the checkpoint (tokenizer, and the weights for in-process vLLM)
     dataset: Path
     scenario: str
     mode: str
@@ -59,12 +94,8 @@ class HarnessConfig:
     device: str = "cpu"
     max_tokens: int = 1024
     rows: int | None = None
-    max_model_len: int | None = None
-    max_num_seqs: int | None = None
-    tensor_parallel_size: int = 1
-    precision: str | None = None
-    max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = None
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    endpoint: EndpointSettings | None = None  # None: vLLM in this process
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -72,19 +103,28 @@ class HarnessConfig:
         if self.mode not in MODES:
             raise HarnessError(f"unknown mode {self.mode!r}", hint=f"one of {', '.join(MODES)}")
 
-    def argv(self) -> list[str]:
-        """The command-line arguments that give this config back (`parse_args`)."""
-        args = ["--model", str(self.model), "--dataset", str(self.dataset), "--scenario", self.scenario,
-                "--mode", self.mode, "--user-conf", str(self.user_conf), "--output", str(self.output),
-                "--round", self.round, "--benchmark", self.benchmark, "--device", self.device,
-                "--max-tokens", str(self.max_tokens), "--tensor-parallel-size", str(self.tensor_parallel_size)]
-        for flag, value in (("--rows", self.rows), ("--max-model-len", self.max_model_len),
-                            ("--max-num-seqs", self.max_num_seqs), ("--precision", self.precision),
-                            ("--max-num-batched-tokens", self.max_num_batched_tokens),
-                            ("--gpu-memory-utilization", self.gpu_memory_utilization)):
-            if value is not None:
-                args += [flag, str(value)]
-        return args
+    @property
+    def backend(self) -> str:
+        return "endpoint" if self.endpoint else "vllm"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, default=str) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> HarnessConfig:
+        data = json.loads(text)
+        try:
+            engine = EngineSettings(**data.pop("engine", {}))
+            endpoint = data.pop("endpoint", None)
+            paths = {k: Path(data.pop(k)) for k in ("model", "dataset", "user_conf", "output")}
+            return cls(**data, **paths, engine=engine, endpoint=EndpointSettings(**endpoint) if endpoint else None)
+        except (TypeError, KeyError) as err:
+            raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
+
+    def argv(self, config_file: Path) -> list[str]:
+        """The harness command's arguments: the config, written to `config_file`."""
+        config_file.write_text(self.to_json(), encoding="utf-8")
+        return ["--config", str(config_file)]
 
 
 @dataclass(frozen=True)
@@ -130,16 +170,27 @@ class HarnessResult:
 # --- in the harness process ---------------------------------------------------------------------
 
 def build_backend(config: HarnessConfig, logger: logging.Logger) -> Any:
-    """The vLLM backend the device profile describes (streaming for Server and Interactive)."""
+    """The backend the config names: vLLM in this process as the device profile describes it (streaming for
+    Server and Interactive), or the endpoint, with its API key from the environment."""
+    if config.endpoint is not None:
+        from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+        from cmx.secrets import Secret
+
+        key = os.environ.get(API_KEY_ENV)
+        e = config.endpoint
+        return EndpointBackend(EndpointConfig(url=e.url, model=e.model, api_key=Secret(key) if key else None,
+                                              request_timeout_s=e.request_timeout_s,
+                                              max_concurrency=e.max_concurrency, tokenizer=config.model),
+                               logger)
     from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
-    options = EngineOptions(device=config.device, precision=config.precision,
-                            tensor_parallel_size=config.tensor_parallel_size, max_num_seqs=config.max_num_seqs,
-                            max_num_batched_tokens=config.max_num_batched_tokens,
-                            gpu_memory_utilization=config.gpu_memory_utilization)
+    e = config.engine
+    options = EngineOptions(device=config.device, precision=e.precision, tensor_parallel_size=e.tensor_parallel_size,
+                            max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
+                            gpu_memory_utilization=e.gpu_memory_utilization)
     backend_config = VllmBackendConfig(model=config.model, options=options, streaming=config.scenario != "Offline",
-                                       max_model_len=config.max_model_len,
+                                       max_model_len=e.max_model_len,
                                        output_tokens_estimate=min(config.max_tokens, 300))
     return VllmBackend(backend_config, logger)
 
@@ -182,7 +233,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     """Run the test in this process (the harness process's job; call it once per process)."""
     import mlperf_loadgen as lg
 
-    from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
+    from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.sut import QSL, make_sut
     from cmx.mlperf.loadgen.test06 import write_audit_config
     from cmx.mlperf.rounds import load_round
@@ -195,7 +246,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     if audit.exists():
         raise HarnessError(f"a stray {audit} would silently change this run",
                            hint="it belongs to a TEST06 run that did not finish; remove it")
-    dataset = load_openorca(config.dataset)
+    dataset = benchmark_for(config.benchmark).load_dataset(config.dataset)
     if config.rows is not None:
         dataset = dataset.limit(config.rows)
 
@@ -227,8 +278,8 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             qsl.destroy(lg)
     finally:
         backend.stop()
-    details = {"engines": len(info.engines), "warmup_requests": info.warmup_requests,
-               "rows": len(dataset), "max_tokens": config.max_tokens}
+    details = {"backend": config.backend, "engines": len(info.engines), "warmup_requests": info.warmup_requests,
+               "rows": len(dataset), "max_tokens": config.max_tokens, **info.details}
     return judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
 
 
@@ -255,30 +306,13 @@ def judge(config: HarnessConfig, errors: list[Any], completed: int, start_second
 
 def parse_args(argv: list[str] | None = None) -> HarnessConfig:
     p = argparse.ArgumentParser(prog="python -m cmx.mlperf.loadgen.harness", description=__doc__.splitlines()[0])
-    p.add_argument("--model", type=Path, required=True, help="Hugging Face checkpoint folder")
-    p.add_argument("--dataset", type=Path, required=True, help="OpenOrca pickle")
-    p.add_argument("--scenario", choices=SCENARIOS, required=True)
-    p.add_argument("--mode", choices=MODES, required=True)
-    p.add_argument("--user-conf", type=Path, required=True)
-    p.add_argument("--output", type=Path, required=True, help="folder for LoadGen's logs and result.json")
-    p.add_argument("--round", default="v6.0")
-    p.add_argument("--benchmark", default="llama2-70b-99")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or rocm (a cmx.mlperf.backends.profiles device)")
-    p.add_argument("--max-tokens", type=int, default=1024)
-    p.add_argument("--rows", type=int, default=None, help="use the first N dataset rows (smoke runs)")
-    p.add_argument("--max-model-len", type=int, default=None)
-    p.add_argument("--max-num-seqs", type=int, default=None)
-    p.add_argument("--tensor-parallel-size", type=int, default=1)
-    p.add_argument("--precision", default=None)
-    p.add_argument("--max-num-batched-tokens", type=int, default=None)
-    p.add_argument("--gpu-memory-utilization", type=float, default=None)
+    p.add_argument("--config", type=Path, required=True, help="a HarnessConfig as JSON (run_test writes it)")
     a = p.parse_args(argv)
-    return HarnessConfig(model=a.model, dataset=a.dataset, scenario=a.scenario, mode=a.mode, user_conf=a.user_conf,
-                         output=a.output, round=a.round, benchmark=a.benchmark, device=a.device,
-                         max_tokens=a.max_tokens, rows=a.rows, max_model_len=a.max_model_len,
-                         max_num_seqs=a.max_num_seqs, tensor_parallel_size=a.tensor_parallel_size,
-                         precision=a.precision, max_num_batched_tokens=a.max_num_batched_tokens,
-                         gpu_memory_utilization=a.gpu_memory_utilization)
+    try:
+        text = a.config.read_text(encoding="utf-8")
+    except OSError as err:
+        raise HarnessError(f"cannot read the harness config: {err}", where=str(a.config)) from None
+    return HarnessConfig.from_json(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,7 +340,7 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
     result_path = config.output / RESULT_JSON
     result_path.unlink(missing_ok=True)
     log_path = config.output / "harness.log"
-    cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *config.argv()]
+    cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *config.argv(config.output / CONFIG_JSON)]
     log.info("harness: %s", " ".join(cmd))
     with log_path.open("w", encoding="utf-8") as out:
         try:
@@ -320,27 +354,22 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
     return HarnessResult.read(result_path)
 
 
-def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, rows: int | None = None,
-                      jobs: int = 1) -> Path:
-    """Score an accuracy run's log (ROUGE against the dataset's references, outputs decoded with
-    the tokenizer, special tokens skipped) and write accuracy.txt beside it."""
-    from transformers import AutoTokenizer
-
-    from cmx.mlperf.benchmarks.llama2_70b.accuracy import evaluate
-    from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
-    from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log, sha256_file
+def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str = "llama2-70b-99",
+                      rows: int | None = None, jobs: int = 1) -> Path:
+    """Score an accuracy run's log as the benchmark's reference does (outputs decoded with the
+    tokenizer, special tokens skipped) and write accuracy.txt beside it."""
+    from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.loadgen.accuracy_log import sha256_file
     from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
 
+    bench = benchmark_for(benchmark)
     log_path = Path(output_dir) / ACCURACY_LOG
-    records = read_accuracy_log(log_path)
-    data = load_openorca(dataset)
+    data = bench.load_dataset(dataset)
     if rows is not None:
         data = data.limit(rows)
-    references = [data.reference(i) for i in range(len(data))]
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    result = evaluate(records, references, lambda ids: tokenizer.decode(ids, skip_special_tokens=True), jobs=jobs)
+    values = bench.score(log_path, data, tokenizer_dir, jobs=jobs)
     path = Path(output_dir) / ACCURACY_TXT
-    path.write_text(format_accuracy_txt(result, sha256_file(log_path)), encoding="utf-8")
+    path.write_text(format_accuracy_txt(values, sha256_file(log_path)), encoding="utf-8")
     return path
 
 

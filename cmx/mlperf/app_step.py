@@ -1,0 +1,209 @@
+"""The app recipes' step (app-mlperf-inference-<benchmark>): the recipe's choices and inputs into an AppConfig, the run, the package.
+
+Each app recipe's run.py is `run_benchmark(ctx, "<family>")`; what differs between benchmarks is
+in the recipe (its deps, defaults, variations) and in the benchmark package, not here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from cmx.mlperf.app import MODES, AppConfigError
+from cmx.mlperf.rounds import Round
+
+
+def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]:
+    """The scenarios a variation names: one, or (`all-scenarios`) every one the round has for the benchmark."""
+    names = round_.benchmark(benchmark).scenario_names
+    if choice == "all-scenarios":
+        return names
+    wanted = choice.capitalize()
+    if wanted not in names:
+        raise AppConfigError(f"{benchmark} has no {wanted} scenario in {round_.name}",
+                             hint=f"its scenarios are {', '.join(names)}")
+    return (wanted,)
+
+
+
+def modes_for(choice: str) -> tuple[str, ...]:
+    """`valid` is what a submission needs per scenario: performance, accuracy and TEST06."""
+    table = {"performance": ("performance",), "accuracy": ("accuracy",), "compliance": ("test06",),
+             "valid": ("performance", "accuracy", "test06")}
+    if choice not in table:
+        raise AppConfigError(f"unknown mode {choice!r}", hint=f"one of {', '.join(table)}")
+    return table[choice]
+
+
+
+def system_name(facts: Mapping[str, Any], given: str | None = None) -> str:
+    """A folder name for the system: `given`, else the GPUs (`8xNVIDIA_H100_80GB_HBM3`) or the CPU model."""
+    if given:
+        return _slug(given)
+    gpus = facts.get("gpus") or []
+    if gpus:
+        first = gpus[0]
+        name = first.get("name", "gpu") if isinstance(first, Mapping) else str(first)
+        return _slug(f"{len(gpus)}x{name}")
+    return _slug(str(facts.get("cpu_model") or "cpu"))
+
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_") or "system"
+
+
+
+def pick(listed: str | None, variation: str, default: str, *, group: str, input_name: str) -> str | None:
+    """The comma-separated input when given (only beside the group's default), else None."""
+    if listed is None:
+        return None
+    if variation != default:
+        raise AppConfigError(f"both _{variation} and --input {input_name}={listed} choose the {group}",
+                             hint=f"drop one of the two (_{default} is the default, used when neither is given)")
+    return listed
+
+
+
+def scenarios_from_list(listed: str, round_: Round, benchmark: str) -> tuple[str, ...]:
+    """`Offline,server` -> ("Offline", "Server"), each checked against the round."""
+    names = tuple(dict.fromkeys(n.strip() for n in listed.split(",") if n.strip()))
+    return tuple(s for n in names for s in scenarios_for(n.lower(), round_, benchmark))
+
+
+
+def modes_from_list(listed: str) -> tuple[str, ...]:
+    """`performance,accuracy` -> ("performance", "accuracy"); TEST06 may be written test06 or compliance."""
+    out: list[str] = []
+    for name in (n.strip().lower() for n in listed.split(",") if n.strip()):
+        mode = "test06" if name in ("test06", "compliance") else name
+        if mode not in MODES:
+            raise AppConfigError(f"unknown mode {name!r} in modes={listed}", hint=f"modes are {', '.join(MODES)}")
+        out.append(mode)
+    return tuple(dict.fromkeys(out))
+
+
+# --- the step ----------------------------------------------------------------------------------
+
+def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
+    """Run the app recipe's step for the benchmark `family` (llama2-70b, llama3.1-8b) and return its outputs."""
+    from cmx.mlperf.app import SHORT_TIMEOUT_S, AppConfig, run_app
+    from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.loadgen.harness import EngineSettings
+    from cmx.mlperf.rounds import load_round
+
+    i = ctx.inputs
+    bench = benchmark_for(family)
+    name = benchmark_of(bench.names, ctx)
+    model = ctx.deps.model.outputs
+    short, tiny = ctx.flag("short"), bool(model["is_tiny"])
+    if ctx.flag("submission"):  # before the hours of benchmarking, not after
+        check_submission_inputs(ctx, name, short=short, tiny=tiny)
+    round_ = load_round(i["round"])
+    config = AppConfig(
+        round=i["round"], benchmark=name, device=ctx.context["device"],
+        scenarios=chosen_scenarios(ctx, round_, name), modes=chosen_modes(ctx),
+        model=Path(model["path"]), tokenizer=Path(model["tokenizer_path"]),
+        dataset=Path(ctx.deps.dataset.outputs["path"]),
+        results_dir=i["results_dir"] or ctx.workdir / "results",
+        system=system_name(ctx.deps.system.outputs, i["system_name"]),
+        target_qps={"Offline": i["target_qps_offline"], "Server": i["target_qps_server"],
+                    "Interactive": i["target_qps_interactive"]},
+        short=short, tiny=tiny, rows=i["rows"], max_tokens=i["max_tokens"] or bench.generation.max_tokens,
+        engine=EngineSettings(precision=ctx.context.get("precision"), tensor_parallel_size=i["tensor_parallel_size"],
+                              max_num_seqs=i["max_num_seqs"], max_num_batched_tokens=i["max_num_batched_tokens"],
+                              gpu_memory_utilization=i["gpu_memory_utilization"], max_model_len=i["max_model_len"]),
+        backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
+        server_log_dir=ctx.workdir,
+        timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))
+    result = run_app(config, logger=ctx.log)
+    ctx.log.info("results in %s\n%s", result.results_dir, result.table)
+    return {"results_dir": result.results_dir, "system": config.system, "benchmark": name,
+            "summary": [asdict(r) for r in result.runs], "table": result.table,
+            "submission": submission(ctx, config.results_dir) if ctx.flag("submission") else {}}
+
+
+def benchmark_of(names: tuple[str, ...], ctx: Any) -> str:
+    """The MLPerf name the query chose: the `target` variation (99, 99.9) where the benchmark has several."""
+    if len(names) == 1:
+        return names[0]
+    target = ctx.variation("target")
+    name = next((n for n in names if n.endswith(f"-{target}")), None)
+    if name is None:
+        raise AppConfigError(f"no benchmark {target!r} among {', '.join(names)}")
+    return name
+
+
+def chosen_scenarios(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]:
+    variation = ctx.variation("scenario")
+    listed = pick(ctx.inputs["scenarios"], variation, "offline", group="scenarios", input_name="scenarios")
+    return scenarios_from_list(listed, round_, benchmark) if listed else scenarios_for(variation, round_, benchmark)
+
+
+def chosen_modes(ctx: Any) -> tuple[str, ...]:
+    variation = ctx.variation("mode")
+    listed = pick(ctx.inputs["modes"], variation, "valid", group="tests", input_name="modes")
+    return modes_from_list(listed) if listed else modes_for(variation)
+
+
+def endpoint_settings(ctx: Any) -> Any:
+    """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one, or with _vllm."""
+    from cmx.mlperf.loadgen.harness import EndpointSettings
+
+    i = ctx.inputs
+    if ctx.variation("backend") != "endpoint":
+        given = [k for k in ("endpoint_url", "endpoint_model") if i[k]]
+        if given:
+            raise AppConfigError(f"--input {given[0]} needs the endpoint backend",
+                                 hint="add _endpoint to the query (the default, _vllm, runs vLLM in-process)")
+        return None
+    if not i["endpoint_url"]:
+        return None
+    return EndpointSettings(url=i["endpoint_url"], model=i["endpoint_model"], request_timeout_s=i["request_timeout_s"],
+                            max_concurrency=i["max_concurrency"])
+
+
+def origin(ctx: Any, model: Mapping[str, Any]) -> Any:
+    from cmx import __version__
+    from cmx.container import container_facts
+    from cmx.mlperf.provenance import RunOrigin, software_versions
+
+    return RunOrigin(command=ctx.run_argv, cmx_version=__version__,
+                     run_record=str(ctx.run_record) if ctx.run_record else None,
+                     system=dict(ctx.deps.system.outputs), software=software_versions(),
+                     model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny")},
+                     container=container_facts(), python=ctx.deps.system.outputs["python"])
+
+
+def check_submission_inputs(ctx: Any, benchmark: str, *, short: bool, tiny: bool) -> None:
+    """With _submission, what the packager would refuse after the run, refused before it."""
+    from cmx.mlperf.rounds import load_round
+    from cmx.mlperf.submission.package import closed_refusals
+    from cmx.mlperf.submission.system_desc import read_user_file
+
+    i = ctx.inputs
+    if not i["submitter"]:
+        raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
+    round_ = load_round(i["round"])
+    if i["system_file"]:
+        read_user_file(i["system_file"], round_)  # a missing file or an unknown field fails now
+    if i["division"] == "closed":
+        reasons = closed_refusals(short=short, tiny=tiny, rows=i["rows"],
+                                  dataset_size=round_.benchmark(benchmark).dataset_size)
+        if reasons:
+            raise AppConfigError("_submission into the closed division would be refused after the run: "
+                                 + "; ".join(reasons), hint="use --input division=open, or drop what it names")
+
+
+def submission(ctx: Any, results_dir: Path) -> dict[str, Any]:
+    from cmx.mlperf.submission.package import PackageRequest, package_and_check
+
+    i = ctx.inputs
+    request = PackageRequest(results_dir=results_dir, out_dir=i["submission_dir"] or results_dir.parent / "submission",
+                             submitter=i["submitter"], division=i["division"], round=i["round"],
+                             system_file=i["system_file"], calibration_file=i["calibration_file"])
+    packaged = package_and_check(request, ctx.log)
+    return {**packaged, "tree": str(packaged["tree"])}

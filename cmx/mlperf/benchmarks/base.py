@@ -1,0 +1,82 @@
+"""What a benchmark plug-in is: the `Benchmark` protocol, its `Dataset`, and how the reference generates.
+
+A benchmark is one package under cmx/mlperf/benchmarks/ whose `__init__` defines `BENCHMARK`, an
+object with the attributes and methods below; `cmx.mlperf.benchmarks.benchmark_for` finds it.
+The round's rules (sample counts, latency limits, accuracy targets, compliance tests) are data
+in cmx/mlperf/rounds/*.yaml, keyed by the MLPerf names the benchmark lists. The generic parts
+(harness, SUTs, backends, packager, checker) know a benchmark only through this protocol.
+See docs/benchmarks/adding-a-benchmark.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Generation:
+    """How the reference generates: greedy, at most `max_tokens` output tokens, stopping at the model's EOS.
+
+    `stop_token_ids` are ids besides the tokenizer's EOS that end an answer (Llama 3.1's <|eot_id|>,
+    say); `min_tokens` holds them back (LoadGen needs at least 2 tokens to compute TPOT).
+    """
+
+    max_tokens: int
+    min_tokens: int = 2
+    stop_token_ids: tuple[int, ...] = ()
+
+
+class Dataset(Protocol):
+    """A benchmark's samples as the QSL and the evaluator read them: prompt i as token ids, reference i as text."""
+
+    @property
+    def path(self) -> Path: ...
+
+    def __len__(self) -> int: ...
+
+    def prompt_ids(self, i: int) -> list[int]: ...
+
+    def reference(self, i: int) -> str: ...
+
+    def limit(self, n: int) -> Dataset: ...
+
+
+class Benchmark(Protocol):
+    """One MLPerf benchmark: its names, dataset, generation, accuracy and `_tiny` generator."""
+
+    @property
+    def family(self) -> str:
+        """The benchmark without its accuracy target: llama2-70b, llama3.1-8b."""
+        ...
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Its MLPerf names, one per accuracy target: llama2-70b-99, llama2-70b-99.9 (or just llama3.1-8b)."""
+        ...
+
+    @property
+    def loadgen_models(self) -> Mapping[str, str]:
+        """LoadGen's model name per scenario (mlperf.conf's keys): Offline -> llama2-70b, Interactive -> llama2-70b-interactive."""
+        ...
+
+    @property
+    def generation(self) -> Generation: ...
+
+    def load_dataset(self, path: Path) -> Dataset:
+        """Read and check the dataset file the dataset recipe produced (DatasetError naming what is wrong)."""
+        ...
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs: int = 1) -> Mapping[str, float | int]:
+        """The reference evaluator's result dict for an accuracy run's log, in its key order: what accuracy.txt prints."""
+        ...
+
+    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
+        """Write a random-weight model of the real architecture, with its tokenizer, into `dest`."""
+        ...
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        """Write a dataset in the real file format, tokenized with the tiny tokenizer, to `dest`."""
+        ...
