@@ -16,6 +16,8 @@ import pytest
 from cmx.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
+# recorded outputs of real tools and runs, shared by tests in every folder (tests/data/*/README.md)
+DATA = Path(__file__).resolve().parent / "data"
 CMX = [sys.executable, "-m", "cmx"]
 
 

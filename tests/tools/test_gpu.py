@@ -43,13 +43,14 @@ from cmx.tools.gpu import (
     visible_gpu_count,
     wanted,
 )
+from tests.conftest import DATA
 
-DATA = Path(__file__).parent / "data" / "gpu"
-SAMPLES = sorted(p for p in DATA.iterdir() if not p.name.endswith(".source.md"))
+GPU_DATA = DATA / "gpu"
+SAMPLES = sorted(p for p in GPU_DATA.iterdir() if not p.name.endswith(".source.md"))
 
 
 def sample(name: str) -> str:
-    return (DATA / name).read_text(encoding="utf-8")
+    return (GPU_DATA / name).read_text(encoding="utf-8")
 
 
 # --- the samples ---------------------------------------------------------------------------

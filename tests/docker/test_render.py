@@ -16,8 +16,7 @@ from cmx import api
 from cmx.docker import DockerError
 from cmx.docker.launch import DockerRun, container_spec, default_ca_bundle, mounts
 from cmx.docker.render import BuildOptions, User, docker_spec, render
-
-from .conftest import REPO, Home
+from tests.conftest import REPO, Home
 
 LLAMA2 = "app mlperf inference llama2"
 

@@ -104,84 +104,50 @@ def add_pythons(lab: Lab) -> None:
         """)
 
 
-def test_query_tags_must_all_be_carried(lab: Lab) -> None:
+@pytest.mark.parametrize("query, name, variations", [
+    pytest.param("get python-package", "get-python-package", (), id="every-query-tag-carried"),
+    pytest.param("python venv", "get-python-venv", (), id="a-subset-of-the-recipes-tags"),
+    pytest.param("get-python", "get-python", ("v3",), id="a-recipe-by-its-name"),
+    pytest.param("get python -venv", "get-python", ("v3",), id="minus-tag-excludes-and-group-default-applies"),
+    pytest.param("get python -venv _v2", "get-python", ("v2",), id="underscore-word-selects-a-variation"),
+    pytest.param("get,python,-venv,_v2", "get-python", ("v2",), id="commas-separate-words-like-cm"),
+])
+def test_a_query_picks_one_recipe_and_its_variations(lab: Lab, query: str, name: str,
+                                                     variations: tuple[str, ...]) -> None:
     add_pythons(lab)
-    assert lab.plan("get python-package").root_step.name == "get-python-package"
-    assert lab.plan("python venv").root_step.name == "get-python-venv"
+    step = lab.plan(query).root_step
+    assert (step.name, step.variations) == (name, variations)
 
 
-def test_query_matches_a_recipe_by_its_name(lab: Lab) -> None:
+@pytest.mark.parametrize("query, says, hint", [
+    pytest.param("get pyton", ["no recipe matches 'get pyton'"], ["'pyton': did you mean", "python"],
+                 id="zero-matches-suggest-the-close-tag"),
+    pytest.param("venv python-package", [], ["no recipe carries them all", "get-python-package", "get-python-venv"],
+                 id="zero-matches-of-known-tags-name-the-closest-recipes"),
+    pytest.param("get python", ["matches 2 recipes", "get-python (tags: tool)", "get-python-venv (tags: venv)"],
+                 ["-tag"], id="several-matches-list-each-with-its-extra-tags"),
+    pytest.param("get python -venv _v4", ["has no variation '_v4'"], ["version: _v3 _v2"],
+                 id="unknown-variation-lists-the-groups"),
+    pytest.param("get python -venv _v3 _v2", ["_v3 and _v2 both belong to group 'version'"], [],
+                 id="two-variations-of-one-group"),
+])
+def test_a_query_that_picks_no_single_recipe_says_why(lab: Lab, query: str, says: list[str], hint: list[str]) -> None:
     add_pythons(lab)
-    assert lab.plan("get-python").root_step.name == "get-python"
+    with pytest.raises(QueryError) as info:
+        lab.plan(query)
+    for part in says:
+        assert part in info.value.message
+    for part in hint:
+        assert part in (info.value.hint or "")
 
 
-def test_query_minus_tag_excludes_recipes(lab: Lab) -> None:
-    add_pythons(lab)
-    assert lab.plan("get python -venv").root_step.name == "get-python"
-
-
-def test_query_underscore_word_selects_a_variation(lab: Lab) -> None:
-    add_pythons(lab)
-    assert lab.plan("get python -venv _v2").root_step.variations == ("v2",)
-
-
-def test_query_commas_separate_words_like_cm(lab: Lab) -> None:
-    add_pythons(lab)
-    assert lab.plan("get,python,-venv,_v2").root_step.variations == ("v2",)
-
-
-@pytest.mark.parametrize("query", ["Get Python", "_v2", "get python!"])
+@pytest.mark.parametrize("query", ["Get Python", "_v2", "get python!"],
+                         ids=["capital-letters", "only-a-variation", "punctuation"])
 def test_malformed_query_is_a_query_error(lab: Lab, query: str) -> None:
     add_pythons(lab)
     with pytest.raises(QueryError) as info:
         lab.plan(query)
     assert info.value.hint
-
-
-def test_zero_matches_suggests_the_close_tag(lab: Lab) -> None:
-    add_pythons(lab)
-    with pytest.raises(QueryError) as info:
-        lab.plan("get pyton")
-    assert "no recipe matches 'get pyton'" in info.value.message
-    assert "'pyton': did you mean" in info.value.hint and "python" in info.value.hint
-
-
-def test_zero_matches_with_known_tags_names_the_closest_recipes(lab: Lab) -> None:
-    add_pythons(lab)
-    with pytest.raises(QueryError) as info:
-        lab.plan("venv python-package")
-    assert "no recipe carries them all" in info.value.hint
-    assert "get-python-package" in info.value.hint and "get-python-venv" in info.value.hint
-
-
-def test_several_matches_list_each_with_its_extra_tags(lab: Lab) -> None:
-    add_pythons(lab)
-    with pytest.raises(QueryError) as info:
-        lab.plan("get python")
-    message = info.value.message
-    assert "matches 2 recipes" in message
-    assert "get-python (tags: tool)" in message
-    assert "get-python-venv (tags: venv)" in message
-    assert "-tag" in info.value.hint
-
-
-def test_unknown_variation_suggests_the_close_one_and_lists_groups(lab: Lab) -> None:
-    add_pythons(lab)
-    with pytest.raises(QueryError) as info:
-        lab.plan("get python -venv _v4")
-    assert "has no variation '_v4'" in info.value.message
-    assert "version: _v3 _v2" in info.value.hint
-
-
-def test_two_variations_of_one_group_are_refused(lab: Lab) -> None:
-    add_pythons(lab)
-    with pytest.raises(QueryError, match="_v3 and _v2 both belong to group 'version'"):
-        lab.plan("get python -venv _v3 _v2")
-
-
-def test_group_default_applies_when_none_is_chosen(lab: Lab) -> None:
-    add_pythons(lab)
-    assert lab.plan("get python -venv").root_step.variations == ("v3",)
 
 
 def test_group_without_default_and_without_choice_picks_nothing(lab: Lab) -> None:
@@ -295,34 +261,18 @@ def add_precedence(lab: Lab, with_x: bool = True, variation_x: bool = True) -> N
         """)
 
 
-def test_inputs_command_line_beats_with(lab: Lab) -> None:
-    add_precedence(lab, variation_x=False)
-    step = lab.step("parent", "child", inputs={"child.x": "10"}, environ={"CHILD_X": "40"})
-    assert (step.inputs["x"], step.origins["x"]) == (10, "user")
-
-
-def test_inputs_with_beats_variation(lab: Lab) -> None:
-    add_precedence(lab)
-    step = lab.step("parent", "child", environ={"CHILD_X": "40"})
-    assert (step.inputs["x"], step.origins["x"]) == (20, "with")
-
-
-def test_inputs_variation_beats_env(lab: Lab) -> None:
-    add_precedence(lab, with_x=False)
-    step = lab.step("parent", "child", environ={"CHILD_X": "40"})
-    assert (step.inputs["x"], step.origins["x"]) == (30, "variation")
-
-
-def test_inputs_env_beats_default(lab: Lab) -> None:
-    add_precedence(lab, with_x=False, variation_x=False)
-    step = lab.step("parent", "child", environ={"CHILD_X": "40"})
-    assert (step.inputs["x"], step.origins["x"]) == (40, "env")
-
-
-def test_inputs_default_applies_last(lab: Lab) -> None:
-    add_precedence(lab, with_x=False, variation_x=False)
-    step = lab.step("parent", "child", environ={})
-    assert (step.inputs["x"], step.origins["x"]) == (1, "default")
+@pytest.mark.parametrize("with_x, variation_x, inputs, environ, value, origin", [
+    pytest.param(True, False, {"child.x": "10"}, {"CHILD_X": "40"}, 10, "user", id="command-line-beats-with"),
+    pytest.param(True, True, {}, {"CHILD_X": "40"}, 20, "with", id="with-beats-variation"),
+    pytest.param(False, True, {}, {"CHILD_X": "40"}, 30, "variation", id="variation-beats-env"),
+    pytest.param(False, False, {}, {"CHILD_X": "40"}, 40, "env", id="env-beats-default"),
+    pytest.param(False, False, {}, {}, 1, "default", id="default-applies-last"),
+])
+def test_input_precedence(lab: Lab, with_x: bool, variation_x: bool, inputs: dict[str, str],
+                          environ: dict[str, str], value: int, origin: str) -> None:
+    add_precedence(lab, with_x=with_x, variation_x=variation_x)
+    step = lab.step("parent", "child", inputs=inputs, environ=environ)
+    assert (step.inputs["x"], step.origins["x"]) == (value, origin)
 
 
 def test_environment_is_read_from_os_environ_by_default(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -347,44 +297,34 @@ def add_sized(lab: Lab) -> None:
         """)
 
 
-def test_user_value_conflicting_with_a_variation_is_an_input_error(lab: Lab) -> None:
+@pytest.mark.parametrize("query, inputs, says, hint", [
+    pytest.param("dataset _tiny", {"samples": "8", "name": "x"},
+                 "you set samples=8 but variation _tiny of 'dataset' sets it to 16", ["never overrides your value"],
+                 id="conflicting-with-a-chosen-variation"),
+    pytest.param("dataset", {"sample": "8", "name": "x"}, "recipe 'dataset' has no input 'sample'",
+                 ["did you mean 'samples'?", "valid inputs: samples (int), url (url), name (str)"],
+                 id="unknown-input-lists-the-valid-ones"),
+    pytest.param("dataset", {"samples": "lots", "name": "x"},
+                 "input 'samples' of 'dataset' (from command line): expected an integer, got 'lots'", [],
+                 id="int-of-the-wrong-type"),
+    pytest.param("dataset", {"url": "example.org", "name": "x"}, "expected a URL", [], id="url-of-the-wrong-type"),
+    pytest.param("dataset", {}, "input 'name' of 'dataset' is required and has no value", ["--input name=..."],
+                 id="required-input-missing-says-how-to-give-it"),
+])
+def test_a_bad_user_input_is_an_input_error_that_says_why(lab: Lab, query: str, inputs: dict[str, str], says: str,
+                                                          hint: list[str]) -> None:
     add_sized(lab)
     with pytest.raises(InputError) as info:
-        lab.plan("dataset _tiny", inputs={"samples": "8", "name": "x"})
-    assert "you set samples=8 but variation _tiny of 'dataset' sets it to 16" in info.value.message
-    assert "never overrides your value" in info.value.hint
+        lab.plan(query, inputs=inputs)
+    assert says in info.value.message
+    for part in hint:
+        assert part in (info.value.hint or "")
 
 
 def test_user_value_equal_to_the_variation_is_accepted(lab: Lab) -> None:
     add_sized(lab)
     step = lab.step("dataset _tiny", inputs={"samples": "16", "name": "x"})
     assert (step.inputs["samples"], step.origins["samples"]) == (16, "user")
-
-
-def test_unknown_input_lists_the_valid_ones(lab: Lab) -> None:
-    add_sized(lab)
-    with pytest.raises(InputError) as info:
-        lab.plan("dataset", inputs={"sample": "8", "name": "x"})
-    assert "recipe 'dataset' has no input 'sample'" in info.value.message
-    assert "did you mean 'samples'?" in info.value.hint
-    assert "valid inputs: samples (int), url (url), name (str)" in info.value.hint
-
-
-def test_input_of_wrong_type_says_what_was_expected(lab: Lab) -> None:
-    add_sized(lab)
-    with pytest.raises(InputError, match=r"input 'samples' of 'dataset' \(from command line\): expected an integer, "
-                                         r"got 'lots'"):
-        lab.plan("dataset", inputs={"samples": "lots", "name": "x"})
-    with pytest.raises(InputError, match="expected a URL"):
-        lab.plan("dataset", inputs={"url": "example.org", "name": "x"})
-
-
-def test_required_input_missing_says_how_to_give_it(lab: Lab) -> None:
-    add_sized(lab)
-    with pytest.raises(InputError) as info:
-        lab.plan("dataset")
-    assert "input 'name' of 'dataset' is required and has no value" in info.value.message
-    assert "--input name=..." in info.value.hint
 
 
 def test_required_input_of_a_dep_hints_the_qualified_form_and_env(lab: Lab) -> None:
@@ -454,10 +394,22 @@ def add_templates(lab: Lab, with_block: str, child_inputs: str) -> None:
         """)
 
 
-def test_with_reference_passes_the_typed_value_through(lab: Lab) -> None:
-    add_templates(lab, '{count: "{{ inputs.n }}"}', "{count: {type: int}}")
-    step = lab.step("tparent", "tchild", environ={"TP_TOKEN": "s3cret"})
-    assert step.inputs["count"] == 5 and step.origins["count"] == "with"
+@pytest.mark.parametrize("with_block, child_inputs, kw, name, value", [
+    pytest.param('{count: "{{ inputs.n }}"}', "{count: {type: int}}", {}, "count", 5,
+                 id="reference-passes-the-typed-value-through"),
+    pytest.param('{dev: "{{ context.device }}"}', "{dev: {type: str}}", {"context": {"device": "rocm"}}, "dev", "rocm",
+                 id="reference-to-the-context"),
+    pytest.param('{label: "v{{ inputs.n }}-{{ context.device }}"}', "{label: {type: str}}",
+                 {"context": {"device": "cpu"}, "inputs": {"n": "7"}}, "label", "v7-cpu",
+                 id="general-template-rendered-to-text"),
+    pytest.param('{count: "{{ inputs.n * 10 }}"}', "{count: {type: int}}", {}, "count", 50,
+                 id="general-template-coerced-to-the-dep-input-type"),
+])
+def test_a_with_template_gives_the_dep_its_value(lab: Lab, with_block: str, child_inputs: str, kw: dict,
+                                                 name: str, value: object) -> None:
+    add_templates(lab, with_block, child_inputs)
+    step = lab.step("tparent", "tchild", environ={"TP_TOKEN": "s3cret"}, **kw)
+    assert (step.inputs[name], step.origins[name]) == (value, "with")
 
 
 def test_with_reference_keeps_a_secret_a_secret(lab: Lab) -> None:
@@ -465,25 +417,6 @@ def test_with_reference_keeps_a_secret_a_secret(lab: Lab) -> None:
     step = lab.step("tparent", "tchild", environ={"TP_TOKEN": "s3cret"})
     assert isinstance(step.inputs["key"], Secret) and step.inputs["key"].reveal() == "s3cret"
     assert "s3cret" not in repr(step.public_inputs())
-
-
-def test_with_reference_to_context(lab: Lab) -> None:
-    add_templates(lab, '{dev: "{{ context.device }}"}', "{dev: {type: str}}")
-    step = lab.step("tparent", "tchild", context={"device": "rocm"}, environ={"TP_TOKEN": "t"})
-    assert step.inputs["dev"] == "rocm"
-
-
-def test_with_general_template_is_rendered_to_text(lab: Lab) -> None:
-    add_templates(lab, '{label: "v{{ inputs.n }}-{{ context.device }}"}', "{label: {type: str}}")
-    step = lab.step("tparent", "tchild", context={"device": "cpu"}, environ={"TP_TOKEN": "t"},
-                    inputs={"n": "7"})
-    assert step.inputs["label"] == "v7-cpu"
-
-
-def test_with_general_template_is_coerced_to_the_dep_input_type(lab: Lab) -> None:
-    add_templates(lab, '{count: "{{ inputs.n * 10 }}"}', "{count: {type: int}}")
-    step = lab.step("tparent", "tchild", environ={"TP_TOKEN": "t"})
-    assert step.inputs["count"] == 50
 
 
 def test_with_template_reading_an_unset_value_is_a_plan_error(lab: Lab) -> None:
@@ -620,29 +553,22 @@ def test_dep_on_a_shared_step_is_shared_across_context_values(lab: Lab) -> None:
     assert rocm.steps["get-dataset"].key == cuda.steps["get-dataset"].key
 
 
-def test_cycle_is_an_error_that_prints_the_chain(lab: Lab) -> None:
-    lab.add("name: a\ntags: [a]\ndeps:\n  - tags: b\n")
-    lab.add("name: b\ntags: [b]\ndeps:\n  - tags: a\n")
+@pytest.mark.parametrize("recipes, query, message", [
+    pytest.param(["name: a\ntags: [a]\ndeps:\n  - tags: b\n", "name: b\ntags: [b]\ndeps:\n  - tags: a\n"], "a",
+                 "dependency cycle: a → b → a", id="two-recipes"),
+    pytest.param(["name: root\ntags: [root]\ndeps:\n  - tags: a\n", "name: a\ntags: [a]\ndeps:\n  - tags: b\n",
+                  "name: b\ntags: [b]\ndeps:\n  - tags: c\n", "name: c\ntags: [c]\ndeps:\n  - tags: a\n"], "root",
+                 "dependency cycle: a → b → c → a", id="only-the-cycle-below-the-root"),
+    pytest.param(["name: selfish\ntags: [selfish]\ndeps:\n  - tags: selfish\n"], "selfish",
+                 "dependency cycle: selfish → selfish", id="a-recipe-on-itself"),
+])
+def test_a_cycle_is_an_error_that_prints_the_chain(lab: Lab, recipes: list[str], query: str, message: str) -> None:
+    for yaml_text in recipes:
+        lab.add(yaml_text)
     with pytest.raises(PlanError) as info:
-        lab.plan("a")
-    assert "dependency cycle: a → b → a" in info.value.message
+        lab.plan(query)
+    assert info.value.message == message
     assert info.value.hint
-
-
-def test_longer_cycle_prints_only_the_cycle(lab: Lab) -> None:
-    lab.add("name: root\ntags: [root]\ndeps:\n  - tags: a\n")
-    lab.add("name: a\ntags: [a]\ndeps:\n  - tags: b\n")
-    lab.add("name: b\ntags: [b]\ndeps:\n  - tags: c\n")
-    lab.add("name: c\ntags: [c]\ndeps:\n  - tags: a\n")
-    with pytest.raises(PlanError) as info:
-        lab.plan("root")
-    assert info.value.message == "dependency cycle: a → b → c → a"
-
-
-def test_self_dependency_is_a_cycle(lab: Lab) -> None:
-    lab.add("name: selfish\ntags: [selfish]\ndeps:\n  - tags: selfish\n")
-    with pytest.raises(PlanError, match="dependency cycle: selfish → selfish"):
-        lab.plan("selfish")
 
 
 def test_unbounded_recursion_through_changing_inputs_stops_at_the_depth_limit(lab: Lab) -> None:
@@ -689,24 +615,20 @@ def test_key_is_stable_for_the_same_resolution(lab: Lab) -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", lab.key("keyed"))
 
 
-def test_key_changes_when_an_input_changes(lab: Lab) -> None:
-    lab.add(KEYED)
-    assert lab.key("keyed", inputs={"n": "1"}) != lab.key("keyed", inputs={"n": "2"})
-
-
 def test_key_does_not_depend_on_how_an_equal_input_was_given(lab: Lab) -> None:
     lab.add(KEYED)
     assert lab.key("keyed") == lab.key("keyed", inputs={"n": "1"})
 
 
-def test_key_changes_when_a_variation_changes(lab: Lab) -> None:
+@pytest.mark.parametrize("one, two", [
+    pytest.param(("keyed", {"inputs": {"n": "1"}}), ("keyed", {"inputs": {"n": "2"}}), id="an-input"),
+    pytest.param(("keyed _full", {}), ("keyed _tiny", {}), id="a-variation"),
+    pytest.param(("keyed", {"context": {"device": "cpu"}}), ("keyed", {"context": {"device": "rocm"}}),
+                 id="a-context-key-the-recipe-reads"),
+])
+def test_key_changes_when_what_it_covers_changes(lab: Lab, one: tuple[str, dict], two: tuple[str, dict]) -> None:
     lab.add(KEYED)
-    assert lab.key("keyed _full") != lab.key("keyed _tiny")
-
-
-def test_key_changes_when_a_read_context_key_changes(lab: Lab) -> None:
-    lab.add(KEYED)
-    assert lab.key("keyed", context={"device": "cpu"}) != lab.key("keyed", context={"device": "rocm"})
+    assert lab.key(one[0], **one[1]) != lab.key(two[0], **two[1])
 
 
 def test_key_ignores_context_keys_the_recipe_does_not_read(lab: Lab) -> None:
@@ -994,14 +916,16 @@ def test_a_fingerprinted_key_changes_with_a_listed_environment_variable(lab: Lab
     assert a != b
 
 
-def test_fingerprint_paths_must_be_absolute_and_programs_bare_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fingerprint, says", [
+    pytest.param("files: [etc/os-release]", "must be an absolute path", id="a-relative-file"),
+    pytest.param("programs: [/usr/bin/nvcc]", "looked up on PATH", id="a-program-with-a-folder"),
+])
+def test_fingerprint_paths_must_be_absolute_and_programs_bare_names(tmp_path: Path, fingerprint: str,
+                                                                    says: str) -> None:
     folder = tmp_path / "bad-fp"
     folder.mkdir()
-    (folder / "recipe.yaml").write_text("name: bad-fp\ntags: [x]\ncache:\n  fingerprint:\n    files: [etc/os-release]\n")
-    with pytest.raises(RecipeError, match="must be an absolute path"):
-        load_recipe(folder)
-    (folder / "recipe.yaml").write_text("name: bad-fp\ntags: [x]\ncache:\n  fingerprint:\n    programs: [/usr/bin/nvcc]\n")
-    with pytest.raises(RecipeError, match="looked up on PATH"):
+    (folder / "recipe.yaml").write_text(f"name: bad-fp\ntags: [x]\ncache:\n  fingerprint:\n    {fingerprint}\n")
+    with pytest.raises(RecipeError, match=says):
         load_recipe(folder)
 
 

@@ -28,6 +28,7 @@ from cmx.tools.system import (
     parse_os_release,
     read_os_release,
 )
+from tests.conftest import REPO
 
 DEBIAN_12 = """PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
 NAME="Debian GNU/Linux"
@@ -131,7 +132,7 @@ def test_reading_the_system_starts_no_process() -> None:
         print(json.dumps(spawned))
     """)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert json.loads(done.stdout) == []
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CMX, REPO, Home
+from tests.conftest import CMX, DATA, REPO, Home
 
-DATA = Path(__file__).parent / "data" / "gpu"
+GPU_DATA = DATA / "gpu"
 RECIPES = ("detect-system", "detect-gpu", "get-cuda", "get-rocm")
 
 
@@ -45,10 +45,10 @@ class Host:
         folder = folder or self.bin
         folder.mkdir(parents=True, exist_ok=True)
         query = outputs.get("query")
-        cases = f'  *--query-gpu*) cat "{DATA / query}" ;;\n' if query else ""
+        cases = f'  *--query-gpu*) cat "{GPU_DATA / query}" ;;\n' if query else ""
         script = folder / name
         script.write_text(f'#!/bin/sh\necho "{name} $*" >> "{self.calls}"\ncase "$*" in\n{cases}'
-                          f'  *) cat "{DATA / outputs["default"]}" ;;\nesac\nexit {status}\n')
+                          f'  *) cat "{GPU_DATA / outputs["default"]}" ;;\nesac\nexit {status}\n')
         script.chmod(0o755)
         return script
 
@@ -145,7 +145,7 @@ def test_get_cuda_driver_checks_the_cuda_version_the_driver_supports(host: Host)
 def test_get_rocm_finds_the_release_and_the_gpus_of_a_rocm_folder(host: Host, tmp_path: Path) -> None:
     rocm = tmp_path / "rocm"
     (rocm / ".info").mkdir(parents=True)
-    shutil.copy(DATA / "rocm-info-version.txt", rocm / ".info" / "version")
+    shutil.copy(GPU_DATA / "rocm-info-version.txt", rocm / ".info" / "version")
     host.tool("amd-smi", folder=rocm / "bin", default="amd-smi-static-mi300x.json")
     out = host.run_json("get rocm", "--input", "version_min=6.0", ROCM_PATH=str(rocm))["outputs"]
     assert out == {"version": "6.2.0", "home": str(rocm), "gpus": 4, "driver_version": "6.7.0", "amd_reason": ""}
