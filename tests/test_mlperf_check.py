@@ -199,6 +199,10 @@ MUTATIONS: list[tuple[str, Mutation, str, str, str]] = [
      f"systems/{SYSTEM}.json", "the number 0"),
     ("is-network-false", lambda r: edit_json(system_json(r), is_network="false"), "system.network",
      f"systems/{SYSTEM}.json", "is_network"),
+    ("remote-endpoint-in-closed", lambda r: edit_json(system_json(r), sw_notes=(
+        "SUT over HTTP: a remote OpenAI-compatible server (vLLM 0.32.0); LoadGen's SUT sends each sample to "
+        "POST /v1/completions as token ids, token ids back from the server")), "system.endpoint",
+     f"systems/{SYSTEM}.json", "another host"),
     ("division-mismatch", lambda r: edit_json(system_json(r), division="open"), "system.division",
      f"systems/{SYSTEM}.json", "division folder"),
     ("missing-test06-line", _replace(lambda r: result_dir(r, "Server") / "TEST06" / "verify_accuracy.txt",

@@ -157,6 +157,23 @@ def test_short_and_tiny_results_are_refused_for_closed_naming_every_reason(tmp_p
     assert "(6 reason(s))" in text
 
 
+REMOTE = {"kind": "endpoint", "transport": "http", "url": "http://gateway:8000/v1", "model": "llama",
+          "server_software": "vLLM", "server_version": "0.32.0", "token_ids_source": "server", "started_by_cmx": False}
+
+
+def test_a_run_against_a_remote_endpoint_is_refused_for_closed_and_named_in_open(tmp_path: Path, results: Path):
+    set_facts(results, "Server", backend=REMOTE)
+    text = refusal(request(tmp_path, results))
+    assert f"{SYSTEM}/{BENCHMARK}/Server: its SUT sent the samples over HTTP to a server on another host " \
+           "(http://gateway:8000/v1)" in text and "package it for open" in text
+    done = package(request(tmp_path, results, division="open"))
+    system = json.loads((done.tree / "systems" / f"{SYSTEM}.json").read_text())
+    assert system["sw_notes"].startswith("SUT over HTTP: a remote OpenAI-compatible server (vLLM 0.32.0)")
+    assert system["framework"] == "vLLM 0.32.0 (OpenAI-compatible server, over HTTP)"
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
+    assert "over HTTP: vLLM 0.32.0 at `http://gateway:8000/v1`" in readme
+
+
 def test_an_invalid_run_is_refused_in_open_too(tmp_path: Path, results: Path):
     detail = results / SYSTEM / BENCHMARK / "Offline" / "performance/run_1/mlperf_log_detail.txt"
     detail.write_text(detail.read_text().replace('"key": "result_validity", "value": "VALID"',

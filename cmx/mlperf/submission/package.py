@@ -36,6 +36,7 @@ from cmx.mlperf.submission.system_desc import (
     build_description,
     description_problems,
     detected_fields,
+    endpoint_is_remote,
     read_user_file,
     write_description,
 )
@@ -172,6 +173,11 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
     if closed:
         out += closed_refusals(short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), rows=facts.get("rows"),
                                dataset_size=bench.dataset_size)
+        backend = facts.get("backend") or {}
+        if backend.get("kind") == "endpoint" and endpoint_is_remote(str(backend.get("url") or "")):
+            out.append(f"its SUT sent the samples over HTTP to a server on another host ({backend.get('url')}): the "
+                       "closed division measures the system described, with LoadGen on it, and cmx does not make "
+                       "network-division results; package it for open")
     modes = ("performance", "accuracy", "test06") if closed else ("performance", "accuracy")
     for mode in modes:
         if not result.has(mode):
@@ -325,7 +331,14 @@ def _results_round(results: Sequence[SourceResult]) -> str:
 def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
     """What the system's own run detected (the first of its results that recorded it)."""
     source = next((r for r in results if r.system == system and r.origin), None)
-    return detected_fields(source.origin, str(source.facts.get("device") or "")) if source else {}
+    if source is None:
+        return {}
+    # an endpoint run of the system says so, a remote one first: the description covers all its results
+    backends = [r.facts.get("backend") or {} for r in results if r.system == system]
+    endpoints = sorted((b for b in backends if b.get("kind") == "endpoint"),
+                       key=lambda b: not endpoint_is_remote(str(b.get("url") or "")))
+    return detected_fields(source.origin, str(source.facts.get("device") or ""),
+                           endpoints[0] if endpoints else None)
 
 
 def _calibration_refusals(request: PackageRequest, results: Sequence[SourceResult]) -> list[str]:
@@ -393,7 +406,8 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
     origin = source.origin
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
-                  runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [])
+                  runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
+                  backend=source.facts.get("backend") or {"kind": "vllm"})
 
 
 def _write_code(dest: Path) -> None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -72,10 +74,12 @@ class FieldProblem:
 
 # --- building ---------------------------------------------------------------------------------
 
-def detected_fields(origin: RunOrigin | None, device: str = "") -> dict[str, str]:
+def detected_fields(origin: RunOrigin | None, device: str = "", backend: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The fields a run's own detection answers (CPU, memory, GPUs, OS, software), as strings.
 
-    `device` (cuda, rocm, cpu) is what the run ran on: only its GPU stack is named in framework."""
+    `device` (cuda, rocm, cpu) is what the run ran on: only its GPU stack is named in framework.
+    `backend` is cmx_run.json's record of how the SUT reached the model: for an endpoint, framework
+    names the server's software and version as the server reported them, and sw_notes says so."""
     if origin is None:
         return {}
     sysf, sw = origin.system, origin.software
@@ -103,12 +107,34 @@ def detected_fields(origin: RunOrigin | None, device: str = "") -> dict[str, str
                      "accelerator_host_interconnect", "accelerator_interconnect"):
             out[name] = "N/A"
     out["framework"] = framework_string(origin, device)
+    if backend and backend.get("kind") == "endpoint":
+        server = " ".join(str(backend[k]) for k in ("server_software", "server_version") if backend.get(k))
+        out["framework"] = f"{server or 'an OpenAI-compatible server'} (OpenAI-compatible server, over HTTP)"
+        out["sw_notes"] = endpoint_note(backend)
     stack = [f"Python {origin.python}" if origin.python else "",
              f"mlcommons-loadgen {sw['loadgen']}" if sw.get("loadgen") else "",
              f"cmx {origin.cmx_version}" if origin.cmx_version else "",
              f"GPU driver {sysf['driver_version']}" if sysf.get("driver_version") else ""]
     out["other_software_stack"] = ", ".join(s for s in stack if s)
     return {k: v for k, v in out.items() if v}
+
+
+ENDPOINT_NOTE = re.compile(r"SUT over HTTP: a (local|remote) OpenAI-compatible server")
+
+
+def endpoint_is_remote(url: str) -> bool:
+    """Whether an endpoint URL names another host (anything but loopback)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return not (host == "localhost" or host == "::1" or host.startswith("127."))
+
+
+def endpoint_note(backend: Mapping[str, Any]) -> str:
+    """sw_notes for an endpoint run: `cmx check` reads the local/remote word back (ENDPOINT_NOTE)."""
+    where = "remote" if endpoint_is_remote(str(backend.get("url") or "")) else "local"
+    server = " ".join(str(backend[k]) for k in ("server_software", "server_version") if backend.get(k)) or "unknown"
+    started = ", started by cmx" if backend.get("started_by_cmx") else ""
+    return (f"SUT over HTTP: a {where} OpenAI-compatible server ({server}{started}); LoadGen's SUT sends each "
+            f"sample to POST /v1/completions as token ids, token ids back from the {backend.get('token_ids_source') or 'server'}")
 
 
 def framework_string(origin: RunOrigin, device: str = "") -> str:
@@ -163,10 +189,14 @@ def as_field_text(value: Any) -> str:
 
 def build_description(round_: Round, *, detected: Mapping[str, str], user: Mapping[str, str], division: str,
                       submitter: str) -> dict[str, str]:
-    """Every field of the round, detection < user file < the packager's division and submitter, sorted by name."""
+    """Every field of the round, detection < user file < the packager's division and submitter, sorted by name.
+    An endpoint run's sw_notes sentence is kept after the user's own notes: it says what the SUT was."""
     merged = {name: "" for name in round_.submission.system_fields}
     merged.update(detected)
     merged.update(user)
+    note = detected.get("sw_notes", "")
+    if ENDPOINT_NOTE.search(note) and note not in merged.get("sw_notes", ""):
+        merged["sw_notes"] = "; ".join(n for n in (str(user.get("sw_notes") or "").strip(), note) if n)
     merged.update(division=division, submitter=submitter)
     return dict(sorted(merged.items()))
 
@@ -202,6 +232,11 @@ def description_problems(desc: Mapping[str, Any], round_: Round, *, division: st
     if submitter is not None and str(desc.get("submitter") or "").lower() not in ("", submitter.lower()):
         out.append(FieldProblem("submitter", repr(desc.get("submitter")),
                                 f"it must equal the submitter folder it is in, {submitter!r}"))
+    note = ENDPOINT_NOTE.search(str(desc.get("sw_notes") or ""))
+    if division == "closed" and note and note.group(1) == "remote":
+        out.append(FieldProblem("sw_notes", "a SUT that sent its samples over HTTP to a server on another host",
+                                "the closed division measures the system described, with LoadGen on it; cmx does not "
+                                "make network-division results (LoadGen over the network): package it for open"))
     if "is_network" in desc:
         out += _network_problems(desc["is_network"], division)
     elif division == "network":

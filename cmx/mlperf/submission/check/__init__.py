@@ -35,7 +35,8 @@ from cmx.mlperf.submission.tree import relative, system_json
 __all__ = ["CheckReport", "Problem", "ResultRow", "check_tree", "ERROR", "WARNING"]
 
 _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "division": "system.division",
-                "submitter": "system.submitter", "is_network": "system.network"}
+                "submitter": "system.submitter", "is_network": "system.network",
+                "sw_notes": "system.endpoint"}
 
 
 def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:

@@ -1,0 +1,123 @@
+"""The app with the endpoint backend: unit tests of how an endpoint run is recorded and packaged, and one
+e2e run of `_endpoint` through the CLI, where cmx starts `vllm serve` (CPU build, tiny Llama 2) itself,
+runs Offline and Server (performance, accuracy) over HTTP, stops the server, and packages the results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cmx.mlperf.app import AppConfig, AppConfigError, RunSummary, backend_record
+from cmx.mlperf.loadgen.harness import EndpointSettings
+from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.rounds import load_round
+from cmx.mlperf.submission.check import check_tree
+from cmx.mlperf.submission.check.report import format_report
+from cmx.mlperf.submission.system_desc import (
+    description_problems,
+    detected_fields,
+    endpoint_is_remote,
+)
+
+from .conftest import REPO, Home
+
+
+def config(tmp_path: Path, **kw: object) -> AppConfig:
+    base: dict[str, object] = dict(round="v6.0", benchmark="llama2-70b-99", device="cpu", scenarios=("Offline",),
+                                   modes=("performance",), model=tmp_path, tokenizer=tmp_path, dataset=tmp_path,
+                                   results_dir=tmp_path / "r", system="box", target_qps={"Offline": 1.0})
+    return AppConfig(**{**base, **kw})
+
+
+def summary(details: dict[str, object]) -> RunSummary:
+    return RunSummary(scenario="Offline", mode="performance", folder="f", validity="VALID", tokens_per_second=1.0,
+                      ttft_p99_ms=None, tpot_p99_ms=None, rouge=None, problems=[], details=details)
+
+
+def test_an_endpoint_url_with_the_in_process_backend_is_refused(tmp_path: Path):
+    with pytest.raises(AppConfigError, match="add _endpoint"):
+        config(tmp_path, endpoint=EndpointSettings(url="http://gw:8000/v1"))
+
+
+def test_the_backend_record_takes_the_servers_own_words_and_no_key(tmp_path: Path):
+    details = {"transport": "http", "url": "http://gw:8000/v1", "model": "m", "server_software": "vLLM",
+               "server_version": "0.32.0", "token_ids_source": "server", "api_key": "never"}
+    record = backend_record(config(tmp_path, backend="endpoint", endpoint=EndpointSettings(url="http://gw:8000/v1")),
+                            [summary(details)])
+    assert record == {"kind": "endpoint", "transport": "http", "url": "http://gw:8000/v1", "model": "m",
+                      "server_software": "vLLM", "server_version": "0.32.0", "token_ids_source": "server",
+                      "started_by_cmx": False, "server_log": None}
+    assert backend_record(config(tmp_path), []) == {"kind": "vllm", "transport": "in-process"}
+
+
+@pytest.mark.parametrize(("url", "remote"), [("http://127.0.0.1:8000/v1", False), ("http://localhost/v1", False),
+                                             ("http://[::1]:80/v1", False), ("http://gateway:8000/v1", True),
+                                             ("https://10.0.0.7/v1", True)])
+def test_an_endpoint_is_remote_unless_it_is_loopback(url: str, remote: bool):
+    assert endpoint_is_remote(url) is remote
+
+
+def test_a_remote_endpoint_is_written_down_and_kept_out_of_closed():
+    backend = {"kind": "endpoint", "url": "http://gateway:8000/v1", "server_software": "vLLM",
+               "server_version": "0.32.0", "token_ids_source": "server"}
+    from cmx.mlperf.provenance import RunOrigin
+
+    fields = detected_fields(RunOrigin(command=["cmx"], cmx_version="0", run_record=None, system={},
+                                       software={"vllm": "0.1"}, model={}),
+                             "cpu", backend)
+    assert fields["framework"] == "vLLM 0.32.0 (OpenAI-compatible server, over HTTP)"
+    assert fields["sw_notes"].startswith("SUT over HTTP: a remote OpenAI-compatible server (vLLM 0.32.0)")
+    v60 = load_round("v6.0")
+    closed = [p.field for p in description_problems(fields, v60, division="closed")]
+    opened = [p.field for p in description_problems(fields, v60, division="open")]
+    assert "sw_notes" in closed and "sw_notes" not in opened
+
+
+needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
+                                importlib.util.find_spec("mlperf_loadgen") is None,
+                                reason="vLLM (the cpu extra) and mlperf_loadgen are needed")
+
+
+def vllm_servers() -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "vllm.entrypoints.openai.api_server"], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if "pgrep" not in line]
+
+
+@needs_vllm
+@pytest.mark.e2e
+def test_the_endpoint_app_starts_vllm_serve_runs_offline_and_server_and_stops_it(home: Home, tmp_path: Path):
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
+                                             encoding="utf-8")
+    assert vllm_servers() == [], "another test left a vllm server running"
+    results, submission = tmp_path / "results", tmp_path / "submission"
+    proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _endpoint _submission",
+                    "--input", "scenarios=Offline,Server", "--input", "modes=performance,accuracy",
+                    "--input", "rows=128", "--input", f"results_dir={results}", "--input", "system_name=cpu-box",
+                    "--input", "submitter=cmx-test", "--input", f"system_file={REPO / 'docs/examples/system-demo.yaml'}",
+                    "--input", f"submission_dir={submission}", "--progress", "none", timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert vllm_servers() == [], "the server cmx started is still running"
+    for scenario in ("Offline", "Server"):
+        folder = results / "cpu-box" / "llama2-70b-99" / scenario
+        assert read_loadgen_run(folder / "performance" / "run_1").results.validity == "VALID", scenario
+        assert (folder / "accuracy" / "accuracy.txt").is_file()
+        facts = json.loads((folder / "cmx_run.json").read_text())
+        backend = facts["backend"]
+        assert backend["kind"] == "endpoint" and backend["started_by_cmx"] is True, backend
+        assert backend["server_software"] == "vLLM" and backend["server_version"], backend
+        assert backend["token_ids_source"] == "server"
+        assert Path(backend["server_log"]).stat().st_size > 0
+        assert json.loads((folder / "performance" / "run_1" / "result.json").read_text())["details"]["backend"] \
+            == "endpoint"
+    tree = submission / "open" / "cmx-test"
+    readme = (tree / "results" / "cpu-box" / "llama2-70b-99" / "Server" / "README.md").read_text()
+    assert "an OpenAI-compatible server over HTTP: vLLM" in readme
+    system = json.loads((tree / "systems" / "cpu-box.json").read_text())
+    assert system["sw_notes"].startswith("SUT over HTTP: a local OpenAI-compatible server (vLLM ")
+    report = check_tree(submission, "v6.0")
+    assert report.rules_broken() == {"loadgen.min-duration", "loadgen.sample-count", "accuracy.coverage"}, \
+        format_report(report)
