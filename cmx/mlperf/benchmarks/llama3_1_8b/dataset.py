@@ -109,7 +109,7 @@ def _read_rows(path: Path) -> list:
                            hint="check the path, or get the dataset with `cmx run \"get dataset cnndm\"`")
     compactor = _RowCompactor()
     try:
-        with open(path, "rb") as f:
+        with open(path, encoding="utf-8") as f:  # text: a bytes copy of the file is never held
             rows = json.load(f, object_hook=compactor)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path} is not valid JSON: {exc}",
