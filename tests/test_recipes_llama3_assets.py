@@ -1,4 +1,4 @@
-"""get-ml-model-llama3 and get-dataset-cnndm, end to end through the CLI in a throw-away cmx home, and cmx.tools.mlc_r2.
+"""get-ml-model-llama3 and get-dataset-cnndm, end to end through the CLI in a throw-away cmx home (e2e), and cmx.tools.mlc_r2.
 
 Downloads go to real HTTP servers on 127.0.0.1: tests/hf_server.py's Hugging Face Hub (serving
 a tiny Llama 3 made by cmx.mlperf.benchmarks.llama3_1_8b.tiny as its one repository), and an
@@ -32,9 +32,6 @@ from tests.hf_server import COMMIT, REPO_ID, TOKEN, HubSite, serve
 RECIPES = ("get-ml-model-llama3", "get-dataset-cnndm")
 URI = "/metadata/llama3-1-8b-cnn-eval.uri"
 BASE = "/llama3.1_8b/datasets"
-
-pytestmark = pytest.mark.e2e  # real cmx processes, real servers
-
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -78,6 +75,7 @@ def test_the_defaults_are_the_references_model_commit_and_dataset() -> None:
 
 # --- the tiny model and dataset ----------------------------------------------------------------------
 
+@pytest.mark.e2e  # real cmx processes
 def test_tiny_model_and_dataset_build_through_the_cli_and_come_from_the_cache_next_time(llama_home: Home) -> None:
     first = llama_home.cmx_json("run", "get dataset cnndm _tiny", "--input", "rows=64", "--input", "seed=5")
     assert first["outputs"]["rows"] == 64 and first["outputs"]["is_tiny"] is True
@@ -95,6 +93,7 @@ def test_tiny_model_and_dataset_build_through_the_cli_and_come_from_the_cache_ne
     assert "RANDOM weights" in logs and "summaries are random text" in logs
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_tiny_only_inputs_are_refused_for_the_real_model_and_dataset(llama_home: Home) -> None:
     proc = llama_home.cmx("run", "get ml-model llama3", "--input", "layers=4")
     assert proc.returncode == 1 and "layers applies to the tiny model only" in proc.stderr
@@ -124,6 +123,7 @@ def run_hub(home: Home, hub: HubSite, *args: str, token: str | None = TOKEN) -> 
                           timeout=120, check=False)
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_the_model_is_downloaded_at_the_commit_with_the_token_and_described(llama_home: Home, hub: HubSite) -> None:
     proc = run_hub(llama_home, hub, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -143,6 +143,7 @@ def test_the_model_is_downloaded_at_the_commit_with_the_token_and_described(llam
     assert again.returncode == 0 and json.loads(again.stdout)["outputs"] == out and len(hub.seen) == asked
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_fp16_runs_the_same_checkpoint_in_float16(llama_home: Home, hub: HubSite) -> None:
     proc = run_hub(llama_home, hub, "--json", "--input", "include=*.json *.safetensors")
     fp16 = subprocess.run([*CMX, "run", "get ml-model llama3 _fp16", "--input", f"repo={REPO_ID}", "--input",
@@ -155,6 +156,7 @@ def test_fp16_runs_the_same_checkpoint_in_float16(llama_home: Home, hub: HubSite
     assert "README.md" not in {p.name for p in Path(half["path"]).iterdir()}
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_a_repository_without_tokenizer_json_is_refused_before_any_download(llama_home: Home, hub: HubSite) -> None:
     proc = run_hub(llama_home, hub, "--input", "include=config.json *.safetensors")
     assert proc.returncode == 1
@@ -162,11 +164,13 @@ def test_a_repository_without_tokenizer_json_is_refused_before_any_download(llam
     assert hub.requests_for(f"/{REPO_ID}/resolve/") == [] and entries(llama_home, "get-ml-model-llama3") == []
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_a_gated_model_without_a_token_says_how_to_give_one(llama_home: Home, hub: HubSite) -> None:
     proc = run_hub(llama_home, hub, token=None)
     assert proc.returncode == 1 and "set HF_TOKEN" in proc.stderr
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_your_own_folder_is_used_in_place_and_one_without_tokenizer_json_is_refused(llama_home: Home,
                                                                                    tiny_model: Path,
                                                                                    tmp_path: Path) -> None:
@@ -231,6 +235,7 @@ def bucket(tiny_dataset: bytes) -> Iterator[Bucket]:
     next(served, None)
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_the_dataset_is_found_through_its_r2_metadata_and_checked_against_the_listed_md5(llama_home: Home,
                                                                                           bucket: Bucket) -> None:
     proc = llama_home.cmx("run", "get dataset cnndm", "--input", f"url={bucket.url}{URI}", "--input",
@@ -251,6 +256,7 @@ def test_the_dataset_is_found_through_its_r2_metadata_and_checked_against_the_li
     assert pinned["outputs"]["rows"] == 16 and f"sha256 {sha} verified" in everything_written(llama_home)
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_a_file_that_fails_the_listed_md5_or_the_given_sha256_leaves_no_entry(llama_home: Home,
                                                                             bucket: Bucket) -> None:
     wrong_sha = "0" * 64
@@ -263,6 +269,7 @@ def test_a_file_that_fails_the_listed_md5_or_the_given_sha256_leaves_no_entry(ll
     assert entries(llama_home, "get-dataset-cnndm") == []
 
 
+@pytest.mark.e2e  # real cmx processes
 def test_a_direct_url_to_a_file_that_is_not_the_dataset_fails_its_format_check(llama_home: Home,
                                                                              bucket: Bucket) -> None:
     bucket.files["/notes.json"] = b'{"hello": "world"}'
