@@ -10,11 +10,8 @@ import pandas as pd
 import pytest
 
 from cmx.errors import CmxError
-from cmx.mlperf.benchmarks.llama2_70b.dataset import (
-    DatasetError,
-    OpenOrca,
-    load_openorca,
-)
+from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.llama2_70b.dataset import OpenOrca, load_openorca
 from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama, make_tiny_openorca
 
 

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from cmx.mlperf.benchmarks.llama2_70b.model import (
-    ModelError,
-    check_own_folder,
     describe,
     make_tiny,
-    refuse_tiny_inputs,
     require_model_files,
+)
+from cmx.mlperf.benchmarks.model_folder import (
+    ModelError,
+    check_own_folder,
+    refuse_tiny_inputs,
 )
 
 

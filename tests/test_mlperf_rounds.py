@@ -55,8 +55,23 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
-    assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9")
-    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9",)
+    assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b")
+    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b")
+
+
+def test_llama3_1_8b_has_the_checkers_targets_upper_limit_and_latency_limits() -> None:
+    bench = load_round("v6.0").benchmark("llama3.1-8b")
+    targets = bench.accuracy
+    assert [(b.metric, b.value) for b in targets.minimums] == [
+        ("rouge1", 38.7792 * 0.99), ("rouge2", 15.9075 * 0.99), ("rougeL", 24.4957 * 0.99),
+        ("rougeLsum", 35.793 * 0.99), ("gen_len", 8167644 * 0.9)]
+    assert targets.maximum("gen_len") == 8167644 * 1.1
+    assert (bench.dataset_size, bench.performance_sample_count) == (13368, 13368)
+    server, interactive = bench.scenario("Server").latency, bench.scenario("Interactive").latency
+    assert (server.ttft_p99_ms, server.tpot_p99_ms, interactive.ttft_p99_ms, interactive.tpot_p99_ms) == \
+        (2000, 100, 500, 30)
+    assert bench.scenario("Interactive").loadgen_model == "llama3_1-8b-interactive"
+    assert bench.compliance_tests == ("TEST06",) and bench.missing_scenarios({"Offline"}) == ["Server or Interactive"]
 
 
 def test_layout_names_the_code_folder_of_each_round() -> None:

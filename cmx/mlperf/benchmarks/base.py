@@ -15,6 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from cmx.errors import CmxError
+
+
+class DatasetError(CmxError):
+    """A dataset file is missing, unreadable, or not in the format the benchmark reads."""
+
 
 @dataclass(frozen=True)
 class Generation:

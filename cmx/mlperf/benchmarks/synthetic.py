@@ -164,3 +164,8 @@ def write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def llama_intermediate_size(hidden_size: int) -> int:
+    """The Llama MLP width: 3.5 × hidden (Llama 2 70B: 28672 for 8192; Llama 3.1 8B: 14336 for 4096), rounded up to 64."""
+    return -(-hidden_size * 7 // 2 // 64) * 64

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.base import DatasetError
 
 if TYPE_CHECKING:  # pandas is imported when a dataset is loaded, not when cmx starts
     import pandas as pd
@@ -28,10 +28,6 @@ TEXT_COLUMNS = ("input", "output")
 TOKEN_COLUMNS = ("tok_input",)
 LENGTH_COLUMNS = ("tok_input_length", "tok_output_length")
 REQUIRED_COLUMNS = (*TEXT_COLUMNS, *TOKEN_COLUMNS, *LENGTH_COLUMNS)
-
-
-class DatasetError(CmxError):
-    """A dataset file is missing, unreadable, or not in the format the benchmark reads."""
 
 
 @dataclass(frozen=True)

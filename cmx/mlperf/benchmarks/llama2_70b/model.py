@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.errors import CmxError
-
-DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # fp8: the checkpoint's own dtype, from its config.json
-TINY_DEFAULTS = {"seed": 0, "vocab_size": 4096, "hidden_size": 256, "layers": 2, "heads": 4}
-_FOLDER_HINT = "give the folder that holds config.json"
-
-
-class ModelError(CmxError):
-    """A model folder (or the files chosen to make one) lacks what the benchmark needs."""
+from cmx.mlperf.benchmarks.model_folder import (
+    DTYPES,
+    TINY_DEFAULTS,
+    ModelError,
+    read_json,
+)
 
 
 @dataclass(frozen=True)
@@ -37,13 +33,6 @@ class LlamaModel:
                 "precision": self.precision, "tokenizer_path": self.path, "eos_token_id": self.eos_token_id,
                 "is_tiny": self.is_tiny}
 
-
-def refuse_tiny_inputs(inputs: Mapping[str, object]) -> None:
-    """The tiny model's sizes and seed (TINY_DEFAULTS' keys) given for another model are a mistake."""
-    given = [k for k in TINY_DEFAULTS if inputs.get(k) is not None]
-    if given:
-        raise ModelError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to the tiny model only",
-                         hint="add _tiny to the query, or drop those inputs")
 
 
 def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
@@ -70,18 +59,6 @@ def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
     return describe(model.path, f"tiny-llama2-random-seed{seed}", "", precision, is_tiny=True)
 
 
-def check_own_folder(folder: Path) -> Path:
-    """`folder` (a user's model_path) when it is a Hugging Face model folder; refused otherwise."""
-    folder = Path(folder)
-    if not folder.exists():
-        raise ModelError(f"model_path {folder} does not exist", hint=_FOLDER_HINT)
-    if not folder.is_dir():
-        raise ModelError(f"model_path {folder} is not a folder", hint=_FOLDER_HINT)
-    if not (folder / "config.json").is_file():
-        raise ModelError(f"{folder} has no config.json: it is not a Hugging Face model folder",
-                         hint="give the folder that holds config.json, the *.safetensors and the tokenizer files")
-    return folder
-
 
 def require_model_files(paths: Collection[str], repo: str, revision: str) -> None:
     """Refuse a choice of files to download that lacks config.json or a tokenizer: before 130 GB, not after."""
@@ -95,6 +72,7 @@ def require_model_files(paths: Collection[str], repo: str, revision: str) -> Non
                                         "--input model_path=DIR after copying Llama 2's tokenizer files into DIR")
 
 
+
 def describe(folder: Path, name: str, revision: str, precision: str, *, is_tiny: bool,
              log: logging.Logger | None = None) -> LlamaModel:
     """The model in `folder`, read from its config.json and generation_config.json; it must have a tokenizer.
@@ -103,25 +81,15 @@ def describe(folder: Path, name: str, revision: str, precision: str, *, is_tiny:
     config whose `model_type` is not `llama` is accepted, with a warning to `log`.
     """
     folder = Path(folder)
-    config = _read_json(folder / "config.json")
+    config = read_json(folder / "config.json")
     if log is not None and config.get("model_type") not in (None, "llama"):
         log.warning("%s is a %r model, not a Llama: llama2-70b's closed division needs Llama 2 70B",
                     folder, config.get("model_type"))
     if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model")):
         raise ModelError(f"{folder} has no tokenizer (tokenizer.json or tokenizer.model)",
                          hint="copy the tokenizer files of meta-llama/Llama-2-70b-chat-hf into the folder")
-    generation = _read_json(folder / "generation_config.json") if (folder / "generation_config.json").is_file() else {}
+    generation = read_json(folder / "generation_config.json") if (folder / "generation_config.json").is_file() else {}
     eos = generation.get("eos_token_id", config.get("eos_token_id", 2))
     eos = eos[0] if isinstance(eos, list) else eos
     dtype = DTYPES.get(precision) or str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     return LlamaModel(folder, name, revision, dtype, precision, int(eos), is_tiny)
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}") from None
-    if not isinstance(value, dict):
-        raise ModelError(f"{path} is not a JSON object")
-    return value

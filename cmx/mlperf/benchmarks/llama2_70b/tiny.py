@@ -34,6 +34,7 @@ from cmx.mlperf.benchmarks.synthetic import (
     HEAD_SIZE,
     Lexicon,
     TextSample,
+    llama_intermediate_size,
     write_json,
     write_llama_weights,
     write_text,
@@ -107,7 +108,7 @@ def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden
     write_text(dest / "tokenizer.json", tokenizer_json)
     write_json(dest / "tokenizer_config.json", _tokenizer_config())
     write_json(dest / "special_tokens_map.json", {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"})
-    intermediate = _intermediate_size(hidden_size)
+    intermediate = llama_intermediate_size(hidden_size)
     write_json(dest / "config.json", _model_config(vocab_size, hidden_size, intermediate, layers, heads, kv_heads))
     write_json(dest / "generation_config.json", {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID,
                                                   "pad_token_id": UNK_ID})
@@ -134,11 +135,6 @@ def _check_sizes(vocab_size: int, hidden_size: int, layers: int, heads: int, kv_
                        hint=f"give a vocab_size from {smallest} (specials, 256 bytes and a few pieces) to "
                             f"{MAX_VOCAB} (the generated training text holds no more distinct pieces)")
 
-
-
-def _intermediate_size(hidden_size: int) -> int:
-    """Llama 2 70B's MLP is 3.5 × hidden (28672 for 8192); rounded up to a multiple of 64."""
-    return -(-hidden_size * 7 // 2 // 64) * 64
 
 
 

@@ -1,0 +1,57 @@
+"""llama3.1-8b: CNN/DailyMail summaries by Llama-3.1-8B-Instruct, ROUGE and GEN_LEN (language/llama3.1-8b in mlcommons/inference).
+
+The modules: generation (the reference's sampling, output length, EOS and token dtype, with
+their sources), dataset (cnn_eval.json), model (what a checkpoint folder must hold), accuracy
+(evaluation.py's metric), tiny (a random Llama 3 and a generated CNN/DailyMail set).
+`BENCHMARK` is what the generic parts see; it imports those modules when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmx.mlperf.benchmarks.base import Dataset, Generation
+
+
+@dataclass(frozen=True)
+class Llama3_1_8b:
+    family: str = "llama3.1-8b"
+    names: tuple[str, ...] = ("llama3.1-8b",)  # one accuracy target (constants.py: 99% of the reference)
+    # loadgen/mlperf.conf: llama3_1-8b.* and llama3_1-8b-interactive.*
+    loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
+        "Offline": "llama3_1-8b", "Server": "llama3_1-8b", "Interactive": "llama3_1-8b-interactive"})
+    # SUT_VLLM.py gen_kwargs: greedy, max_tokens 128, min_tokens 1 (2 here: LoadGen needs two tokens for
+    # TPOT); vLLM stops at the model's own end ids (generation_config.json), which the backends honour
+    generation: Generation = Generation(max_tokens=128)
+
+    def load_dataset(self, path: Path) -> Dataset:
+        from cmx.mlperf.benchmarks.llama3_1_8b.dataset import load_cnndm
+
+        return load_cnndm(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        from cmx.mlperf.benchmarks.llama3_1_8b.accuracy import (
+            evaluate,
+            reference_decoder,
+        )
+        from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
+
+        references = [dataset.reference(i) for i in range(len(dataset))]
+        result = evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
+        return result.as_dict()
+
+    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_llama3
+
+        return make_tiny_llama3(dest, seed).path
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_cnndm
+
+        return make_tiny_cnndm(dest, tokenizer_dir, rows, seed).path
+
+
+BENCHMARK = Llama3_1_8b()

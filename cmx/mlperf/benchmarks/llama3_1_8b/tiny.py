@@ -1,0 +1,351 @@
+"""A tiny random-weight Llama 3 and a cnn_eval.json-format dataset, made locally and byte-identically from a seed.
+
+They let the whole llama3.1-8b pipeline (tokenizer, vLLM, LoadGen, accuracy, submission tree) run
+on any machine with no download. The weights are random, so what the model writes is noise and
+its ROUGE scores mean nothing; only the formats are real:
+
+- the model is a `LlamaForCausalLM` checkpoint (config.json, model.safetensors in bfloat16,
+  generation_config.json) shaped like Llama-3.1-8B-Instruct's: grouped-query attention (a
+  quarter as many key/value heads), rope_theta 500000 with the "llama3" RoPE scaling, untied
+  embeddings, three end ids, with a head size of 64, which vLLM's CPU attention accepts (it
+  rejects 16; Llama 3 uses 128);
+- the tokenizer is a byte-level BPE (the pre-tokenizer regex and byte alphabet of Llama 3's
+  tiktoken-style tokenizer, `ignore_merges`), trained here on generated English-like text,
+  followed by Llama 3.1's 256 special tokens at the same offsets (<|begin_of_text|> first,
+  <|eot_id|> ninth after it...), saved as a tokenizer.json that `AutoTokenizer` loads offline.
+  The reference applies no chat template to its prompts, so none is written;
+- the dataset has the structure of the MLCommons cnn_eval.json (see `make_tiny_cnndm`).
+
+Nothing here imports torch or transformers (slow to import): weights are drawn with numpy and
+written in the safetensors format directly (numpy has no bfloat16).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
+    COLUMNS,
+    PROMPT_TEMPLATE,
+    SAMPLES,
+    TEMPLATE_KEY,
+)
+from cmx.mlperf.benchmarks.synthetic import (
+    HEAD_SIZE,
+    Lexicon,
+    llama_intermediate_size,
+    llama_weight_shapes,
+    write_json,
+    write_text,
+)
+
+# Llama 3's pre-tokenizer: this regex splits text (tokenizer.json's "Split" step), then bytes map to
+# printable characters (GPT-2's ByteLevel alphabet)
+SPLIT_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+SPECIAL_COUNT = 256  # Llama 3: ids 128000..128255, after the 128000 learned ones
+_NAMED_SPECIALS = {0: "<|begin_of_text|>", 1: "<|end_of_text|>", 4: "<|finetune_right_pad_id|>",
+                   6: "<|start_header_id|>", 7: "<|end_header_id|>", 8: "<|eom_id|>", 9: "<|eot_id|>",
+                   10: "<|python_tag|>"}  # offsets in the special block, as in Llama 3.1
+BOS, EOT = "<|begin_of_text|>", "<|eot_id|>"
+END_OFFSETS = (1, 8, 9)  # <|end_of_text|>, <|eom_id|>, <|eot_id|>: generation_config.json's eos_token_id
+MAX_POSITIONS = 131072  # Llama 3.1's; a full-length sequence holds 64 MiB of tiny KV cache in bfloat16
+_LEXICON_TEXTS = 6000
+
+
+@dataclass(frozen=True)
+class TinyLlama3:
+    """A tiny model folder made by make_tiny_llama3, and what it was made from."""
+
+    path: Path
+    seed: int
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    layers: int
+    heads: int
+    kv_heads: int
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.heads
+
+    @property
+    def bos_id(self) -> int:
+        return self.vocab_size - SPECIAL_COUNT
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        """The ids generation stops at (<|end_of_text|>, <|eom_id|>, <|eot_id|>)."""
+        return tuple(self.bos_id + offset for offset in END_OFFSETS)
+
+    @property
+    def eot_id(self) -> int:
+        """<|eot_id|>, the tokenizer's eos_token, as in Llama-3.1-8B-Instruct."""
+        return self.bos_id + 9
+
+
+@dataclass(frozen=True)
+class TinyCnnDailyMail:
+    """A dataset file made by make_tiny_cnndm."""
+
+    path: Path
+    rows: int
+    seed: int
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+def make_tiny_llama3(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden_size: int = 256, layers: int = 2,
+                     heads: int = 4, kv_heads: int | None = None) -> TinyLlama3:
+    """Write a random-weight Llama 3 model and its tokenizer into the folder `dest`.
+
+    The same arguments give byte-identical files. `vocab_size` counts the 256 special tokens;
+    `kv_heads` defaults to a quarter of the heads (8 of 32 in Llama 3.1 8B); `hidden_size`
+    must be `heads * 64`.
+    """
+    kv_heads = kv_heads if kv_heads is not None else max(1, heads // 4)
+    _check_sizes(vocab_size, hidden_size, layers, heads, kv_heads)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    tiny = TinyLlama3(dest, seed, vocab_size, hidden_size, llama_intermediate_size(hidden_size), layers, heads, kv_heads)
+    write_text(dest / "tokenizer.json", _trained_tokenizer_json(seed, vocab_size))
+    write_json(dest / "tokenizer_config.json", _tokenizer_config(tiny))
+    write_json(dest / "special_tokens_map.json", {"bos_token": _added_token(BOS), "eos_token": _added_token(EOT)})
+    write_json(dest / "config.json", _model_config(tiny))
+    # the real file also asks for sampling (temperature 0.6, top_p 0.9): the harness must set its own
+    write_json(dest / "generation_config.json", {"bos_token_id": tiny.bos_id, "do_sample": True,
+                                                  "eos_token_id": list(tiny.eos_ids), "temperature": 0.6,
+                                                  "top_p": 0.9})
+    _write_weights_bf16(dest / "model.safetensors", tiny)
+    return tiny
+
+
+def _check_sizes(vocab_size: int, hidden_size: int, layers: int, heads: int, kv_heads: int) -> None:
+    if heads < 1 or hidden_size != heads * HEAD_SIZE:
+        raise CmxError(f"a tiny model with hidden_size {hidden_size} and {heads} heads has a head size other "
+                       f"than {HEAD_SIZE}",
+                       hint=f"give hidden_size = heads × {HEAD_SIZE} (for {max(heads, 1)} heads: "
+                            f"{max(heads, 1) * HEAD_SIZE}); vLLM's CPU attention rejects small head sizes")
+    if kv_heads < 1 or heads % kv_heads:
+        raise CmxError(f"{heads} attention heads cannot be shared by {kv_heads} key/value heads",
+                       hint="give a number of key/value heads that divides the number of heads")
+    if layers < 1:
+        raise CmxError(f"a model needs at least one layer, not {layers}")
+    smallest = 256 + 256 + SPECIAL_COUNT  # the byte alphabet, some merges, the specials
+    if vocab_size < smallest:
+        raise CmxError(f"vocab_size {vocab_size} is too small for a tiny Llama 3 tokenizer",
+                       hint=f"give at least {smallest}: 256 byte tokens, a few merges and {SPECIAL_COUNT} specials")
+
+
+def _model_config(tiny: TinyLlama3) -> dict[str, object]:
+    """The keys of Llama-3.1-8B-Instruct's config.json, with tiny sizes."""
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": tiny.bos_id,
+        "eos_token_id": list(tiny.eos_ids),
+        "hidden_act": "silu",
+        "hidden_size": tiny.hidden_size,
+        "initializer_range": 0.02,
+        "intermediate_size": tiny.intermediate_size,
+        "max_position_embeddings": MAX_POSITIONS,
+        "mlp_bias": False,
+        "model_type": "llama",
+        "num_attention_heads": tiny.heads,
+        "num_hidden_layers": tiny.layers,
+        "num_key_value_heads": tiny.kv_heads,
+        "pretraining_tp": 1,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "use_cache": True,
+        "vocab_size": tiny.vocab_size,
+    }
+
+
+def _write_weights_bf16(path: Path, tiny: TinyLlama3) -> None:
+    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator,
+    stored as bfloat16 (rounded to nearest even) in a safetensors file."""
+    rng = np.random.Generator(np.random.PCG64(tiny.seed))  # PCG64 streams are the same on every platform
+    shapes = llama_weight_shapes(tiny.vocab_size, tiny.hidden_size, tiny.intermediate_size, tiny.layers, tiny.heads,
+                            tiny.kv_heads)
+    tensors: dict[str, np.ndarray] = {}
+    for name, shape in sorted(shapes.items()):
+        if name.endswith("norm.weight"):
+            values = np.ones(shape, dtype=np.float32)
+        else:
+            values = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
+        tensors[name] = _bfloat16_bits(values)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(_safetensors_bytes(tensors))
+    os.replace(tmp, path)
+
+
+def _bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """The bfloat16 bit patterns (uint16) of float32 values, rounded to nearest, ties to even."""
+    bits = values.astype("<f4").view("<u4").astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+
+
+def _safetensors_bytes(tensors: dict[str, np.ndarray]) -> bytes:
+    """A safetensors file of bfloat16 tensors (given as their uint16 bits), in the given order:
+    an 8-byte little-endian header size, the JSON header padded to 8 bytes, then the data."""
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, bits in tensors.items():
+        header[name] = {"dtype": "BF16", "shape": list(bits.shape), "data_offsets": [offset, offset + bits.nbytes]}
+        offset += bits.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return b"".join([len(text).to_bytes(8, "little"), text, *(bits.tobytes() for bits in tensors.values())])
+
+
+# --- the tokenizer -----------------------------------------------------------------------------
+
+def _special_tokens(vocab_size: int) -> list[tuple[int, str]]:
+    first = vocab_size - SPECIAL_COUNT
+    reserved = iter(range(SPECIAL_COUNT))
+    return [(first + offset, _NAMED_SPECIALS.get(offset) or f"<|reserved_special_token_{next(reserved)}|>")
+            for offset in range(SPECIAL_COUNT)]
+
+
+def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
+    """Train a byte-level BPE of vocab_size - 256 tokens on generated text and add Llama 3.1's 256
+    special tokens after them. Returns the tokenizer.json text."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    learned = vocab_size - SPECIAL_COUNT
+    trainer = trainers.BpeTrainer(vocab_size=learned, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=[], show_progress=False)
+    corpus = _training_corpus(seed)
+    tok.train_from_iterator(corpus, trainer, length=len(corpus))
+    trained = json.loads(tok.to_str())["model"]
+    if sorted(trained["vocab"].values()) != list(range(learned)):
+        raise CmxError(f"the tiny tokenizer learned {len(trained['vocab'])} tokens, not {learned}",
+                       hint="give a smaller vocab_size: the generated training text has too few distinct words")
+    return json.dumps(_tokenizer_document(trained["vocab"], trained["merges"], vocab_size), ensure_ascii=False,
+                      indent=2)
+
+
+def _added_token(content: str) -> dict[str, object]:
+    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
+
+
+def _tokenizer_document(vocab: dict[str, int], merges: list, vocab_size: int) -> dict[str, object]:
+    """A tokenizer.json shaped like Llama 3.1's: split regex then ByteLevel, BPE with ignore_merges,
+    <|begin_of_text|> added in front, specials as added tokens."""
+    bos_id = vocab_size - SPECIAL_COUNT
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": i, **_added_token(t), "special": True} for i, t in _special_tokens(vocab_size)],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": SPLIT_PATTERN}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": {"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            {"type": "TemplateProcessing",
+             "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+             "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                      {"SpecialToken": {"id": BOS, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+             "special_tokens": {BOS: {"id": BOS, "ids": [bos_id], "tokens": [BOS]}}}]},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                  "vocab": vocab, "merges": merges},
+    }
+
+
+def _tokenizer_config(tiny: TinyLlama3) -> dict[str, object]:
+    """Llama-3.1-8B-Instruct's tokenizer_config.json without its chat template (the reference uses none).
+    clean_up_tokenization_spaces is true there, and changes decoded text (" ." becomes ".")."""
+    return {
+        "added_tokens_decoder": {str(i): {**_added_token(t), "special": True} for i, t in _special_tokens(
+            tiny.vocab_size)},
+        "bos_token": BOS,
+        "clean_up_tokenization_spaces": True,
+        "eos_token": EOT,
+        "model_input_names": ["input_ids", "attention_mask"],
+        "model_max_length": 131072,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+
+
+def _training_corpus(seed: int) -> list[str]:
+    """Generated articles and CNN-style highlights (" ." line ends), and the prompt template."""
+    rng = np.random.Generator(np.random.PCG64([seed, 1]))
+    lexicon = Lexicon.shared()
+    texts = lexicon.texts(rng, rng.integers(20, 120, size=_LEXICON_TEXTS))
+    return [*texts, *_highlights(lexicon, rng, 500), *[PROMPT_TEMPLATE.format_map({"input": t}) for t in texts[:200]]]
+
+
+def _highlights(lexicon: Lexicon, rng: np.random.Generator, rows: int) -> list[str]:
+    """Summaries as cnn_dailymail 3.0.0 writes them: 2 to 4 sentences, one a line, each ending " ."."""
+    counts = rng.integers(2, 5, size=rows)
+    sentences = lexicon.texts(rng, rng.integers(6, 17, size=int(counts.sum())))
+    ends = np.cumsum(counts).tolist()
+    return ["\n".join(s[:-1] + " ." for s in sentences[end - n:end]) for n, end in zip(counts.tolist(), ends)]
+
+
+# --- the dataset ---------------------------------------------------------------------------------
+
+def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyCnnDailyMail:
+    """Write a cnn_eval.json of `rows` generated samples, tokenized with the tokenizer in `tokenizer_dir`.
+
+    Like download_cnndm.py: every row holds `instruction` ({"llama": PROMPT_TEMPLATE}), `input`
+    (an article of 30 to 200 English-like words), `tok_input` (the tokenization of the template
+    filled with the article, <|begin_of_text|> first) and `output` (a CNN-style highlights
+    summary). The same arguments give a byte-identical file (written without the reference's
+    indentation, which would only make it larger).
+    """
+    if rows < 1:
+        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    tokenizer = _load_tokenizer(Path(tokenizer_dir))
+    rng = np.random.Generator(np.random.PCG64([seed, 2]))
+    lexicon = Lexicon.shared()
+    articles = lexicon.texts(rng, rng.integers(30, 201, size=rows))
+    summaries = _highlights(lexicon, rng, rows)
+    prompts = [PROMPT_TEMPLATE.format_map({"input": a}) for a in articles]
+    ids = [e.ids for e in tokenizer.encode_batch(prompts)]
+    records = [dict(zip(COLUMNS, ({TEMPLATE_KEY: PROMPT_TEMPLATE}, a, i, s)))
+               for a, i, s in zip(articles, ids, summaries)]
+    dest_json = Path(dest_json)
+    dest_json.parent.mkdir(parents=True, exist_ok=True)
+    write_text(dest_json, json.dumps(records, ensure_ascii=False))
+    return TinyCnnDailyMail(dest_json, rows, seed)
+
+
+def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer
+    from tokenizers import Tokenizer
+
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise CmxError(f"{folder} has no tokenizer.json", hint="give the folder of the tiny model (or of a Hugging "
+                                                              "Face model with a fast tokenizer)")
+    tokenizer = Tokenizer.from_file(str(path))
+    bos = tokenizer.token_to_id(BOS)
+    if bos is None or tokenizer.encode("Summary:").ids[:1] != [bos]:
+        raise CmxError(f"the tokenizer in {folder} does not start a text with {BOS}: it is not a Llama 3 tokenizer",
+                       hint="use the tiny model's tokenizer or Llama 3.1's")
+    return tokenizer
+
+
+__all__ = ["BOS", "EOT", "SPECIAL_COUNT", "SPLIT_PATTERN", "TinyCnnDailyMail", "TinyLlama3", "make_tiny_cnndm",
+           "make_tiny_llama3"]
