@@ -24,18 +24,21 @@ test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
 
-DEMO_RESULTS    := results/demo
-DEMO_SUBMISSION := results/demo-submission
+# BENCH picks the benchmark: llama2 (llama2-70b, the default) or llama3.1-8b
+BENCH           ?= llama2
+DEMO_SUFFIX     := $(if $(filter-out llama2,$(BENCH)),-$(BENCH))
+DEMO_RESULTS    := results/demo$(DEMO_SUFFIX)
+DEMO_SUBMISSION := results/demo$(DEMO_SUFFIX)-submission
 # what a _short run breaks by design (600 s, 24576 samples, the whole dataset): cmx check must find
 # exactly these in the demo's tree, and nothing else
 DEMO_EXPECTED   := loadgen.min-duration,loadgen.sample-count,accuracy.coverage
 
-# llama2-70b on the CPU: a tiny random Llama 2 and 256 generated samples, cmx's short LoadGen profile,
+# llama2-70b (or BENCH=llama3.1-8b) on the CPU: a tiny random model and 256 generated samples, cmx's short LoadGen profile,
 # Offline and Server, performance and accuracy: the whole pipeline in a few minutes, never a result;
 # then packaged for the open division and checked
-demo: $(STAMP)  ## run MLPerf llama2-70b (tiny model, short, CPU) end to end, package it, check the tree
+demo: $(STAMP)  ## run MLPerf llama2-70b (BENCH=llama3.1-8b: llama3.1-8b; tiny model, short, CPU) end to end, package it, check the tree
 	rm -rf $(DEMO_RESULTS) $(DEMO_SUBMISSION) $(DEMO_SUBMISSION).tar.gz
-	$(CMX) run "app mlperf inference llama2 _cpu _tiny _short" --input scenarios=Offline,Server \
+	$(CMX) run "app mlperf inference $(BENCH) _cpu _tiny _short" --input scenarios=Offline,Server \
 	  --input modes=performance,accuracy --input results_dir=$(DEMO_RESULTS) --progress plain
 	$(CMX) run "generate mlperf submission" --input results_dir=$(DEMO_RESULTS) \
 	  --input out_dir=$(DEMO_SUBMISSION) --input submitter=cmx-demo --input division=open \

@@ -13,7 +13,7 @@ the path says otherwise; read at commit b66003e10e2db4b8c36a448b0545ec90fcc6e9e9
   Llama-3.1-8B-Instruct. vLLM keeps that last id in `token_ids`, so it is sent to LoadGen and
   counted in n_tokens; the evaluator drops it when decoding (`skip_special_tokens=True`).
   `min_tokens: 1` makes vLLM hold the end ids back for the first token, so an output that ends
-  at an end id has at least two tokens (tests/test_llama3_1_8b_tiny.py checks both on vLLM).
+  at an end id has at least two tokens (tests/mlperf/benchmarks/test_llama3_1_8b_tiny.py checks both on vLLM).
   TEST06 (compliance/TEST06/run_verification.py) allows at most one trailing EOS id.
 - Token dtype (dataset.py `postProcess`: `np.asarray(out, dtype=np.int32)`; SUT_VLLM.py
   `SUTServer.stream_output`: `np.array(..., np.int32)`): LoadGen gets int32 ids. evaluation.py

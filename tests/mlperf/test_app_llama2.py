@@ -34,10 +34,9 @@ from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt, read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
+from tests.conftest import DATA, REPO, Home
 
-from .conftest import REPO, Home
-
-LOADGEN_LOGS = Path(__file__).resolve().parent / "data" / "loadgen"
+LOADGEN_LOGS = DATA / "loadgen"
 V60 = load_round("v6.0")
 RECORDED = {"performance": "offline-perf", "accuracy": "accuracy", "test06": "accuracy"}
 

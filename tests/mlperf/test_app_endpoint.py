@@ -22,8 +22,7 @@ from cmx.mlperf.submission.system_desc import (
     detected_fields,
     endpoint_is_remote,
 )
-
-from .conftest import REPO, Home
+from tests.conftest import REPO, Home
 
 
 def config(tmp_path: Path, **kw: object) -> AppConfig:

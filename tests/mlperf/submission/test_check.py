@@ -15,9 +15,8 @@ import pytest
 
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import CSV_HEADER, format_report, summary_csv
-
-from .conftest import Home
-from .submission_trees import BENCHMARK, SUBMITTER, SYSTEM, build_tree, result_dir
+from tests.conftest import DATA, REPO, Home
+from tests.submission_trees import BENCHMARK, SUBMITTER, SYSTEM, build_tree, result_dir
 
 
 @pytest.fixture
@@ -312,7 +311,7 @@ def test_early_stopping_not_met_is_the_only_problem_of_an_otherwise_passing_tree
 
 def test_a_real_server_log_that_misses_early_stopping_fails_with_loadgens_numbers(tree: Path):
     """tests/data/loadgen/early-stopping: real LoadGen, a few slow queries, every other flag of the run met."""
-    data = Path(__file__).resolve().parent / "data" / "loadgen" / "early-stopping"
+    data = DATA / "loadgen" / "early-stopping"
     for name in ("mlperf_log_detail.txt", "mlperf_log_summary.txt"):
         shutil.copyfile(data / name, perf(tree, "Server") / name)
     hits = [p.line() for p in check_tree(tree).errors if p.rule == "loadgen.early-stopping"]
@@ -421,7 +420,7 @@ def test_expect_passes_only_when_exactly_the_listed_rules_break(home: Home, tree
 
 # --- the audit of the official checker, docs/submission.md ----------------------------------------------------
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "submission.md"
+DOCS = REPO / "docs" / "submission.md"
 # Every check of the official checker at mlcommons/inference b66003e (2026-08-20): each class's `self.checks` in
 # tools/submission/submission_checker/checks/*.py, and what loader.py and main.py fail on. A newer checker's
 # checks are added here and to the table together.

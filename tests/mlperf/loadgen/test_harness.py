@@ -47,11 +47,12 @@ from cmx.mlperf.loadgen.sut import (
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
+from tests.conftest import DATA
 
 LOG = logging.getLogger("test-harness")
 V60 = load_round("v6.0")
 BENCH = "llama2-70b-99"
-LOADGEN_LOGS = Path(__file__).resolve().parent / "data" / "loadgen"
+LOADGEN_LOGS = DATA / "loadgen"
 
 
 # --- a fake Backend of our own protocol -------------------------------------------------------------
