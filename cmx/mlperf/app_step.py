@@ -181,7 +181,7 @@ def origin(ctx: Any, model: Mapping[str, Any]) -> Any:
 def check_submission_inputs(ctx: Any, benchmark: str, *, short: bool, tiny: bool) -> None:
     """With _submission, what the packager would refuse after the run, refused before it."""
     from cmx.mlperf.rounds import load_round
-    from cmx.mlperf.submission.package import closed_refusals
+    from cmx.mlperf.submission.refusals import closed_refusals
     from cmx.mlperf.submission.system_desc import read_user_file
 
     i = ctx.inputs
@@ -199,7 +199,8 @@ def check_submission_inputs(ctx: Any, benchmark: str, *, short: bool, tiny: bool
 
 
 def submission(ctx: Any, results_dir: Path) -> dict[str, Any]:
-    from cmx.mlperf.submission.package import PackageRequest, package_and_check
+    from cmx.mlperf.submission.package import package_and_check
+    from cmx.mlperf.submission.sources import PackageRequest
 
     i = ctx.inputs
     request = PackageRequest(results_dir=results_dir, out_dir=i["submission_dir"] or results_dir.parent / "submission",

@@ -1,6 +1,7 @@
 """Package the results (cmx.mlperf.submission.package) and check the tree (cmx.mlperf.submission.check)."""
 
-from cmx.mlperf.submission.package import PackageRequest, package_and_check
+from cmx.mlperf.submission.package import package_and_check
+from cmx.mlperf.submission.sources import PackageRequest
 
 
 def run(ctx):

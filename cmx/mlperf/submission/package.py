@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import tarfile
@@ -24,14 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx.errors import CmxError
-from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS
-from cmx.mlperf.loadgen.accuracy_log import sha256_file, truncate_accuracy_log
-from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
-from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
-from cmx.mlperf.provenance import RunOrigin
-from cmx.mlperf.rounds import Round, RoundError, load_round
-from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
+from cmx.mlperf.loadgen.accuracy_log import truncate_accuracy_log
+from cmx.mlperf.rounds import Round, load_round
+from cmx.mlperf.submission.refusals import (
+    UNQUANTIZED,
+    calibration_refusals,
+    precision_of,
+    refusals,
+)
+from cmx.mlperf.submission.sources import (
+    PACKAGE_DIVISIONS,
+    SUBMITTER_NAME,
+    PackageRequest,
+    SourceResult,
+    SubmissionRefused,
+    find_results,
+)
 from cmx.mlperf.submission.system_desc import (
     build_description,
     description_problems,
@@ -51,56 +58,10 @@ from cmx.mlperf.submission.tree import (
 )
 from cmx.settings import CHECKOUT
 
-PACKAGE_DIVISIONS = ("closed", "open")
-UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # what src/ gets: enough to `pip install -e src` and run the same recipes
 SOURCE_FOLDERS = ("cmx", "recipes", "templates")
 SOURCE_FILES = ("pyproject.toml", "registry.yaml")
 
-
-class SubmissionRefused(CmxError):
-    """The results cannot be packaged as asked; the message lists every reason."""
-
-
-@dataclass(frozen=True)
-class PackageRequest:
-    """What to package, where, and as whom."""
-
-    results_dir: Path
-    out_dir: Path
-    submitter: str
-    division: str
-    round: str | None = None            # default: the round the results were run for
-    system_file: Path | None = None     # the fields detection cannot fill (status, cooling, ...)
-    calibration_file: Path | None = None  # closed, quantized weights: what calibration was done
-    tar: bool = False
-
-
-@dataclass(frozen=True)
-class SourceResult:
-    """One scenario folder of a cmx results tree and the facts cmx_run.json holds about it."""
-
-    path: Path
-    system: str
-    benchmark: str
-    scenario: str
-    facts: Mapping[str, Any]
-
-    @property
-    def origin(self) -> RunOrigin | None:
-        data = self.facts.get("origin")
-        return RunOrigin.from_json(data) if isinstance(data, Mapping) else None
-
-    @property
-    def name(self) -> str:
-        return f"{self.system}/{self.benchmark}/{self.scenario}"
-
-    def run_dir(self, mode: str) -> Path:
-        return self.path / MODE_FOLDERS[mode]
-
-    def has(self, mode: str) -> bool:
-        return (self.run_dir(mode) / "mlperf_log_detail.txt").is_file()
 
 
 @dataclass(frozen=True)
@@ -109,6 +70,7 @@ class PackagedResult:
     path: Path
     full_accuracy_log: Path   # kept outside the tree: the hash in accuracy.txt is all the tree keeps of it
     accuracy_log_sha256: str
+
 
 
 @dataclass(frozen=True)
@@ -124,140 +86,6 @@ class Packaged:
     tarball: Path | None = None
 
 
-# --- reading the results tree ---------------------------------------------------------------------
-
-def find_results(results_dir: Path) -> list[SourceResult]:
-    """Every `<system>/<benchmark>/<Scenario>/cmx_run.json` under `results_dir`, in name order."""
-    if not results_dir.is_dir():
-        raise SubmissionRefused(f"{results_dir} is not a folder",
-                                hint="give --input results_dir=DIR: the results_dir of a `cmx run \"app mlperf "
-                                     "inference ...\"`")
-    found = []
-    for facts_path in sorted(results_dir.glob(f"*/*/*/{CMX_RUN_JSON}")):
-        folder = facts_path.parent
-        try:
-            facts = json.loads(facts_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise SubmissionRefused(f"cannot read {facts_path}: {exc}",
-                                    hint="the file is written by cmx at the end of each scenario; re-run it") from None
-        found.append(SourceResult(folder, folder.parent.parent.name, folder.parent.name, folder.name, facts))
-    if not found:
-        raise SubmissionRefused(f"no cmx results under {results_dir} (no <system>/<benchmark>/<Scenario>/"
-                                f"{CMX_RUN_JSON})", hint="point results_dir at the folder an app run wrote")
-    return found
-
-
-# --- deciding ------------------------------------------------------------------------------------
-
-def refusals(request: PackageRequest, round_: Round, results: Sequence[SourceResult]) -> list[str]:
-    """Every reason these results cannot go into the requested division; [] when they can."""
-    closed = request.division == "closed"
-    reasons: list[str] = []
-    for result in results:
-        reasons += [f"{result.name}: {r}" for r in result_refusals(result, round_, closed=closed)]
-    if closed:
-        reasons += scenario_refusals(round_, results)
-    return reasons
-
-
-def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
-    facts, out = result.facts, []
-    if facts.get("round") and facts["round"] != round_.name:
-        out.append(f"it was run for {facts['round']}, not {round_.name}: its LoadGen seeds are that round's")
-    try:
-        bench = round_.benchmark(result.benchmark)
-    except RoundError as exc:
-        return out + [exc.message]
-    if result.scenario not in bench.scenario_names:
-        return out + [f"{result.benchmark} has no scenario {result.scenario} in {round_.name}"]
-    if closed:
-        out += closed_refusals(short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), rows=facts.get("rows"),
-                               dataset_size=bench.dataset_size)
-        backend = facts.get("backend") or {}
-        if backend.get("kind") == "endpoint" and endpoint_is_remote(str(backend.get("url") or "")):
-            out.append(f"its SUT sent the samples over HTTP to a server on another host ({backend.get('url')}): the "
-                       "closed division measures the system described, with LoadGen on it, and cmx does not make "
-                       "network-division results; package it for open")
-    modes = ("performance", "accuracy", "test06") if closed else ("performance", "accuracy")
-    for mode in modes:
-        if not result.has(mode):
-            what = "TEST06 run (closed needs it for LLMs)" if mode == "test06" else f"{mode} run"
-            out.append(f"there is no {what}: its {MODE_FOLDERS[mode]}/mlperf_log_detail.txt is missing")
-    if not (result.path / "user.conf").is_file():
-        out.append("there is no user.conf: the tree must hold the one the tests ran with")
-    for mode in modes:
-        if result.has(mode):
-            out += _log_refusals(result, round_, mode, closed=closed)
-    if result.has("accuracy"):
-        out += _accuracy_refusals(result, round_, closed=closed)
-    if closed and result.has("test06"):
-        verify = result.run_dir("test06") / VERIFY_TXT
-        if not verify.is_file():
-            out.append(f"TEST06 has no {VERIFY_TXT}: the verification did not run")
-        elif not verify_accuracy_txt_passes(verify.read_text(encoding="utf-8", errors="replace")):
-            out.append(f"TEST06 failed a check (see {verify})")
-    return out
-
-
-def closed_refusals(*, short: bool, tiny: bool, rows: int | None, dataset_size: int) -> list[str]:
-    """What keeps a run out of the closed division whatever its logs say (the app checks it before running)."""
-    out = []
-    if short:
-        out.append("a _short run (cmx's smoke profile) cannot go into the closed division; run without _short")
-    if tiny:
-        out.append("a _tiny run (random weights, generated data) cannot go into the closed division")
-    if rows is not None:
-        out.append(f"only {rows} dataset rows were used; the closed division needs all {dataset_size}")
-    return out
-
-
-def _log_refusals(result: SourceResult, round_: Round, mode: str, *, closed: bool) -> list[str]:
-    try:
-        run = read_loadgen_run(result.run_dir(mode))
-    except LoadgenLogError as exc:
-        return [f"{mode}: {exc}"]
-    test = "TEST06" if mode == "test06" else None
-    found = run.findings(round_, result.benchmark, compliant=closed and test is None, scenario=result.scenario,
-                         compliance_test=test)
-    label = "TEST06" if test else mode
-    return [f"{label}: {f.text}" for f in found]
-
-
-def _accuracy_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
-    folder = result.run_dir("accuracy")
-    txt, log = folder / ACCURACY_TXT, folder / ACCURACY_LOG
-    if not txt.is_file():
-        return [f"accuracy: there is no {ACCURACY_TXT}: the accuracy run was not scored"]
-    values = read_accuracy_txt(txt)
-    out = []
-    if not log.is_file():
-        out.append(f"accuracy: the full {ACCURACY_LOG} is missing, so accuracy.txt cannot be checked against it")
-    elif values.get("hash") != sha256_file(log):
-        out.append(f"accuracy: the hash in {ACCURACY_TXT} is not the sha256 of {ACCURACY_LOG}: the log changed "
-                   "after it was scored; score it again")
-    if closed:
-        out += [f"accuracy: {s} (closed needs the round's targets)"
-                for s in meets_targets(values, round_.benchmark(result.benchmark).accuracy)]
-    return out
-
-
-def scenario_refusals(round_: Round, results: Sequence[SourceResult]) -> list[str]:
-    """Closed: each system's benchmark needs the round's required scenarios."""
-    present: dict[tuple[str, str], set[str]] = {}
-    for r in results:
-        present.setdefault((r.system, r.benchmark), set()).add(r.scenario)
-    out = []
-    for (system, benchmark), scenarios in sorted(present.items()):
-        try:
-            missing = round_.benchmark(benchmark).missing_scenarios(scenarios)
-        except RoundError:
-            continue  # reported per result
-        out += [f"{system}/{benchmark}: the closed division needs a result for {m}; run it (_all-scenarios runs "
-                f"every scenario)" for m in missing]
-    return out
-
-
-# --- writing -------------------------------------------------------------------------------------
 
 def package(request: PackageRequest) -> Packaged:
     """Build `<out>/<division>/<submitter>/` from `request.results_dir`, or raise SubmissionRefused with every reason."""
@@ -271,7 +99,7 @@ def package(request: PackageRequest) -> Packaged:
     reasons = refusals(request, round_, results)
     for system, desc in descriptions.items():
         reasons += [f"systems/{system}.json: {p}" for p in description_problems(desc, round_)]
-    reasons += _calibration_refusals(request, results)
+    reasons += calibration_refusals(request, results)
     measured = {r.name: measurements(r, request) for r in results}
     reasons += [f"{name}: measurements.json would have no {field}: the results do not record it (a cmx_run.json "
                 "without 'origin' predates cmx recording the model); run them again with this cmx"
@@ -299,11 +127,12 @@ def package(request: PackageRequest) -> Packaged:
     return Packaged(dest, round_.name, request.division, request.submitter, packaged, notes, tarball)
 
 
+
 def _check_request(request: PackageRequest) -> None:
     if request.division not in PACKAGE_DIVISIONS:
         raise SubmissionRefused(f"division {request.division!r} is not one cmx packages",
                                 hint=f"use one of {', '.join(PACKAGE_DIVISIONS)}")
-    if not _NAME.match(request.submitter or ""):
+    if not SUBMITTER_NAME.match(request.submitter or ""):
         raise SubmissionRefused(f"submitter {request.submitter!r} is not a folder name",
                                 hint="use your organisation's name in letters, digits, '.', '_' and '-' "
                                      "(it must match what MLCommons has registered)")
@@ -319,6 +148,7 @@ def _check_request(request: PackageRequest) -> None:
                                     hint="give an empty or new folder as --input out_dir=DIR")
 
 
+
 def _results_round(results: Sequence[SourceResult]) -> str:
     rounds = sorted({str(r.facts.get("round") or "") for r in results} - {""})
     if len(rounds) != 1:
@@ -326,6 +156,7 @@ def _results_round(results: Sequence[SourceResult]) -> str:
                                 hint="package one round at a time: give --input round=v6.0 (results of another "
                                      "round are refused)")
     return rounds[0]
+
 
 
 def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
@@ -340,19 +171,6 @@ def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
     return detected_fields(source.origin, str(source.facts.get("device") or ""),
                            endpoints[0] if endpoints else None)
 
-
-def _calibration_refusals(request: PackageRequest, results: Sequence[SourceResult]) -> list[str]:
-    if request.calibration_file and not request.calibration_file.is_file():
-        return [f"the calibration file {request.calibration_file} does not exist"]
-    if request.division != "closed" or request.calibration_file:
-        return []
-    return [f"{r.name}: it ran quantized weights ({_precision(r)}); give --input calibration_file=FILE saying how "
-            "they were calibrated (it becomes documentation/calibration.md)"
-            for r in results if _precision(r) not in UNQUANTIZED]
-
-
-def _precision(result: SourceResult) -> str:
-    return str((result.facts.get("engine") or {}).get("precision") or "")
 
 
 def _write_result(root: Path, round_: Round, request: PackageRequest, source: SourceResult,
@@ -373,17 +191,19 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
     return PackagedResult(source.name, paths.result_dir, acc / ACCURACY_LOG, digest)
 
 
+
 def _copy_files(src: Path, dest: Path, names: Iterable[str]) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copyfile(src / name, dest / name)
 
 
+
 def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str]:
     """measurements.json from what the run recorded of its model and precision."""
     origin = source.origin
     model = dict(origin.model) if origin else {}
-    precision = _precision(source) or str(model.get("precision") or "")
+    precision = precision_of(source) or str(model.get("precision") or "")
     name = str(model.get("name") or "")
     if name and model.get("revision"):
         name = f"{name} (revision {model['revision']})"
@@ -400,6 +220,7 @@ def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str
             "weight_transformations": transformations}
 
 
+
 def render_readme(source: SourceResult, round_: Round, request: PackageRequest, digest: str) -> str:
     from cmx.templates import render
 
@@ -408,6 +229,7 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
                   backend=source.facts.get("backend") or {"kind": "vllm"})
+
 
 
 def _write_code(dest: Path) -> None:
@@ -426,6 +248,7 @@ def _write_code(dest: Path) -> None:
                                            commit=source_commit()), encoding="utf-8")
 
 
+
 def source_commit() -> str:
     """The git commit of the cmx checkout ("" outside one), with " (with uncommitted changes)" when dirty."""
     if not (CHECKOUT / ".git").exists():
@@ -440,6 +263,7 @@ def source_commit() -> str:
     return f"{sha} (with uncommitted changes)" if dirty else sha
 
 
+
 def _write_calibration(path: Path, request: PackageRequest, results: Sequence[SourceResult]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if request.calibration_file:
@@ -447,8 +271,9 @@ def _write_calibration(path: Path, request: PackageRequest, results: Sequence[So
         return
     from cmx.templates import render
 
-    precisions = sorted({_precision(r) for r in results} - {""}) or ["the checkpoint's own dtype"]
+    precisions = sorted({precision_of(r) for r in results} - {""}) or ["the checkpoint's own dtype"]
     path.write_text(render("submission/calibration.md.j2", precisions=precisions), encoding="utf-8")
+
 
 
 def write_tarball(out_dir: Path, division: str, submitter: str) -> Path:
@@ -465,6 +290,7 @@ def write_tarball(out_dir: Path, division: str, submitter: str) -> Path:
         tar.add(out_dir / division / submitter, arcname=f"{division}/{submitter}", filter=clean)
     os.replace(tmp, tarball)
     return tarball
+
 
 
 def package_and_check(request: PackageRequest, log: logging.Logger) -> dict[str, Any]:

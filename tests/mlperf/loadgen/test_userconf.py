@@ -10,15 +10,14 @@ import pytest
 
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.userconf import (
-    MLPERF_CONF_ONLY_KEYS,
     TEST06_AUDIT,
     ShortProfile,
     UserConfError,
     audit_conf_test06,
-    noncompliant_keys,
-    parse_user_conf,
     user_conf,
 )
+from cmx.mlperf.loadgen.userconf_check import noncompliant_keys, parse_user_conf
+from cmx.mlperf.loadgen.userconf_keys import MLPERF_CONF_ONLY_KEYS
 from cmx.mlperf.rounds import load_round
 from tests.conftest import REPO
 

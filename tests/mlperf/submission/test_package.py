@@ -21,7 +21,8 @@ from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
-from cmx.mlperf.submission.package import PackageRequest, SubmissionRefused, package
+from cmx.mlperf.submission.package import package
+from cmx.mlperf.submission.sources import PackageRequest, SubmissionRefused
 from cmx.mlperf.submission.system_desc import (
     SystemDescriptionError,
     as_field_text,

@@ -1,0 +1,86 @@
+"""What the packager reads: a results tree's results (one per system, benchmark and scenario, with cmx_run.json) and the request."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmx.errors import CmxError
+from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS
+from cmx.mlperf.provenance import RunOrigin
+
+PACKAGE_DIVISIONS = ("closed", "open")
+SUBMITTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+
+class SubmissionRefused(CmxError):
+    """The results cannot be packaged as asked; the message lists every reason."""
+
+
+
+@dataclass(frozen=True)
+class PackageRequest:
+    """What to package, where, and as whom."""
+
+    results_dir: Path
+    out_dir: Path
+    submitter: str
+    division: str
+    round: str | None = None            # default: the round the results were run for
+    system_file: Path | None = None     # the fields detection cannot fill (status, cooling, ...)
+    calibration_file: Path | None = None  # closed, quantized weights: what calibration was done
+    tar: bool = False
+
+
+
+@dataclass(frozen=True)
+class SourceResult:
+    """One scenario folder of a cmx results tree and the facts cmx_run.json holds about it."""
+
+    path: Path
+    system: str
+    benchmark: str
+    scenario: str
+    facts: Mapping[str, Any]
+
+    @property
+    def origin(self) -> RunOrigin | None:
+        data = self.facts.get("origin")
+        return RunOrigin.from_json(data) if isinstance(data, Mapping) else None
+
+    @property
+    def name(self) -> str:
+        return f"{self.system}/{self.benchmark}/{self.scenario}"
+
+    def run_dir(self, mode: str) -> Path:
+        return self.path / MODE_FOLDERS[mode]
+
+    def has(self, mode: str) -> bool:
+        return (self.run_dir(mode) / "mlperf_log_detail.txt").is_file()
+
+
+
+def find_results(results_dir: Path) -> list[SourceResult]:
+    """Every `<system>/<benchmark>/<Scenario>/cmx_run.json` under `results_dir`, in name order."""
+    if not results_dir.is_dir():
+        raise SubmissionRefused(f"{results_dir} is not a folder",
+                                hint="give --input results_dir=DIR: the results_dir of a `cmx run \"app mlperf "
+                                     "inference ...\"`")
+    found = []
+    for facts_path in sorted(results_dir.glob(f"*/*/*/{CMX_RUN_JSON}")):
+        folder = facts_path.parent
+        try:
+            facts = json.loads(facts_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SubmissionRefused(f"cannot read {facts_path}: {exc}",
+                                    hint="the file is written by cmx at the end of each scenario; re-run it") from None
+        found.append(SourceResult(folder, folder.parent.parent.name, folder.parent.name, folder.name, facts))
+    if not found:
+        raise SubmissionRefused(f"no cmx results under {results_dir} (no <system>/<benchmark>/<Scenario>/"
+                                f"{CMX_RUN_JSON})", hint="point results_dir at the folder an app run wrote")
+    return found
