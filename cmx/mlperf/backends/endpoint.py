@@ -47,6 +47,7 @@ from cmx.mlperf.backends.base import (
     StartInfo,
     StreamSink,
 )
+from cmx.mlperf.backends.batching import QueueSink, longest_first, warmup_requests
 from cmx.mlperf.backends.openai_api import (
     SseBuffer,
     StreamAssembler,
@@ -62,7 +63,6 @@ from cmx.mlperf.backends.openai_api import (
     server_root,
     transport_error,
 )
-from cmx.mlperf.backends.vllm import longest_first, warmup_requests
 from cmx.secrets import Secret
 
 # Offline: requests in flight at once. Enough to keep any one server's batch full (vLLM's
@@ -278,7 +278,7 @@ class EndpointBackend:
                 self._use_tokenizer()
         for _ in self.generate(requests):
             pass
-        sink = _QueueSink()
+        sink = QueueSink()
         self.submit(requests[0], sink)
         if isinstance(item := sink.queue.get(), BaseException):
             raise item
@@ -444,19 +444,3 @@ class EndpointBackend:
             thread.join()
             loop.close()
             self._loop = self._thread = None
-
-
-class _QueueSink:
-    """A StreamSink that hands the result (or the error) to a thread waiting on a queue."""
-
-    def __init__(self) -> None:
-        self.queue: queue.SimpleQueue[GenResult | BaseException] = queue.SimpleQueue()
-
-    def on_first_token(self, request_id: int, token_id: int) -> None:
-        pass
-
-    def on_done(self, result: GenResult) -> None:
-        self.queue.put(result)
-
-    def on_error(self, request_id: int, error: BaseException) -> None:
-        self.queue.put(error)

@@ -32,18 +32,16 @@ from cmx.mlperf.backends.base import (
     GenResult,
     check_result,
 )
-from cmx.mlperf.backends.machine import read_cpu_bf16
-from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec
-from cmx.mlperf.backends.vllm import (
+from cmx.mlperf.backends.batching import (
     WARMUP_MAX_TOKENS,
-    VllmBackend,
-    VllmBackendConfig,
-    engine_environment,
     longest_first,
     request_cost,
     token_list,
     warmup_requests,
 )
+from cmx.mlperf.backends.machine import read_cpu_bf16
+from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec
+from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig, engine_environment
 
 # --- unit: requests, results, ordering, environment ----------------------------------------------
 
