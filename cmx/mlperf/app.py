@@ -59,15 +59,12 @@ SHORT_TIMEOUT_S = 900.0
 SERVED_MODEL_NAME = "cmx-sut"  # what the vllm serve cmx starts calls the model
 
 
-
 class AppConfigError(StepError):
     """The app was asked for something it cannot run (a missing target_qps, an unknown mode)."""
 
 
-
 class AppRunFailed(StepError):
     """At least one test is INVALID, has errors in its log, or failed its checks."""
-
 
 
 @dataclass(frozen=True)
@@ -119,7 +116,6 @@ class AppConfig:
         return self.scenario_dir(scenario) / MODE_FOLDERS[mode]
 
 
-
 @dataclass(frozen=True)
 class RunSummary:
     """One test of the app run, as the summary table shows it."""
@@ -140,7 +136,6 @@ class RunSummary:
         return not self.problems
 
 
-
 @dataclass(frozen=True)
 class AppResult:
     results_dir: Path
@@ -152,11 +147,9 @@ class AppResult:
         return all(r.ok for r in self.runs)
 
 
-
 Runner = Callable[..., HarnessResult]
 Evaluator = Callable[..., Path]
 Verifier = Callable[[Path, str], Path]
-
 
 
 def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserConf:
@@ -169,7 +162,6 @@ def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserC
     return user_conf(round_, config.benchmark, scenario, target_qps=qps, short=short)
 
 
-
 def _short_profile(scenario: str, rows: int | None) -> ShortProfile:
     profile = SHORT_PROFILES[scenario]
     if rows is not None and rows < profile.samples:
@@ -179,13 +171,11 @@ def _short_profile(scenario: str, rows: int | None) -> ShortProfile:
     return profile
 
 
-
 def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> HarnessConfig:
     return HarnessConfig(model=config.model, dataset=config.dataset, scenario=scenario, mode=mode, user_conf=conf,
                          output=config.run_dir(scenario, mode), round=config.round, benchmark=config.benchmark,
                          device=config.device, max_tokens=config.max_tokens, rows=config.rows, engine=config.engine,
                          endpoint=config.endpoint)
-
 
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_test,
@@ -210,7 +200,6 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
     return runs
 
 
-
 def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path, *,
           evaluate: Evaluator = evaluate_accuracy, verify: Verifier = verify_test06) -> RunSummary:
     """A test's summary: the harness's verdict, plus ROUGE (accuracy) or the TEST06 checks."""
@@ -226,7 +215,6 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
                       tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details))
 
 
-
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,
                     evaluate: Evaluator) -> tuple[dict[str, float], list[str]]:
     from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
@@ -240,13 +228,11 @@ def _score_accuracy(config: AppConfig, round_: Round, output: Path,
     return rouge, [f"accuracy: {s}" for s in meets_targets(values, targets)]
 
 
-
 def _verify_test06(output: Path, scenario: str, verify: Verifier) -> list[str]:
     from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 
     text = verify(output, scenario).read_text(encoding="utf-8")
     return [] if verify_accuracy_txt_passes(text) else [f"TEST06 failed a check (see {output / 'verify_accuracy.txt'})"]
-
 
 
 def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: UserConf,
@@ -272,7 +258,6 @@ def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: U
     return reasons
 
 
-
 def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserConf,
                   runs: Sequence[RunSummary]) -> Path:
     reasons = compliance_problems(config, round_, scenario, conf, runs)
@@ -294,7 +279,6 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
     return path
 
 
-
 def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, Any]:
     """How the SUT reached the model, for cmx_run.json and the packager: in-process vLLM, or an endpoint
     over HTTP with the server's software and version as the server reported them (no key, no secret URL part)."""
@@ -305,7 +289,6 @@ def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, A
     return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
             "started_by_cmx": config.server_log is not None,
             "server_log": str(config.server_log) if config.server_log else None}
-
 
 
 @contextmanager
@@ -332,7 +315,6 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
     log.info("stopped vllm serve at %s", server.url)
 
 
-
 def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator = evaluate_accuracy,
             verify: Verifier = verify_test06, logger: logging.Logger | None = None) -> AppResult:
     """Every scenario's tests; raises AppRunFailed (after writing the tree and summary.txt) when any failed."""
@@ -355,13 +337,11 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
     return result
 
 
-
 def refuse_old_results(folder: Path) -> None:
     """A scenario folder must start empty: logs of an earlier run beside new ones would be read as this run's."""
     if folder.is_dir() and any(folder.iterdir()):
         raise AppConfigError(f"{folder} already holds results",
                              hint="remove it, or give another --input results_dir=DIR; cmx never mixes two runs' logs")
-
 
 
 def failure(runs: Sequence[RunSummary], results_dir: Path) -> AppRunFailed:
@@ -374,14 +354,11 @@ def failure(runs: Sequence[RunSummary], results_dir: Path) -> AppRunFailed:
                                                 "mlperf_log_detail.txt say more")
 
 
-
 HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "ROUGE-1/2/L", "tok/sample")
-
 
 
 def format_row(r: RunSummary) -> str:
     return "  ".join(_cells(r))
-
 
 
 def _cells(r: RunSummary) -> tuple[str, ...]:
@@ -396,10 +373,8 @@ def _cells(r: RunSummary) -> tuple[str, ...]:
             _num(rouge.get("tokens_per_sample")))
 
 
-
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
-
 
 
 def format_table(runs: Sequence[RunSummary], *, short: bool = False) -> str:

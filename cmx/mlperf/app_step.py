@@ -28,7 +28,6 @@ def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]
     return (wanted,)
 
 
-
 def modes_for(choice: str) -> tuple[str, ...]:
     """`valid` is what a submission needs per scenario: performance, accuracy and TEST06."""
     table = {"performance": ("performance",), "accuracy": ("accuracy",), "compliance": ("test06",),
@@ -36,7 +35,6 @@ def modes_for(choice: str) -> tuple[str, ...]:
     if choice not in table:
         raise AppConfigError(f"unknown mode {choice!r}", hint=f"one of {', '.join(table)}")
     return table[choice]
-
 
 
 def system_name(facts: Mapping[str, Any], given: str | None = None) -> str:
@@ -51,10 +49,8 @@ def system_name(facts: Mapping[str, Any], given: str | None = None) -> str:
     return _slug(str(facts.get("cpu_model") or "cpu"))
 
 
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_") or "system"
-
 
 
 def pick(listed: str | None, variation: str, default: str, *, group: str, input_name: str) -> str | None:
@@ -67,12 +63,10 @@ def pick(listed: str | None, variation: str, default: str, *, group: str, input_
     return listed
 
 
-
 def scenarios_from_list(listed: str, round_: Round, benchmark: str) -> tuple[str, ...]:
     """`Offline,server` -> ("Offline", "Server"), each checked against the round."""
     names = tuple(dict.fromkeys(n.strip() for n in listed.split(",") if n.strip()))
     return tuple(s for n in names for s in scenarios_for(n.lower(), round_, benchmark))
-
 
 
 def modes_from_list(listed: str) -> tuple[str, ...]:

@@ -26,7 +26,6 @@ class ProfileError(CmxError):
     """The requested engine options do not fit the device or the machine."""
 
 
-
 @dataclass(frozen=True)
 class NodeMemory:
     """One NUMA node's memory, as vLLM's CPU worker counts it (see `parse_node_meminfo`)."""
@@ -34,7 +33,6 @@ class NodeMemory:
     node: int
     total_bytes: int
     available_bytes: int
-
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,6 @@ class MachineFacts:
     cpu_bf16: bool = True
 
 
-
 @dataclass(frozen=True)
 class ModelFacts:
     """What the profiles need to know about the checkpoint (see `read_model_facts`).
@@ -75,7 +72,6 @@ class ModelFacts:
     quantized: bool = False
 
 
-
 def parse_node_meminfo(node: int, text: str) -> NodeMemory:
     """A sysfs node's meminfo ("Node 0 MemTotal: 97421888 kB" lines). Available memory is counted
     as vLLM's CPU worker counts it: MemFree + Active(file) + Inactive(file) + SReclaimable."""
@@ -91,7 +87,6 @@ def parse_node_meminfo(node: int, text: str) -> NodeMemory:
         raise ProfileError(f"NUMA node {node}'s meminfo has no {exc.args[0]} line") from None
 
 
-
 def parse_proc_meminfo(text: str) -> NodeMemory:
     """/proc/meminfo as one node 0, for kernels without NUMA nodes in sysfs."""
     values = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(\w+):\s+(\d+)\s*kB", text, re.MULTILINE)}
@@ -99,7 +94,6 @@ def parse_proc_meminfo(text: str) -> NodeMemory:
         raise ProfileError("/proc/meminfo has no MemTotal line")
     return NodeMemory(node=0, total_bytes=values["MemTotal"],
                       available_bytes=values.get("MemAvailable", values.get("MemFree", 0)))
-
 
 
 def parse_cpulist(text: str) -> set[int]:
@@ -113,7 +107,6 @@ def parse_cpulist(text: str) -> set[int]:
     return cpus
 
 
-
 def clamp_to_cgroup(node: NodeMemory, limit: int | None, usage: int | None) -> NodeMemory:
     """A node's memory as a container's cgroup limit allows it (vLLM clamps the same way)."""
     if limit is None or limit >= node.total_bytes:
@@ -122,13 +115,11 @@ def clamp_to_cgroup(node: NodeMemory, limit: int | None, usage: int | None) -> N
                       available_bytes=max(0, min(node.available_bytes, limit - (usage or 0))))
 
 
-
 def _read_int(path: Path) -> int | None:
     try:
         return int(path.read_text(encoding="ascii").strip())
     except (OSError, ValueError):  # missing, or "max" (no limit)
         return None
-
 
 
 def read_cgroup_memory(root: Path = Path("/sys/fs/cgroup")) -> tuple[int | None, int | None]:
@@ -139,7 +130,6 @@ def read_cgroup_memory(root: Path = Path("/sys/fs/cgroup")) -> tuple[int | None,
     if limit is None or limit >= 1 << 62:  # v1 writes a huge number for "no limit"
         return None, None
     return limit, _read_int(root / "memory" / "memory.usage_in_bytes")
-
 
 
 def read_numa_memory(sys_node: Path = Path("/sys/devices/system/node"), proc_meminfo: Path = Path("/proc/meminfo"),
@@ -165,7 +155,6 @@ def read_numa_memory(sys_node: Path = Path("/sys/devices/system/node"), proc_mem
     return tuple(clamp_to_cgroup(n, limit, usage) for n in nodes)
 
 
-
 def visible_gpu_ids(device: str, environ: Mapping[str, str], detected: int) -> tuple[str, ...]:
     """The GPU ids this process may use: the user's visibility variable when set (a user's
     choice is kept), else the `detected` GPUs' indices. HIP also honours CUDA_VISIBLE_DEVICES."""
@@ -177,7 +166,6 @@ def visible_gpu_ids(device: str, environ: Mapping[str, str], detected: int) -> t
     return tuple(str(i) for i in range(detected)) if device in names else ()
 
 
-
 def read_machine_facts(device: str, *, detected_gpus: int = 0, gpu_name: str = "", gpu_arch: str = "",
                        environ: Mapping[str, str] | None = None) -> MachineFacts:
     """This machine as the profiles see it. GPU detection is the caller's (cmx.tools.gpu: it runs
@@ -186,7 +174,6 @@ def read_machine_facts(device: str, *, detected_gpus: int = 0, gpu_name: str = "
     memory = read_numa_memory() if device == "cpu" else ()
     return MachineFacts(memory=memory, gpus=visible_gpu_ids(device, env, detected_gpus),
                         gpu_name=gpu_name, gpu_arch=gpu_arch, cpu_bf16=device != "cpu" or read_cpu_bf16())
-
 
 
 def read_cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
@@ -204,7 +191,6 @@ def read_cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     return True
 
 
-
 def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, weight_bytes: int = 0) -> ModelFacts:
     """ModelFacts from a Hugging Face config.json's fields (Llama names; a multimodal config's
     text_config when there is one)."""
@@ -218,7 +204,6 @@ def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, 
         raise ProfileError(f"config.json lacks a usable {exc}") from None
     return ModelFacts(kv_bytes_per_token=2 * layers * kv_heads * head_dim * 2, max_model_len=context,
                       weight_bytes=weight_bytes, quantized="quantization_config" in config)
-
 
 
 def read_model_facts(model_dir: Path, max_model_len: int | None = None) -> ModelFacts:

@@ -50,8 +50,6 @@ _AITER_NAME = re.compile(r"\bMI3[0-5]\d", re.IGNORECASE)
 _GIB = 1 << 30
 
 
-
-
 @dataclass(frozen=True)
 class EngineOptions:
     """What a user or a recipe chose. None means "the profile's default".
@@ -80,7 +78,6 @@ class EngineOptions:
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
-
 @dataclass(frozen=True)
 class EngineSpec:
     """One engine to build: the devices it owns, vLLM's engine arguments, and its environment.
@@ -96,7 +93,6 @@ class EngineSpec:
     env: Mapping[str, str]
     env_defaults: Mapping[str, str] = field(default_factory=dict)
     env_unset: tuple[str, ...] = ()
-
 
 
 class DeviceProfile(Protocol):
@@ -118,7 +114,6 @@ class DeviceProfile(Protocol):
         variables to remove for it."""
 
 
-
 def device_groups(gpu_ids: Sequence[str], tensor_parallel_size: int) -> tuple[tuple[str, ...], ...]:
     """`gpu_ids` cut into consecutive groups of `tensor_parallel_size`, one engine each.
 
@@ -138,7 +133,6 @@ def device_groups(gpu_ids: Sequence[str], tensor_parallel_size: int) -> tuple[tu
     return tuple(tuple(gpu_ids[i:i + tensor_parallel_size]) for i in range(0, len(gpu_ids), tensor_parallel_size))
 
 
-
 def _gpu_precision_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, Any]:
     if options.precision is None:
         return {}  # vLLM's "auto": the checkpoint's dtype (float16 for Llama-2-70b-chat-hf)
@@ -151,7 +145,6 @@ def _gpu_precision_kwargs(options: EngineOptions, model: ModelFacts | None) -> d
     return {"dtype": GPU_DTYPES[options.precision]}
 
 
-
 def _gpu_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, Any]:
     utilization = options.gpu_memory_utilization
     return {
@@ -160,17 +153,14 @@ def _gpu_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, A
     }
 
 
-
 def _refuse_cpu_options(options: EngineOptions) -> None:
     for name in ("kv_cache_space_gib", "cpu_threads_bind"):
         if getattr(options, name) is not None:
             raise ProfileError(f"{name} is a CPU option; device {options.device} does not take it")
 
 
-
 def _gpu_groups(options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
     return device_groups(options.gpu_ids or facts.gpus, options.tensor_parallel_size)
-
 
 
 class CudaEngineProfile:
@@ -196,13 +186,11 @@ class CudaEngineProfile:
         return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(group)}, ()
 
 
-
 def aiter_supported(facts: MachineFacts) -> bool:
     """Whether the GPU is one AITER has kernels for (MI300 and MI350 series)."""
     if facts.gpu_arch:
         return facts.gpu_arch.split(":")[0] in AITER_ARCHS
     return bool(_AITER_NAME.search(facts.gpu_name))
-
 
 
 class RocmEngineProfile:
@@ -235,7 +223,6 @@ class RocmEngineProfile:
         return {"HIP_VISIBLE_DEVICES": ",".join(group)}, ("CUDA_VISIBLE_DEVICES",)
 
 
-
 def cpu_memory_fraction(nodes: Sequence[NodeMemory], reserve_bytes: int) -> float:
     """The `gpu_memory_utilization` a CPU engine can be given on these NUMA nodes.
 
@@ -259,14 +246,12 @@ def cpu_memory_fraction(nodes: Sequence[NodeMemory], reserve_bytes: int) -> floa
     return round(min(fraction, CPU_MAX_MEMORY_FRACTION), 3)
 
 
-
 def cpu_kv_cache_bytes(model: ModelFacts, max_num_seqs: int, tensor_parallel_size: int) -> int:
     """The KV cache one CPU worker needs to hold `max_num_seqs` sequences of max_model_len tokens
     (its 1/tensor_parallel_size share of the heads), in whole blocks: more is never used, since
     vLLM runs at most max_num_seqs sequences and prefix caching is off."""
     tokens = math.ceil(model.max_model_len / CPU_KV_BLOCK_TOKENS) * CPU_KV_BLOCK_TOKENS
     return math.ceil(max_num_seqs * tokens * model.kv_bytes_per_token / tensor_parallel_size)
-
 
 
 def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: ModelFacts | None,
@@ -288,7 +273,6 @@ def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: Model
             # starting the engine, for blocks that would never be used
             return {"kv_cache_memory_bytes": needed}
     return {"gpu_memory_utilization": fraction}
-
 
 
 class CpuEngineProfile:
@@ -332,9 +316,7 @@ class CpuEngineProfile:
         return env, ()
 
 
-
 PROFILES: Mapping[str, DeviceProfile] = {p.name: p for p in (CudaEngineProfile(), RocmEngineProfile(), CpuEngineProfile())}
-
 
 
 def _check(options: EngineOptions) -> DeviceProfile:
@@ -354,7 +336,6 @@ def _check(options: EngineOptions) -> DeviceProfile:
     return PROFILES[options.device]
 
 
-
 def _common_kwargs(options: EngineOptions) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "tensor_parallel_size": options.tensor_parallel_size,
@@ -365,7 +346,6 @@ def _common_kwargs(options: EngineOptions) -> dict[str, Any]:
     if options.max_num_batched_tokens is not None:
         kwargs["max_num_batched_tokens"] = options.max_num_batched_tokens
     return kwargs
-
 
 
 def engine_specs(options: EngineOptions, facts: MachineFacts,
@@ -384,7 +364,6 @@ def engine_specs(options: EngineOptions, facts: MachineFacts,
                                 env_defaults={k: v for k, v in defaults.items() if k not in env},
                                 env_unset=tuple(k for k in unset if k not in env)))
     return tuple(specs)
-
 
 
 def shard_by_cost(costs: Sequence[int], shards: int) -> list[list[int]]:

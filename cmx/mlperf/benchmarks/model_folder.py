@@ -17,10 +17,8 @@ TINY_DEFAULTS = {"seed": 0, "vocab_size": 4096, "hidden_size": 256, "layers": 2,
 _FOLDER_HINT = "give the folder that holds config.json"
 
 
-
 class ModelError(CmxError):
     """A model folder (or the files chosen to make one) lacks what the benchmark needs."""
-
 
 
 def refuse_tiny_inputs(inputs: Mapping[str, object]) -> None:
@@ -29,7 +27,6 @@ def refuse_tiny_inputs(inputs: Mapping[str, object]) -> None:
     if given:
         raise ModelError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to the tiny model only",
                          hint="add _tiny to the query, or drop those inputs")
-
 
 
 def check_own_folder(folder: Path) -> Path:
@@ -43,7 +40,6 @@ def check_own_folder(folder: Path) -> Path:
         raise ModelError(f"{folder} has no config.json: it is not a Hugging Face model folder",
                          hint="give the folder that holds config.json, the *.safetensors and the tokenizer files")
     return folder
-
 
 
 def read_json(path: Path) -> dict:

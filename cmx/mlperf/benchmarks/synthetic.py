@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cmx.errors import CmxError
+
 HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
 _LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
 # common English words, most frequent first (the sampler weights them by 1/rank, like Zipf's law)
@@ -44,7 +46,6 @@ _ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s",
            "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "th", "tr", "wh", "")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "oa", "ou", "y")
 _CODAS = ("", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng", "ck", "rt", "ll")
-
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,6 @@ class Lexicon:
         return TextSample(codes.tolist(), starts.tolist(), ends.tolist())
 
 
-
 @dataclass(frozen=True)
 class TextSample:
     """Texts as word-form codes: text i is codes[starts[i]:ends[i]], joined by spaces."""
@@ -116,7 +116,6 @@ class TextSample:
     def strings(self, lexicon: Lexicon) -> list[str]:
         pieces = lexicon.forms.ravel()[self.codes].tolist()
         return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends)]
-
 
 
 def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
@@ -136,7 +135,6 @@ def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers:
     return shapes
 
 
-
 def write_llama_weights(path: Path, seed: int, vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
                    kv_heads: int) -> None:
     """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator."""
@@ -154,10 +152,8 @@ def write_llama_weights(path: Path, seed: int, vocab_size: int, hidden: int, int
     os.replace(tmp, path)
 
 
-
 def write_json(path: Path, value: object) -> None:
     write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
-
 
 
 def write_text(path: Path, text: str) -> None:
@@ -169,3 +165,18 @@ def write_text(path: Path, text: str) -> None:
 def llama_intermediate_size(hidden_size: int) -> int:
     """The Llama MLP width: 3.5 × hidden (Llama 2 70B: 28672 for 8192; Llama 3.1 8B: 14336 for 4096), rounded up to 64."""
     return -(-hidden_size * 7 // 2 // 64) * 64
+
+
+def check_llama_sizes(hidden_size: int, layers: int, heads: int, kv_heads: int) -> None:
+    """Refuse sizes vLLM's CPU build cannot run or a Llama cannot have: a head size other than HEAD_SIZE,
+    key/value heads that do not divide the heads, no layers."""
+    if heads < 1 or hidden_size != heads * HEAD_SIZE:
+        raise CmxError(f"a tiny model with hidden_size {hidden_size} and {heads} heads has a head size other "
+                       f"than {HEAD_SIZE}",
+                       hint=f"give hidden_size = heads × {HEAD_SIZE} (for {max(heads, 1)} heads: "
+                            f"{max(heads, 1) * HEAD_SIZE}); vLLM's CPU attention rejects small head sizes")
+    if kv_heads < 1 or heads % kv_heads:
+        raise CmxError(f"{heads} attention heads cannot be shared by {kv_heads} key/value heads",
+                       hint="give a number of key/value heads that divides the number of heads")
+    if layers < 1:
+        raise CmxError(f"a model needs at least one layer, not {layers}")

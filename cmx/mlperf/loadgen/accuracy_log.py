@@ -29,15 +29,12 @@ _TRUNCATED_HINT = ("the submission tree keeps only the first and last 4096 chara
                    "mlperf_log_accuracy.json LoadGen wrote (its sha256 is the hash= line of accuracy.txt)")
 
 
-
 class AccuracyError(CmxError):
     """The accuracy of a run cannot be computed or written: bad log, missing reference, bad value."""
 
 
-
 class AccuracyLogError(AccuracyError):
     """mlperf_log_accuracy.json is missing, empty, truncated, or not what LoadGen writes."""
-
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,6 @@ class AccuracyRecord:
     @property
     def first_tokens(self) -> list[int] | None:
         return None if self.token_data is None else _int32s(self.token_data)
-
 
 
 def read_accuracy_log(path: Path | str) -> list[AccuracyRecord]:
@@ -100,7 +96,6 @@ def read_accuracy_log(path: Path | str) -> list[AccuracyRecord]:
     return [_record(entry, i, path) for i, entry in enumerate(entries)]
 
 
-
 def unique_samples(records: Iterable[AccuracyRecord]) -> tuple[list[AccuracyRecord], int]:
     """The first record of each qsl_idx, in file order, and how many later ones were dropped.
 
@@ -119,7 +114,6 @@ def unique_samples(records: Iterable[AccuracyRecord]) -> tuple[list[AccuracyReco
     return kept, dropped
 
 
-
 def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
@@ -130,10 +124,8 @@ def _read_bytes(path: Path) -> bytes:
         raise AccuracyLogError(f"{path} is a folder, not mlperf_log_accuracy.json") from None
 
 
-
 def _looks_truncated(raw: bytes) -> bool:
     return len(raw) == TRUNCATED_SIZE and raw[VIEWABLE_SIZE:VIEWABLE_SIZE + len(TRUNCATION_MARKER)] == TRUNCATION_MARKER
-
 
 
 def _record(entry: object, index: int, path: Path) -> AccuracyRecord:
@@ -150,13 +142,11 @@ def _record(entry: object, index: int, path: Path) -> AccuracyRecord:
     return AccuracyRecord(seq_id, qsl_idx, data, token_count, _hex_field(entry, "token_data", where))
 
 
-
 def _int_field(entry: dict, key: str, where: str) -> int:
     value = entry.get(key)
     if type(value) is not int:  # bool is an int subclass; LoadGen never writes one
         raise AccuracyLogError(f"{where}: {key} is {value!r}, not an integer")
     return value
-
 
 
 def _hex_field(entry: dict, key: str, where: str) -> bytes | None:
@@ -173,7 +163,6 @@ def _hex_field(entry: dict, key: str, where: str) -> bytes | None:
     return value
 
 
-
 def _int32s(data: bytes) -> list[int]:
     values = array("i")
     if values.itemsize != TOKEN_BYTES:  # pragma: no cover - no such platform in practice
@@ -184,14 +173,12 @@ def _int32s(data: bytes) -> list[int]:
     return values.tolist()
 
 
-
 def sha256_file(path: Path | str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
 
 
 def truncate_accuracy_log(path: Path | str, dest: Path | str) -> str:
@@ -219,14 +206,12 @@ def truncate_accuracy_log(path: Path | str, dest: Path | str) -> str:
     return digest
 
 
-
 def is_truncated_accuracy_log(path: Path | str) -> bool:
     """Whether the file is what truncate_accuracy_log wrote for a log of 4096 bytes or more."""
     path = Path(path)
     if path.stat().st_size != TRUNCATED_SIZE:
         return False
     return _looks_truncated(path.read_bytes())
-
 
 
 def _write_atomically(dest: Path, content: bytes) -> None:

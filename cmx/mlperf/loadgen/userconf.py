@@ -42,7 +42,6 @@ class UserConfError(CmxError):
     """A user.conf cannot be written as asked: an unknown key, a seed, a value LoadGen would misread."""
 
 
-
 @dataclass(frozen=True)
 class ShortProfile:
     """A smoke run of a few seconds. Far below every minimum of the rules, so never compliant.
@@ -61,7 +60,6 @@ class ShortProfile:
     max_query_count: int = 10_000
 
 
-
 @dataclass(frozen=True)
 class ConfLine:
     """One `model.scenario.key = value` line of a user.conf."""
@@ -73,7 +71,6 @@ class ConfLine:
 
     def render(self) -> str:
         return f"{self.model}.{self.scenario}.{self.key} = {render_value(self.value)}"
-
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,6 @@ class UserConf:
         path = Path(path)
         path.write_text(self.text, encoding="utf-8")
         return path
-
 
 
 def user_conf(round_: Round, benchmark: Benchmark | str, scenario: str, *,
@@ -142,7 +138,6 @@ def user_conf(round_: Round, benchmark: Benchmark | str, scenario: str, *,
     return UserConf(model, lg_scenario, lines, comments, findings)
 
 
-
 # compliance/TEST06/audit.config: keys LoadGen reads with the model "*" in the audit run.
 TEST06_AUDIT: dict[str, int] = {
     "mode": 2,
@@ -152,7 +147,6 @@ TEST06_AUDIT: dict[str, int] = {
     "min_duration": 0,
     "sample_concatenate_permutation": 0,
 }
-
 
 
 def audit_conf_test06() -> str:
@@ -176,7 +170,6 @@ def audit_conf_test06() -> str:
     return "\n".join(lines) + "\n"
 
 
-
 def render_value(value: Value) -> str:
     """A value as LoadGen parses it: integers in decimal, booleans as 1/0, doubles round-tripping."""
     if isinstance(value, bool):
@@ -186,7 +179,6 @@ def render_value(value: Value) -> str:
     return repr(float(value))
 
 
-
 def _short_values(short: ShortProfile) -> dict[str, Value]:
     return {
         "min_duration": short.min_duration_ms,
@@ -194,7 +186,6 @@ def _short_values(short: ShortProfile) -> dict[str, Value]:
         "max_query_count": short.max_query_count,
         "performance_sample_count_override": short.samples,
     }
-
 
 
 def _checked_value(key: str, value: Value, round_: Round) -> Value:
@@ -224,13 +215,11 @@ def _checked_value(key: str, value: Value, round_: Round) -> Value:
     return value
 
 
-
 def _require_applies(key: str, lg_scenario: str, bench: str, scenario: str) -> None:
     if lg_scenario not in USER_CONF_KEYS[key].scenarios:
         runs = ", ".join(sorted(USER_CONF_KEYS[key].scenarios))
         raise UserConfError(f"{key} has no effect on a {bench} {scenario} run",
                             hint=f"LoadGen reads {key} for {runs} runs only")
-
 
 
 def _header(round_: Round, bench: Benchmark, rules: ScenarioRules, short: bool,

@@ -27,7 +27,6 @@ class NonCompliance:
         return f"{where}{self.reason}"
 
 
-
 @dataclass(frozen=True)
 class ConfEntry:
     """A line of a user.conf as LoadGen's parser sees it."""
@@ -37,7 +36,6 @@ class ConfEntry:
     scenario: str
     key: str
     raw: str
-
 
 
 @dataclass(frozen=True)
@@ -56,7 +54,6 @@ class ParsedConf:
             if (m, s, key) in last:
                 return last[(m, s, key)]
         return None
-
 
 
 def parse_user_conf(text: str) -> ParsedConf:
@@ -88,7 +85,6 @@ def parse_user_conf(text: str) -> ParsedConf:
     return ParsedConf(tuple(entries), tuple(errors))
 
 
-
 def noncompliant_keys(text: str, round_: Round, benchmark: Benchmark | str, scenario: str) -> list[NonCompliance]:
     """The lines and values of a user.conf that make a run of (benchmark, scenario) break `round_`'s rules.
 
@@ -113,7 +109,6 @@ def noncompliant_keys(text: str, round_: Round, benchmark: Benchmark | str, scen
     return sorted(findings, key=lambda f: (f.line_no or 0, f.key))
 
 
-
 def _mlperf_conf_only_lines(parsed: ParsedConf, rules: ScenarioRules, round_: Round) -> list[NonCompliance]:
     out = []
     for entry in parsed.entries:
@@ -124,7 +119,6 @@ def _mlperf_conf_only_lines(parsed: ParsedConf, rules: ScenarioRules, round_: Ro
                                      f"mlperf.conf): remove the line; {round_.name} needs "
                                      f"{round_.loadgen_requirement}"))
     return out
-
 
 
 def _unread_lines(parsed: ParsedConf, rules: ScenarioRules) -> list[NonCompliance]:
@@ -144,7 +138,6 @@ def _unread_lines(parsed: ParsedConf, rules: ScenarioRules) -> list[NonComplianc
             out.append(NonCompliance(entry.key, entry.raw, entry.line_no,
                                      f"LoadGen does not read {entry.key!r} from user.conf{guess}"))
     return out
-
 
 
 def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: ScenarioRules) -> str | None:
@@ -187,14 +180,12 @@ def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: Scena
     return None
 
 
-
 def _is_number(token: str) -> bool:
     try:
         _number(token)
     except ValueError:
         return False
     return True
-
 
 
 def _number(token: str) -> float:

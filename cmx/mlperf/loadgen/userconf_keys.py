@@ -16,7 +16,6 @@ KeyClass = Literal["checked", "open-only", "mode"]
 MODE_VALUES: dict[str, int] = {"accuracy": 1, "performance": 2}  # LoadGen: 0 submission, 3 find peak
 
 
-
 @dataclass(frozen=True)
 class ConfKey:
     """A key LoadGen reads from user.conf: its value type, the LoadGen scenarios it affects, and
@@ -27,7 +26,6 @@ class ConfKey:
     scenarios: frozenset[str]  # LoadGen scenarios whose run it changes
     klass: KeyClass
     unit: str = ""
-
 
 
 _BOTH = frozenset({"Offline", "Server"})

@@ -37,7 +37,6 @@ _INTEGER_KEYS = frozenset({"gen_len", "gen_num", "gen_tok_len"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-
 # the checker's names for the values it reads (constants.py accuracy-target), and how people read them
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
                  "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE"}
@@ -82,7 +81,6 @@ def format_accuracy_txt(result: ResultLike | Mapping[str, float | int], log_sha2
     return f"\nResults\n\n{values!r}\n\nhash={log_sha256}\n"
 
 
-
 def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
     """The values the checker would find in accuracy.txt, read the way it reads them.
 
@@ -104,7 +102,6 @@ def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
     return found
 
 
-
 def _number(key: str, text: str) -> float | int:
     try:
         value = float(text)
@@ -115,7 +112,6 @@ def _number(key: str, text: str) -> float | int:
     return value
 
 
-
 def read_accuracy_txt(path: Path | str) -> dict[str, float | int | str]:
     """parse_accuracy_txt of a file, read as text the way the checker opens it."""
     path = Path(path)
@@ -123,7 +119,6 @@ def read_accuracy_txt(path: Path | str) -> dict[str, float | int | str]:
         return parse_accuracy_txt(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AccuracyError(f"{path} does not exist") from None
-
 
 
 def meets_targets(result: ResultLike | Mapping[str, float | int | str], targets: AccuracyTargetsLike) -> list[str]:
@@ -156,7 +151,6 @@ def _value(values: Mapping[str, float | int | str], key: str) -> float | None:
         return None
     value = float(value)
     return None if math.isnan(value) else value
-
 
 
 def _show(value: float) -> str:

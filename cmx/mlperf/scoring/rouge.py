@@ -31,7 +31,6 @@ _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "
 _WORD = re.compile(r"\S+")
 
 
-
 def split_sentences(text: str) -> list[str]:
     """Split `text` into sentences; cmx's stand-in for nltk's punkt `sent_tokenize`.
 
@@ -55,11 +54,9 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-
 def postprocess_text(text: str) -> str:
     """The reference's postprocess_text for one text: strip, one sentence per line."""
     return "\n".join(split_sentences(text.strip()))
-
 
 
 def _ends_sentence(word: str) -> bool:
@@ -72,16 +69,13 @@ def _ends_sentence(word: str) -> bool:
     return not (body.lower() in _ABBREVIATIONS or _INITIAL.fullmatch(body) or _DOTTED_ABBREVIATION.fullmatch(body))
 
 
-
 def mean_percent(values: list[float]) -> float:
     # the reference's round(np.mean(v) * 100, 4): numpy's pairwise mean and numpy's rounding
     np = _numpy()
     return float(np.round(np.mean(values) * 100, 4))
 
 
-
 _CHUNK = 256  # samples per task when scoring in several processes
-
 
 
 def rouge_fmeasures(pairs: list[tuple[str, str]], jobs: int) -> dict[str, list[float]]:
@@ -100,7 +94,6 @@ def rouge_fmeasures(pairs: list[tuple[str, str]], jobs: int) -> dict[str, list[f
     return merged
 
 
-
 def _score_chunk(pairs: list[tuple[str, str]]) -> dict[str, list[float]]:
     scorer = _rouge_scorer()
     fmeasures: dict[str, list[float]] = {name: [] for name in ROUGE_TYPES}
@@ -111,7 +104,6 @@ def _score_chunk(pairs: list[tuple[str, str]]) -> dict[str, list[float]]:
     return fmeasures
 
 
-
 def _rouge_scorer():  # type: ignore[no-untyped-def]
     try:
         from rouge_score import rouge_scorer
@@ -119,7 +111,6 @@ def _rouge_scorer():  # type: ignore[no-untyped-def]
         raise AccuracyError("the rouge-score package is not installed",
                             hint="pip install rouge-score==0.1.2 (or install cmx with the cpu extra)") from None
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
-
 
 
 def _numpy():  # type: ignore[no-untyped-def]

@@ -63,14 +63,12 @@ SOURCE_FOLDERS = ("cmx", "recipes", "templates")
 SOURCE_FILES = ("pyproject.toml", "registry.yaml")
 
 
-
 @dataclass(frozen=True)
 class PackagedResult:
     name: str
     path: Path
     full_accuracy_log: Path   # kept outside the tree: the hash in accuracy.txt is all the tree keeps of it
     accuracy_log_sha256: str
-
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,6 @@ class Packaged:
     results: list[PackagedResult]
     notes: list[str] = field(default_factory=list)   # what makes the results non-compliant (open only)
     tarball: Path | None = None
-
 
 
 def package(request: PackageRequest) -> Packaged:
@@ -127,7 +124,6 @@ def package(request: PackageRequest) -> Packaged:
     return Packaged(dest, round_.name, request.division, request.submitter, packaged, notes, tarball)
 
 
-
 def _check_request(request: PackageRequest) -> None:
     if request.division not in PACKAGE_DIVISIONS:
         raise SubmissionRefused(f"division {request.division!r} is not one cmx packages",
@@ -148,7 +144,6 @@ def _check_request(request: PackageRequest) -> None:
                                     hint="give an empty or new folder as --input out_dir=DIR")
 
 
-
 def _results_round(results: Sequence[SourceResult]) -> str:
     rounds = sorted({str(r.facts.get("round") or "") for r in results} - {""})
     if len(rounds) != 1:
@@ -156,7 +151,6 @@ def _results_round(results: Sequence[SourceResult]) -> str:
                                 hint="package one round at a time: give --input round=v6.0 (results of another "
                                      "round are refused)")
     return rounds[0]
-
 
 
 def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
@@ -170,7 +164,6 @@ def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
                        key=lambda b: not endpoint_is_remote(str(b.get("url") or "")))
     return detected_fields(source.origin, str(source.facts.get("device") or ""),
                            endpoints[0] if endpoints else None)
-
 
 
 def _write_result(root: Path, round_: Round, request: PackageRequest, source: SourceResult,
@@ -191,12 +184,10 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
     return PackagedResult(source.name, paths.result_dir, acc / ACCURACY_LOG, digest)
 
 
-
 def _copy_files(src: Path, dest: Path, names: Iterable[str]) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copyfile(src / name, dest / name)
-
 
 
 def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str]:
@@ -220,7 +211,6 @@ def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str
             "weight_transformations": transformations}
 
 
-
 def render_readme(source: SourceResult, round_: Round, request: PackageRequest, digest: str) -> str:
     from cmx.templates import render
 
@@ -229,7 +219,6 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
                   backend=source.facts.get("backend") or {"kind": "vllm"})
-
 
 
 def _write_code(dest: Path) -> None:
@@ -248,7 +237,6 @@ def _write_code(dest: Path) -> None:
                                            commit=source_commit()), encoding="utf-8")
 
 
-
 def source_commit() -> str:
     """The git commit of the cmx checkout ("" outside one), with " (with uncommitted changes)" when dirty."""
     if not (CHECKOUT / ".git").exists():
@@ -263,7 +251,6 @@ def source_commit() -> str:
     return f"{sha} (with uncommitted changes)" if dirty else sha
 
 
-
 def _write_calibration(path: Path, request: PackageRequest, results: Sequence[SourceResult]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if request.calibration_file:
@@ -273,7 +260,6 @@ def _write_calibration(path: Path, request: PackageRequest, results: Sequence[So
 
     precisions = sorted({precision_of(r) for r in results} - {""}) or ["the checkpoint's own dtype"]
     path.write_text(render("submission/calibration.md.j2", precisions=precisions), encoding="utf-8")
-
 
 
 def write_tarball(out_dir: Path, division: str, submitter: str) -> Path:
@@ -290,7 +276,6 @@ def write_tarball(out_dir: Path, division: str, submitter: str) -> Path:
         tar.add(out_dir / division / submitter, arcname=f"{division}/{submitter}", filter=clean)
     os.replace(tmp, tarball)
     return tarball
-
 
 
 def package_and_check(request: PackageRequest, log: logging.Logger) -> dict[str, Any]:

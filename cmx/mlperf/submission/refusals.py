@@ -28,7 +28,6 @@ from cmx.mlperf.submission.tree import (
 UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are
 
 
-
 def refusals(request: PackageRequest, round_: Round, results: Sequence[SourceResult]) -> list[str]:
     """Every reason these results cannot go into the requested division; [] when they can."""
     closed = request.division == "closed"
@@ -38,7 +37,6 @@ def refusals(request: PackageRequest, round_: Round, results: Sequence[SourceRes
     if closed:
         reasons += scenario_refusals(round_, results)
     return reasons
-
 
 
 def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
@@ -80,7 +78,6 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
     return out
 
 
-
 def closed_refusals(*, short: bool, tiny: bool, rows: int | None, dataset_size: int) -> list[str]:
     """What keeps a run out of the closed division whatever its logs say (the app checks it before running)."""
     out = []
@@ -93,7 +90,6 @@ def closed_refusals(*, short: bool, tiny: bool, rows: int | None, dataset_size: 
     return out
 
 
-
 def _log_refusals(result: SourceResult, round_: Round, mode: str, *, closed: bool) -> list[str]:
     try:
         run = read_loadgen_run(result.run_dir(mode))
@@ -104,7 +100,6 @@ def _log_refusals(result: SourceResult, round_: Round, mode: str, *, closed: boo
                          compliance_test=test)
     label = "TEST06" if test else mode
     return [f"{label}: {f.text}" for f in found]
-
 
 
 def _accuracy_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
@@ -125,7 +120,6 @@ def _accuracy_refusals(result: SourceResult, round_: Round, *, closed: bool) -> 
     return out
 
 
-
 def scenario_refusals(round_: Round, results: Sequence[SourceResult]) -> list[str]:
     """Closed: each system's benchmark needs the round's required scenarios."""
     present: dict[tuple[str, str], set[str]] = {}
@@ -142,7 +136,6 @@ def scenario_refusals(round_: Round, results: Sequence[SourceResult]) -> list[st
     return out
 
 
-
 def calibration_refusals(request: PackageRequest, results: Sequence[SourceResult]) -> list[str]:
     if request.calibration_file and not request.calibration_file.is_file():
         return [f"the calibration file {request.calibration_file} does not exist"]
@@ -151,7 +144,6 @@ def calibration_refusals(request: PackageRequest, results: Sequence[SourceResult
     return [f"{r.name}: it ran quantized weights ({precision_of(r)}); give --input calibration_file=FILE saying how "
             "they were calibrated (it becomes documentation/calibration.md)"
             for r in results if precision_of(r) not in UNQUANTIZED]
-
 
 
 def precision_of(result: SourceResult) -> str:

@@ -17,10 +17,8 @@ PACKAGE_DIVISIONS = ("closed", "open")
 SUBMITTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-
 class SubmissionRefused(CmxError):
     """The results cannot be packaged as asked; the message lists every reason."""
-
 
 
 @dataclass(frozen=True)
@@ -35,7 +33,6 @@ class PackageRequest:
     system_file: Path | None = None     # the fields detection cannot fill (status, cooling, ...)
     calibration_file: Path | None = None  # closed, quantized weights: what calibration was done
     tar: bool = False
-
 
 
 @dataclass(frozen=True)
@@ -62,7 +59,6 @@ class SourceResult:
 
     def has(self, mode: str) -> bool:
         return (self.run_dir(mode) / "mlperf_log_detail.txt").is_file()
-
 
 
 def find_results(results_dir: Path) -> list[SourceResult]:

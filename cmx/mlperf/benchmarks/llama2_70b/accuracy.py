@@ -52,7 +52,6 @@ class AccuracyResult:
         }
 
 
-
 def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
              decode: Callable[[list[int]], str], *, jobs: int = 1) -> AccuracyResult:
     """Score `records` against `references` (indexed by qsl_idx) the way the reference does.
@@ -92,7 +91,6 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
         tokens_per_sample=round(gen_tok_len / gen_num, 1),
         duplicates=duplicates,
     )
-
 
 
 def _reference(references: Sequence[str], record: AccuracyRecord) -> str:

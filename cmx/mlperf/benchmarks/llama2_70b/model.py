@@ -34,7 +34,6 @@ class LlamaModel:
                 "is_tiny": self.is_tiny}
 
 
-
 def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
               log: logging.Logger | None = None) -> LlamaModel:
     """The tiny random-weight Llama 2 (cmx.mlperf.benchmarks.llama2_70b.tiny) made in `dest`, sized by `inputs` (None: the default).
@@ -59,7 +58,6 @@ def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
     return describe(model.path, f"tiny-llama2-random-seed{seed}", "", precision, is_tiny=True)
 
 
-
 def require_model_files(paths: Collection[str], repo: str, revision: str) -> None:
     """Refuse a choice of files to download that lacks config.json or a tokenizer: before 130 GB, not after."""
     paths = set(paths)
@@ -70,7 +68,6 @@ def require_model_files(paths: Collection[str], repo: str, revision: str) -> Non
         raise ModelError(f"{repo} at {revision} has no tokenizer (tokenizer.json or tokenizer.model) among the files "
                          "chosen", hint="add them to include; a repository without them can be used with "
                                         "--input model_path=DIR after copying Llama 2's tokenizer files into DIR")
-
 
 
 def describe(folder: Path, name: str, revision: str, precision: str, *, is_tiny: bool,

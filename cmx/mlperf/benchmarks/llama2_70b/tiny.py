@@ -34,6 +34,7 @@ from cmx.mlperf.benchmarks.synthetic import (
     HEAD_SIZE,
     Lexicon,
     TextSample,
+    check_llama_sizes,
     llama_intermediate_size,
     write_json,
     write_llama_weights,
@@ -62,7 +63,6 @@ _SYSTEM_PROMPTS = (
 )
 
 
-
 @dataclass(frozen=True)
 class TinyLlama:
     """A tiny model folder made by make_tiny_llama, and what it was made from."""
@@ -82,7 +82,6 @@ class TinyLlama:
         return self.hidden_size // self.heads
 
 
-
 @dataclass(frozen=True)
 class TinyOpenOrca:
     """A dataset pickle made by make_tiny_openorca."""
@@ -90,7 +89,6 @@ class TinyOpenOrca:
     path: Path
     rows: int
     seed: int
-
 
 
 def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden_size: int = 256, layers: int = 2,
@@ -117,25 +115,13 @@ def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden
     return TinyLlama(dest, seed, vocab_size, hidden_size, intermediate, layers, heads, kv_heads, space_id)
 
 
-
 def _check_sizes(vocab_size: int, hidden_size: int, layers: int, heads: int, kv_heads: int) -> None:
-    if heads < 1 or hidden_size != heads * HEAD_SIZE:
-        raise CmxError(f"a tiny model with hidden_size {hidden_size} and {heads} heads has a head size other "
-                       f"than {HEAD_SIZE}",
-                       hint=f"give hidden_size = heads × {HEAD_SIZE} (for {max(heads, 1)} heads: "
-                            f"{max(heads, 1) * HEAD_SIZE}); vLLM's CPU attention rejects small head sizes")
-    if kv_heads < 1 or heads % kv_heads:
-        raise CmxError(f"{heads} attention heads cannot be shared by {kv_heads} key/value heads",
-                       hint="give a number of key/value heads that divides the number of heads")
-    if layers < 1:
-        raise CmxError(f"a model needs at least one layer, not {layers}")
+    check_llama_sizes(hidden_size, layers, heads, kv_heads)
     smallest = len(SPECIALS) + len(BYTE_TOKENS) + 200
     if not smallest <= vocab_size <= MAX_VOCAB:
         raise CmxError(f"vocab_size {vocab_size} is out of range for a tiny tokenizer",
                        hint=f"give a vocab_size from {smallest} (specials, 256 bytes and a few pieces) to "
                             f"{MAX_VOCAB} (the generated training text holds no more distinct pieces)")
-
-
 
 
 def _model_config(vocab_size: int, hidden_size: int, intermediate: int, layers: int, heads: int,
@@ -167,7 +153,6 @@ def _model_config(vocab_size: int, hidden_size: int, intermediate: int, layers: 
     }
 
 
-
 def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
     """Train a BPE on generated text, then lay its vocabulary out like Llama 2's: specials at 0..2,
     the 256 byte pieces at 3..258, then the learned pieces. Returns the tokenizer.json text."""
@@ -188,7 +173,6 @@ def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
                        hint="give a smaller vocab_size: the generated training text has too few distinct words")
     return json.dumps(_tokenizer_document({t: i for i, t in enumerate(pieces)}, trained["model"]["merges"]),
                       ensure_ascii=False, indent=2, sort_keys=False)
-
 
 
 def _tokenizer_document(vocab: dict[str, int], merges: list) -> dict[str, object]:
@@ -222,7 +206,6 @@ def _tokenizer_document(vocab: dict[str, int], merges: list) -> dict[str, object
     }
 
 
-
 def _tokenizer_config() -> dict[str, object]:
     # legacy: true makes transformers' LlamaTokenizer put "▁" before every text segment, also the
     # one after a literal "<s>" (prepend_scheme "always"), as Llama 2's original tokenizer does and
@@ -243,7 +226,6 @@ def _tokenizer_config() -> dict[str, object]:
     }
 
 
-
 def _training_corpus(seed: int) -> list[str]:
     """Generated sentences, the system prompts and the chat template's markers. No newlines: like
     Llama 2, the tokenizer then writes "\\n" as the byte piece <0x0A>."""
@@ -251,7 +233,6 @@ def _training_corpus(seed: int) -> list[str]:
     texts = Lexicon.shared().texts(rng, rng.integers(20, 120, size=6000))
     markers = ["[INST] <<SYS>> <</SYS>> [/INST]"] * 200
     return [*texts, *(p for p in _SYSTEM_PROMPTS if p), *markers]
-
 
 
 class _PieceIds:
@@ -274,7 +255,6 @@ class _PieceIds:
             return []
         head = self.bare[codes[0]] if first_bare else spaced[codes[0]]
         return [*head, *chain.from_iterable(map(spaced.__getitem__, codes[1:]))]
-
 
 
 def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENORCA_ROWS,
@@ -328,7 +308,6 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
     return TinyOpenOrca(dest_pickle, rows, seed)
 
 
-
 def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSample, outputs: TextSample,
                prompt: list[str], output: list[str]) -> tuple[list[list[int]], list[list[int]]]:
     """The ids of every prompt and answer, as tokenizer.encode gives them (with <s> in front).
@@ -359,7 +338,6 @@ def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSa
     return [e.ids for e in tokenizer.encode_batch(prompt)], [e.ids for e in tokenizer.encode_batch(output)]
 
 
-
 def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer, space id
     from tokenizers import Tokenizer
 
@@ -375,11 +353,9 @@ def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer, space id
     return tokenizer, space_id
 
 
-
 def chat_prompt(system_prompt: str, question: str) -> str:
     """The Llama 2 chat prompt processorca.py builds (with the literal "<s>" in front)."""
     return _PROMPT_SYSTEM.format(system_prompt, question) if system_prompt else _PROMPT_NO_SYSTEM.format(question)
-
 
 
 __all__ = ["BOS_ID", "EOS_ID", "HEAD_SIZE", "OPENORCA_COLUMNS", "OPENORCA_ROWS", "TinyLlama", "TinyOpenOrca",

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.model_folder import (
+    DTYPES,
     TINY_DEFAULTS,
     ModelError,
     check_own_folder,
+    read_json,
     refuse_tiny_inputs,
 )
 
-DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 _TOKENIZER_HINT = "copy tokenizer.json and tokenizer_config.json of meta-llama/Llama-3.1-8B-Instruct into the folder"
 
 
@@ -109,16 +109,6 @@ def _tokenizer_eos(folder: Path) -> int | None:
     added = read_json(folder / "tokenizer.json").get("added_tokens") or []
     found = [t.get("id") for t in added if isinstance(t, dict) and t.get("content") == content]
     return found[0] if found and type(found[0]) is int else None
-
-
-def read_json(path: Path) -> dict:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}") from None
-    if not isinstance(value, dict):
-        raise ModelError(f"{path} is not a JSON object")
-    return value
 
 
 __all__ = ["DTYPES", "Llama3Model", "ModelError", "describe", "make_tiny", "refuse_tiny_inputs",

@@ -37,8 +37,8 @@ from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
     TEMPLATE_KEY,
 )
 from cmx.mlperf.benchmarks.synthetic import (
-    HEAD_SIZE,
     Lexicon,
+    check_llama_sizes,
     llama_intermediate_size,
     llama_weight_shapes,
     write_json,
@@ -128,16 +128,7 @@ def make_tiny_llama3(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidde
 
 
 def _check_sizes(vocab_size: int, hidden_size: int, layers: int, heads: int, kv_heads: int) -> None:
-    if heads < 1 or hidden_size != heads * HEAD_SIZE:
-        raise CmxError(f"a tiny model with hidden_size {hidden_size} and {heads} heads has a head size other "
-                       f"than {HEAD_SIZE}",
-                       hint=f"give hidden_size = heads × {HEAD_SIZE} (for {max(heads, 1)} heads: "
-                            f"{max(heads, 1) * HEAD_SIZE}); vLLM's CPU attention rejects small head sizes")
-    if kv_heads < 1 or heads % kv_heads:
-        raise CmxError(f"{heads} attention heads cannot be shared by {kv_heads} key/value heads",
-                       hint="give a number of key/value heads that divides the number of heads")
-    if layers < 1:
-        raise CmxError(f"a model needs at least one layer, not {layers}")
+    check_llama_sizes(hidden_size, layers, heads, kv_heads)
     smallest = 256 + 256 + SPECIAL_COUNT  # the byte alphabet, some merges, the specials
     if vocab_size < smallest:
         raise CmxError(f"vocab_size {vocab_size} is too small for a tiny Llama 3 tokenizer",

@@ -92,7 +92,6 @@ def write_csv(report: CheckReport, path: Path) -> Path:
     return path
 
 
-
 def expectation(report: CheckReport, expected: set[str]) -> tuple[bool, str]:
     """Whether the tree breaks exactly the `expected` rules (a smoke tree's known shortfalls), and the verdict line.
 
