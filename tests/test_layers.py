@@ -1,0 +1,67 @@
+"""Imports point down design.md's list of layers, and a benchmark package is reached only through the registry.
+
+Parsed from the source (no import runs): a `from cmx.X import` or `import cmx.X` in a module of
+layer L must name a layer below L, or the floor every layer stands on.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO
+
+CMX = REPO / "cmx"
+# design.md, "Layers": top to bottom
+ORDER = ("cli", "api", "docker", "mlperf", "execute", "resolve", "registry", "recipe", "cache", "tools")
+FLOOR = {"errors", "settings", "secrets", "container", "templates", "__version__", "__main__"}
+
+
+def imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "cmx":
+            out += [node.module] if node.module != "cmx" else [f"cmx.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.split(".")[0] == "cmx"]
+    return out
+
+
+def layer(module: str) -> str:
+    return module.split(".")[1].removesuffix(".py") if "." in module else "cmx"
+
+
+def test_no_import_points_up_the_layers():
+    upward = []
+    for path in CMX.rglob("*.py"):
+        own = path.relative_to(CMX).parts[0].removesuffix(".py")
+        if own not in ORDER:
+            continue
+        for module in imports(path):
+            other = layer(module)
+            if other == own or other in FLOOR or other == "cmx":
+                continue
+            if other not in ORDER or ORDER.index(other) < ORDER.index(own):
+                upward.append(f"{path.relative_to(REPO)} imports {module}")
+    assert upward == []
+
+
+def test_only_the_registry_and_a_benchmarks_own_package_import_it():
+    benchmarks = CMX / "mlperf" / "benchmarks"
+    packages = {p.name for p in benchmarks.iterdir() if (p / "__init__.py").is_file()}
+    strays = []
+    for path in CMX.rglob("*.py"):
+        for module in imports(path):
+            parts = module.split(".")
+            if parts[:3] == ["cmx", "mlperf", "benchmarks"] and len(parts) > 3 and parts[3] in packages:
+                if benchmarks / parts[3] not in path.parents:
+                    strays.append(f"{path.relative_to(REPO)} imports {module}")
+    assert strays == []
+
+
+def test_the_backends_know_nothing_of_loadgen_benchmarks_or_submissions():
+    found = [f"{path.relative_to(REPO)} imports {m}" for path in (CMX / "mlperf" / "backends").rglob("*.py")
+             for m in imports(path)
+             if m.startswith(("cmx.mlperf.loadgen", "cmx.mlperf.benchmarks", "cmx.mlperf.submission",
+                              "cmx.mlperf.app"))]
+    assert found == []
