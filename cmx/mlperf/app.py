@@ -93,6 +93,7 @@ class AppConfig:
     server_log_dir: Path | None = None         # where the vllm serve cmx starts logs (default: results_dir)
     server_log: Path | None = None             # set by `serving` when cmx started the server
     timeout_s: float | None = None
+    eos_token_id: int | None = None  # the model's, for TEST06's EOS check (None: Llama 2's)
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
 
     def __post_init__(self) -> None:
@@ -149,7 +150,7 @@ class AppResult:
 
 Runner = Callable[..., HarnessResult]
 Evaluator = Callable[..., Path]
-Verifier = Callable[[Path, str], Path]
+Verifier = Callable[[Path, str, int | None], Path]
 
 
 def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserConf:
@@ -209,7 +210,7 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
         rouge, more = _score_accuracy(config, round_, output, evaluate)
         problems += more
     if result.mode == "test06" and (output / "mlperf_log_accuracy.json").is_file():
-        problems += _verify_test06(output, result.scenario, verify)
+        problems += _verify_test06(output, result.scenario, verify, config.eos_token_id)
     return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=result.validity,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
                       tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details))
@@ -228,10 +229,10 @@ def _score_accuracy(config: AppConfig, round_: Round, output: Path,
     return rouge, [f"accuracy: {s}" for s in meets_targets(values, targets)]
 
 
-def _verify_test06(output: Path, scenario: str, verify: Verifier) -> list[str]:
+def _verify_test06(output: Path, scenario: str, verify: Verifier, eos_token_id: int | None) -> list[str]:
     from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 
-    text = verify(output, scenario).read_text(encoding="utf-8")
+    text = verify(output, scenario, eos_token_id).read_text(encoding="utf-8")
     return [] if verify_accuracy_txt_passes(text) else [f"TEST06 failed a check (see {output / 'verify_accuracy.txt'})"]
 
 

@@ -111,7 +111,7 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
                               max_num_seqs=i["max_num_seqs"], max_num_batched_tokens=i["max_num_batched_tokens"],
                               gpu_memory_utilization=i["gpu_memory_utilization"], max_model_len=i["max_model_len"]),
         backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
-        server_log_dir=ctx.workdir,
+        server_log_dir=ctx.workdir, eos_token_id=model.get("eos_token_id"),
         timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))
     result = run_app(config, logger=ctx.log)
     ctx.log.info("results in %s\n%s", result.results_dir, result.table)

@@ -72,7 +72,7 @@ def fake_evaluate(output: Path, dataset: Path, tokenizer: Path, *, benchmark: st
     return path
 
 
-def fake_verify(output: Path, scenario: str, passed: bool = True) -> Path:
+def fake_verify(output: Path, scenario: str, eos_token_id: int | None = None, passed: bool = True) -> Path:
     result = Test06Result(scenario, 16, Check(None), Check(passed), Check(True))
     path = output / "verify_accuracy.txt"
     path.write_text(format_verify_accuracy_txt(result), encoding="utf-8")
@@ -137,7 +137,7 @@ def test_log_errors_and_a_failed_test06_fail_the_app(tmp_path: Path):
     runner = Recorded({("Offline", "accuracy"): "error"})
     with pytest.raises(AppRunFailed, match="Offline accuracy") as err:
         run_app(app_config(tmp_path), runner=runner, evaluate=fake_evaluate,
-                verify=lambda out, scenario: fake_verify(out, scenario, passed=False))
+                verify=lambda out, scenario, eos: fake_verify(out, scenario, eos, passed=False))
     assert "n_tokens" in err.value.message and "TEST06 failed a check" in err.value.message
 
 
@@ -260,3 +260,14 @@ def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
     assert hc.output == config.scenario_dir("Server") / "performance" / "run_1"
     assert parse_args(hc.argv(tmp_path / "harness_config.json")) == hc
     assert hc.engine == engine and hc.endpoint is None and hc.backend == "vllm"
+
+
+def test_test06_checks_the_models_own_eos_id(tmp_path: Path):
+    seen: list[int | None] = []
+
+    def verify(output: Path, scenario: str, eos_token_id: int | None) -> Path:
+        seen.append(eos_token_id)
+        return fake_verify(output, scenario, eos_token_id)
+
+    run_app(app_config(tmp_path, eos_token_id=128009), runner=Recorded(), evaluate=fake_evaluate, verify=verify)
+    assert seen == [128009]

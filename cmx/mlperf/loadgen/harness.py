@@ -373,11 +373,12 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, b
     return path
 
 
-def verify_test06(output_dir: Path, scenario: str) -> Path:
-    """Check a TEST06 run's accuracy log and write verify_accuracy.txt beside it."""
-    from cmx.mlperf.loadgen.test06 import format_verify_accuracy_txt, verify
+def verify_test06(output_dir: Path, scenario: str, eos_token_id: int | None = None) -> Path:
+    """Check a TEST06 run's accuracy log and write verify_accuracy.txt beside it. `eos_token_id` is the
+    model's (run_verification.py's --eos_token_id); None is its default, Llama 2's 2."""
+    from cmx.mlperf.loadgen.test06 import EOS_TOKEN_ID, format_verify_accuracy_txt, verify
 
-    result = verify(Path(output_dir) / ACCURACY_LOG, scenario)
+    result = verify(Path(output_dir) / ACCURACY_LOG, scenario, EOS_TOKEN_ID if eos_token_id is None else eos_token_id)
     path = Path(output_dir) / VERIFY_TXT
     path.write_text(format_verify_accuracy_txt(result), encoding="utf-8")
     return path
