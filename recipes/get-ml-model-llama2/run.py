@@ -6,6 +6,7 @@ cmx.mlperf.benchmarks.llama2_70b.model (what the folder must hold, the outputs),
 
 from __future__ import annotations
 
+from cmx.mlperf.benchmarks import model_folder
 from cmx.mlperf.benchmarks.llama2_70b import model as llama
 from cmx.tools import huggingface as hf
 
@@ -14,9 +15,9 @@ def run(ctx):
     precision = next(v for v in ("bf16", "fp16", "fp8") if v in ctx.variations)
     if "tiny" in ctx.variations:
         return llama.make_tiny(ctx.workdir / "model", precision, ctx.inputs, log=ctx.log).outputs()
-    llama.refuse_tiny_inputs(ctx.inputs)
+    model_folder.refuse_tiny_inputs(ctx.inputs)
     if ctx.inputs["model_path"] is not None:
-        folder = llama.check_own_folder(ctx.inputs["model_path"])
+        folder = model_folder.check_own_folder(ctx.inputs["model_path"])
         ctx.log.info("using the model in %s in place (not copied)", folder)
         return llama.describe(folder, folder.name, "", precision, is_tiny=False, log=ctx.log).outputs()
     name = "fp8_revision" if precision == "fp8" else "revision"

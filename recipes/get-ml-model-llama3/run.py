@@ -7,6 +7,7 @@ unit-tested.
 
 from __future__ import annotations
 
+from cmx.mlperf.benchmarks import model_folder
 from cmx.mlperf.benchmarks.llama3_1_8b import model as llama
 from cmx.tools import huggingface as hf
 
@@ -15,7 +16,7 @@ def run(ctx):
     precision = ctx.variation("precision")
     if ctx.variation("size") == "tiny":
         return llama.make_tiny(ctx.workdir / "model", precision, ctx.inputs, log=ctx.log).outputs()
-    llama.refuse_tiny_inputs(ctx.inputs)
+    model_folder.refuse_tiny_inputs(ctx.inputs)
     if ctx.inputs["model_path"] is not None:
         folder = ctx.inputs["model_path"]
         ctx.log.info("using the model in %s in place (not copied)", folder)
