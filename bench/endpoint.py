@@ -24,6 +24,16 @@ tokens: `--ignore-eos` for vLLM's client, min_tokens = max_tokens for cmx.
 (a) and (b) alternate within each of --runs repeats, after one untimed warm-up of each; the
 medians are printed with b/a (design budget >= 0.97) and b/c.
 
+Then Server at one rate (--server-qps, Poisson arrivals in both), streaming, against the same
+server, the same prompts and output lengths:
+
+  (a') vllm bench serve --request-rate Q: its p99 TTFT and TPOT (per request, first token excluded);
+  (b') LoadGen Server at target_qps Q through cmx's ServerSUT and EndpointBackend: LoadGen's p99
+       TTFT and TPOT (FirstTokenComplete; (latency - TTFT) / (tokens - 1) per sample).
+
+The latency limits are set out of reach, so LoadGen's verdict does not depend on them; the
+figures are what each client measured, printed side by side with the ratios b'/a'.
+
 A benchmark, not a test: it never fails on a timing; it exits non-zero when cmx fails or the
 set-up is wrong (a path that did not generate what it was asked for).
 """
@@ -82,14 +92,15 @@ def make_prompts(model: Path, args: argparse.Namespace) -> Prompts:
     return Prompts([list(tokenizer(s.prompt).input_ids) for s in samples])
 
 
-def bench_serve(url: str, model: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def bench_serve(url: str, model: Path, args: argparse.Namespace, out: Path, rate: str = "inf") -> dict[str, Any]:
+    """(a) at `rate` requests/s (inf: all at once); tokens/s, and p99 TTFT and TPOT in ms."""
     root = url.removesuffix("/v1")
     cmd = [sys.executable, "-c", BENCH_SERVE, "--backend", "vllm", "--base-url", root, "--endpoint", "/v1/completions",
            "--model", str(model), "--tokenizer", str(model), "--dataset-name", "random",
            "--random-input-len", str(args.input_len), "--random-output-len", str(args.max_tokens),
            "--random-range-ratio", "0", "--num-prompts", str(args.prompts), "--seed", str(args.seed), "--ignore-eos",
-           "--request-rate", "inf", "--disable-tqdm", "--save-result", "--result-dir", str(out.parent),
-           "--result-filename", out.name]
+           "--request-rate", rate, "--percentile-metrics", "ttft,tpot", "--metric-percentiles", "99",
+           "--disable-tqdm", "--save-result", "--result-dir", str(out.parent), "--result-filename", out.name]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"bench: vllm bench serve failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
@@ -98,7 +109,8 @@ def bench_serve(url: str, model: Path, args: argparse.Namespace, out: Path) -> d
         raise SystemExit(f"bench: set-up is wrong: vllm bench serve completed {data['completed']} requests, "
                          f"{data['total_output_tokens']} output tokens")
     return {"tokens_per_second": data["output_throughput"], "seconds": data["duration"],
-            "input_tokens": data["total_input_tokens"], "tokens": data["total_output_tokens"]}
+            "input_tokens": data["total_input_tokens"], "tokens": data["total_output_tokens"],
+            "ttft_p99_ms": data.get("p99_ttft_ms"), "tpot_p99_ms": data.get("p99_tpot_ms")}
 
 
 def loadgen_offline(backend: Any, prompts: Prompts, args: argparse.Namespace, out: Path,
@@ -129,6 +141,52 @@ def loadgen_offline(backend: Any, prompts: Prompts, args: argparse.Namespace, ou
             "input_tokens": sum(len(prompts.prompt_ids(i)) for i in range(n))}
 
 
+def loadgen_server(backend: Any, prompts: Prompts, args: argparse.Namespace, out: Path,
+                   log: logging.Logger) -> dict[str, Any]:
+    """(b') LoadGen Server at --server-qps through cmx's ServerSUT; LoadGen's tokens/s and p99 TTFT and TPOT."""
+    import mlperf_loadgen as lg
+    from harness import fixed_length_sut, run_loadgen
+
+    from cmx.mlperf.loadgen.sut import ServerSUT
+
+    n, m = len(prompts), args.max_tokens
+    settings = lg.TestSettings()
+    settings.scenario = lg.TestScenario.Server
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.server_target_qps = args.server_qps
+    settings.min_query_count = settings.max_query_count = n
+    settings.min_duration_ms = 1000
+    settings.performance_sample_count_override = n
+    settings.use_token_latencies = True
+    settings.ttft_latency = 60_000_000_000  # ns, out of reach: the figures, not the verdict, are the point
+    settings.tpot_latency = 10_000_000_000
+    settings.server_target_latency_ns = 60_000_000_000
+    sut, run, _ = run_loadgen(lg, fixed_length_sut(ServerSUT), backend, prompts, settings, m, out, log)
+    if sut.lengths != {m} or sut.completed != n:
+        raise SystemExit(f"bench: set-up is wrong: LoadGen Server gave {sut.completed} outputs of lengths "
+                         f"{sorted(sut.lengths)}, not {n} of {m}")
+    r = run.results
+    if r.ttft is None or r.tpot is None:
+        raise SystemExit("bench: LoadGen's Server log has no TTFT/TPOT percentiles")
+    return {"tokens_per_second": r.tokens_per_second, "ttft_p99_ms": r.ttft.p99_ms, "tpot_p99_ms": r.tpot.p99_ms,
+            "tokens": sut.tokens}
+
+
+def server_comparison(url: str, model: Path, backend: Any, prompts: Prompts, args: argparse.Namespace, work: Path,
+                      log: logging.Logger) -> None:
+    """(a') and (b') at one rate, once each after (a) and (b) warmed the server; printed side by side."""
+    rate = f"{args.server_qps:g}"
+    say(f"Server at {rate} queries/s (Poisson), streaming, {len(prompts)} prompts, {args.max_tokens} tokens each:")
+    a = bench_serve(url, model, args, work / "a-server.json", rate=rate)
+    b = loadgen_server(backend, prompts, args, work / "b-server", log)
+    say(f"{'path':46} {'tokens/s':>10} {'TTFT p99 ms':>12} {'TPOT p99 ms':>12}")
+    for name, row in (("(a') vllm bench serve --request-rate " + rate, a),
+                      ("(b') LoadGen Server, cmx EndpointBackend", b)):
+        say(f"{name:46} {row['tokens_per_second']:>10,.0f} {row['ttft_p99_ms']:>12.1f} {row['tpot_p99_ms']:>12.1f}")
+    say(f"b'/a': TTFT p99 {b['ttft_p99_ms'] / a['ttft_p99_ms']:.2f}, TPOT p99 {b['tpot_p99_ms'] / a['tpot_p99_ms']:.2f} "
+        "(above 1: cmx's client measured longer latencies than vLLM's)")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prompts", type=int, default=256)
@@ -137,6 +195,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=2, help="repeats of a and b (medians reported)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-concurrency", type=int, default=None, help="cmx's Offline requests in flight (default its own)")
+    p.add_argument("--server-qps", type=float, default=8.0, help="the Server comparison's rate (0: none)")
     p.add_argument("--skip-in-process", action="store_true", help="no (c)")
     p.add_argument("--keep", action="store_true", help="keep the temp folder (model, server log, LoadGen logs)")
     a = p.parse_args(argv)
@@ -180,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                     samples[key].append(sample)
                     say(f"  run {rep + 1}/{args.runs} {key}: {sample['tokens']} tokens in {sample['seconds']:.3f} s = "
                         f"{sample['tokens_per_second']:,.0f} tokens/s")
+            if args.server_qps > 0:
+                server_comparison(server.url, model, backend, prompts, args, work, log)
     if samples["a"][0]["input_tokens"] != samples["b"][0]["input_tokens"]:
         raise SystemExit(f"bench: set-up is wrong: input tokens differ, (a) {samples['a'][0]['input_tokens']} vs "
                          f"(b) {samples['b'][0]['input_tokens']}")
