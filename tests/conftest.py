@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -18,6 +19,10 @@ from cmx.settings import Settings
 REPO = Path(__file__).resolve().parent.parent
 # recorded outputs of real tools and runs, shared by tests in every folder (tests/data/*/README.md)
 DATA = Path(__file__).resolve().parent / "data"
+# the end-to-end benchmark tests need vLLM's CPU build (the cpu extra) and LoadGen
+needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
+                                importlib.util.find_spec("mlperf_loadgen") is None,
+                                reason="vLLM (the cpu extra) and mlperf_loadgen are needed")
 CMX = [sys.executable, "-m", "cmx"]
 
 

@@ -4,7 +4,6 @@ runs Offline and Server (performance, accuracy) over HTTP, stops the server, and
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -22,7 +21,7 @@ from cmx.mlperf.submission.system_desc import (
     detected_fields,
     endpoint_is_remote,
 )
-from tests.conftest import REPO, Home
+from tests.conftest import REPO, Home, needs_vllm
 
 
 def config(tmp_path: Path, **kw: object) -> AppConfig:
@@ -75,10 +74,6 @@ def test_a_remote_endpoint_is_written_down_and_kept_out_of_closed():
     opened = [p.field for p in description_problems(fields, v60, division="open")]
     assert "sw_notes" in closed and "sw_notes" not in opened
 
-
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
-                                importlib.util.find_spec("mlperf_loadgen") is None,
-                                reason="vLLM (the cpu extra) and mlperf_loadgen are needed")
 
 
 def vllm_servers() -> list[str]:

@@ -9,7 +9,6 @@ the tiny model with real vLLM (CPU) and LoadGen: Offline, performance and accura
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -34,7 +33,7 @@ from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt, read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
-from tests.conftest import DATA, REPO, Home
+from tests.conftest import DATA, REPO, Home, needs_vllm
 
 LOADGEN_LOGS = DATA / "loadgen"
 V60 = load_round("v6.0")
@@ -184,10 +183,6 @@ def test_an_empty_table_still_has_its_header():
 
 
 # --- e2e: the recipe through the CLI, real vLLM (CPU) and LoadGen ----------------------------------
-
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
-                                importlib.util.find_spec("mlperf_loadgen") is None,
-                                reason="vLLM (the cpu extra) and mlperf_loadgen are needed")
 
 
 @needs_vllm

@@ -3,7 +3,6 @@ on vLLM's CPU build with LoadGen, Offline and Server, performance and accuracy, 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
-from tests.conftest import REPO, Home
+from tests.conftest import REPO, Home, needs_vllm
 
 
 def builtin(home: Home) -> Home:
@@ -32,10 +31,6 @@ def test_the_plan_of_a_real_run_names_the_real_model_and_dataset_fetches(home: H
     assert "get-dataset-cnndm _full" in out and "inference.mlcommons-storage.org" in out
     assert "get-ml-model-llama2" not in out and "openorca" not in out
 
-
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
-                                importlib.util.find_spec("mlperf_loadgen") is None,
-                                reason="vLLM (the cpu extra) and mlperf_loadgen are needed")
 
 
 @needs_vllm

@@ -7,8 +7,10 @@ checkpoint (EOS ids, tokenizer, what the recipe reports) on top of these.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from cmx.errors import CmxError
 
@@ -50,3 +52,21 @@ def read_json(path: Path) -> dict:
     if not isinstance(value, dict):
         raise ModelError(f"{path} is not a JSON object")
     return value
+
+
+def tiny_sizes(inputs: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The tiny model's seed and sizes from `inputs` (TINY_DEFAULTS' keys; None: the default); `model_path`
+    must be None: the tiny model is made, not brought."""
+    if inputs.get("model_path") is not None:
+        raise ModelError("model_path and _tiny exclude each other: _tiny makes its own model",
+                         hint="drop --input model_path to make the tiny model, or drop _tiny to use your folder")
+    sizes = {k: v if inputs.get(k) is None else inputs[k] for k, v in TINY_DEFAULTS.items()}
+    return sizes.pop("seed"), sizes
+
+
+def warn_noise(log: logging.Logger | None, what: str, model: Any, seed: int) -> None:
+    """Say that a tiny model writes noise (`model` has layers, hidden_size, heads, vocab_size)."""
+    if log is not None:
+        log.warning("made a tiny %s with RANDOM weights (%d layers, hidden %d, %d heads, vocabulary %d, seed %d): "
+                    "it writes noise; accuracy results with it mean nothing", what, model.layers,
+                    model.hidden_size, model.heads, model.vocab_size, seed)

@@ -47,7 +47,7 @@ from cmx.mlperf.loadgen.sut import (
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
-from tests.conftest import DATA
+from tests.conftest import DATA, needs_vllm
 
 LOG = logging.getLogger("test-harness")
 V60 = load_round("v6.0")
@@ -285,10 +285,6 @@ def test_a_harness_result_round_trips_through_result_json_and_fails_on_any_probl
 
 
 # --- e2e: the harness, real vLLM on the CPU, real LoadGen ---------------------------------------------
-
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
-                                importlib.util.find_spec("mlperf_loadgen") is None,
-                                reason="vLLM (the cpu extra) and mlperf_loadgen are needed")
 
 ROWS = 256
 MAX_TOKENS = 16

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from cmx.mlperf.benchmarks.model_folder import (
     DTYPES,
-    TINY_DEFAULTS,
     ModelError,
     read_json,
+    tiny_sizes,
+    warn_noise,
 )
 
 
@@ -45,16 +46,9 @@ def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
 
     if precision == "fp8":
         raise ModelError("the tiny model has no FP8 checkpoint", hint="use _tiny with _bf16 (the default) or _fp16")
-    if inputs.get("model_path") is not None:
-        raise ModelError("model_path and _tiny exclude each other: _tiny makes its own model",
-                         hint="drop --input model_path to make the tiny model, or drop _tiny to use your folder")
-    sizes = {k: inputs[k] if inputs.get(k) is not None else v for k, v in TINY_DEFAULTS.items()}
-    seed = sizes.pop("seed")
+    seed, sizes = tiny_sizes(inputs)
     model = make_tiny_llama(dest, seed, **sizes)
-    if log is not None:
-        log.warning("made a tiny Llama 2 with RANDOM weights (%d layers, hidden %d, %d heads, vocabulary %d, seed %d): "
-                    "it writes noise; accuracy results with it mean nothing", model.layers, model.hidden_size,
-                    model.heads, model.vocab_size, seed)
+    warn_noise(log, "Llama 2", model, seed)
     return describe(model.path, f"tiny-llama2-random-seed{seed}", "", precision, is_tiny=True)
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from cmx.mlperf.benchmarks.model_folder import (
     DTYPES,
-    TINY_DEFAULTS,
     ModelError,
     check_own_folder,
     read_json,
     refuse_tiny_inputs,
+    tiny_sizes,
+    warn_noise,
 )
 
 _TOKENIZER_HINT = "copy tokenizer.json and tokenizer_config.json of meta-llama/Llama-3.1-8B-Instruct into the folder"
@@ -48,16 +49,9 @@ def make_tiny(dest: Path, precision: str, inputs: Mapping[str, object], *,
     """
     from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_llama3
 
-    if inputs.get("model_path") is not None:
-        raise ModelError("model_path and _tiny exclude each other: _tiny makes its own model",
-                         hint="drop --input model_path to make the tiny model, or drop _tiny to use your folder")
-    sizes = {k: inputs[k] if inputs.get(k) is not None else v for k, v in TINY_DEFAULTS.items()}
-    seed = sizes.pop("seed")
+    seed, sizes = tiny_sizes(inputs)
     model = make_tiny_llama3(dest, seed, **sizes)
-    if log is not None:
-        log.warning("made a tiny Llama 3 with RANDOM weights (%d layers, hidden %d, %d heads, vocabulary %d, seed %d): "
-                    "it writes noise; accuracy results with it mean nothing", model.layers, model.hidden_size,
-                    model.heads, model.vocab_size, seed)
+    warn_noise(log, "Llama 3", model, seed)
     return describe(model.path, f"tiny-llama3-random-seed{seed}", "", precision, is_tiny=True)
 
 
