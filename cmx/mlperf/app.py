@@ -106,6 +106,9 @@ class AppConfig:
         if self.endpoint is not None and self.backend != "endpoint":
             raise AppConfigError("an endpoint url was given, but the backend is vllm (in-process)",
                                  hint="add _endpoint to the query, or drop --input endpoint_url")
+        if self.engine.on_ray and self.backend != "vllm":
+            raise AppConfigError("replicas and ray_address are for the vllm backend: engine replicas cmx starts",
+                                 hint="drop them with _endpoint (the server behind the URL does its own scaling)")
         if not self.scenarios:
             raise AppConfigError("no scenario to run", hint="choose one of _offline, _server, _interactive, "
                                                             "_all-scenarios")
@@ -284,6 +287,9 @@ def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, A
     """How the SUT reached the model, for cmx_run.json and the packager: in-process vLLM, or an endpoint
     over HTTP with the server's software and version as the server reported them (no key, no secret URL part)."""
     if config.backend != "endpoint":
+        if config.engine.on_ray:  # per replica node, devices and counts: in each run's details
+            return {"kind": "vllm", "transport": "ray", "ray_address": config.engine.ray_address,
+                    "replicas": config.engine.replicas or 1}
         return {"kind": "vllm", "transport": "in-process"}
     details = next((r.details for r in runs if r.details.get("transport") == "http"), {})
     keys = ("url", "model", "server_software", "server_version", "token_ids_source")
@@ -299,13 +305,10 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
     if config.backend != "endpoint" or config.endpoint is not None:
         yield config
         return
-    from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
 
     e = config.engine
-    options = EngineOptions(device=config.device, precision=e.precision, tensor_parallel_size=e.tensor_parallel_size,
-                            max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
-                            gpu_memory_utilization=e.gpu_memory_utilization)
+    options = e.options(config.device)
     log_path = (config.server_log_dir or config.results_dir) / "vllm-server.log"
     server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
                                      served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
@@ -324,6 +327,8 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
     for scenario in config.scenarios:  # so do a missing target_qps and an earlier run's folder
         scenario_user_conf(config, round_, scenario)
         refuse_old_results(config.scenario_dir(scenario))
+    if config.engine.on_ray:  # a cluster too small or not there fails now, not in each test's harness
+        check_ray_cluster(config)
     runs: list[RunSummary] = []
     with serving(config, logger or logging.getLogger(__name__)) as served:
         for scenario in config.scenarios:
@@ -336,6 +341,15 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
     if not result.ok:
         raise failure(runs, config.results_dir)
     return result
+
+
+def check_ray_cluster(config: AppConfig) -> None:
+    """Join the Ray cluster the engine settings name and check it can hold the replicas (then leave it)."""
+    from cmx.mlperf.backends.ray_replicas import preflight
+    from cmx.mlperf.backends.vllm import VllmBackendConfig
+
+    e = config.engine
+    preflight(e.replicas_config(VllmBackendConfig(model=config.model, options=e.options(config.device))))
 
 
 def refuse_old_results(folder: Path) -> None:
@@ -366,6 +380,8 @@ def _cells(r: RunSummary) -> tuple[str, ...]:
     rouge = r.rouge or {}
     rouges = "/".join(f"{rouge[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL") if k in rouge) or "-"
     verdict = (r.validity or "-") if r.ok else f"{r.validity or 'FAILED'} ({len(r.problems)} problem(s))"
+    if not r.ok and r.validity == "VALID":  # LoadGen saw every sample answered; failed ones were answered empty
+        verdict = f"FAILED ({len(r.problems)} problem(s); LoadGen said VALID)"
     if r.mode != "performance":  # LoadGen's VALID/INVALID speaks of performance only
         verdict = "OK" if r.ok else f"FAILED ({len(r.problems)} problem(s))"
     return (r.scenario, r.mode, verdict, _num(r.tokens_per_second if r.mode == "performance" else None),

@@ -109,7 +109,10 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
         short=short, tiny=tiny, rows=i["rows"], max_tokens=i["max_tokens"] or bench.generation.max_tokens,
         engine=EngineSettings(precision=ctx.context.get("precision"), tensor_parallel_size=i["tensor_parallel_size"],
                               max_num_seqs=i["max_num_seqs"], max_num_batched_tokens=i["max_num_batched_tokens"],
-                              gpu_memory_utilization=i["gpu_memory_utilization"], max_model_len=i["max_model_len"]),
+                              gpu_memory_utilization=i["gpu_memory_utilization"], max_model_len=i["max_model_len"],
+                              replicas=i["replicas"], ray_address=i["ray_address"], replica_cpus=i["replica_cpus"],
+                              pipeline_parallel_size=i["pipeline_parallel_size"],
+                              distributed_executor_backend=i["distributed_executor_backend"]),
         backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
         server_log_dir=ctx.workdir, eos_token_id=model.get("eos_token_id"),
         timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))

@@ -14,6 +14,8 @@ module implementing it, the way pre-commit's languages implement `lang_base`. Th
   happen there). The backend then calls `sink.on_first_token` once, before `sink.on_done`, which
   is the order LoadGen needs (FirstTokenComplete before QuerySamplesComplete). The sink's methods
   run on a thread the backend owns: keep them short (LoadGen's *Complete calls are).
+- `details()` says what the backend did during the run that `StartInfo` could not know yet (the
+  Ray replicas' samples and tokens), for the run record; read it before `stop()`.
 - `stop()` shuts the engine(s) down; in-flight streaming requests are cancelled without a
   callback. A backend is also a context manager that starts and stops itself.
 
@@ -109,6 +111,8 @@ class Backend(Protocol):
     def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]: ...
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None: ...
+
+    def details(self) -> Mapping[str, Any]: ...
 
     def stop(self) -> None: ...
 

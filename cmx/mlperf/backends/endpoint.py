@@ -432,6 +432,10 @@ class EndpointBackend:
             await self._session.close()
             self._session = None
 
+    def details(self) -> dict[str, Any]:
+        """Nothing beyond what start() returned."""
+        return {}
+
     def stop(self) -> None:
         """Cancel streaming requests in flight (no callback) and close the connections and the loop."""
         loop, thread = self._loop, self._thread

@@ -34,6 +34,8 @@ GPU_MEMORY_UTILIZATION = 0.9
 # On a CPU, vLLM's `gpu_memory_utilization` is the fraction of the NUMA node's memory the worker
 # may hold (weights, activations and KV cache together); the worker refuses to start when that
 # is more than the node has available. These bound the fraction we derive from the machine.
+# vLLM's executors for more than one device ("mp": processes on this node; "ray": across a Ray cluster)
+EXECUTOR_BACKENDS = ("mp", "ray", "uni", "external_launcher")
 CPU_MAX_MEMORY_FRACTION = 0.9
 CPU_MIN_MEMORY_FRACTION = 0.05
 # The engine-core process and the workers start after we measure, and each has imported torch and
@@ -61,6 +63,9 @@ class EngineOptions:
         VLLM_CPU_OMP_THREADS_BIND such as "0-31|32-63", one range per tensor-parallel rank).
     enable_prefix_caching: off by default, so that no sample reuses the KV cache of another
         (warm-up or benchmark) prompt.
+    pipeline_parallel_size, distributed_executor_backend: one model over several nodes, as vLLM
+        does it (pipeline stages on Ray's nodes: distributed_executor_backend "ray"); passed
+        through to vLLM as they are, and only when set (pipeline_parallel_size > 1, or a backend).
     extra_engine_kwargs, extra_env: passed through last, for tuning beyond these options.
     """
 
@@ -74,6 +79,8 @@ class EngineOptions:
     kv_cache_space_gib: int | None = None
     cpu_threads_bind: str | None = None
     enable_prefix_caching: bool = False
+    pipeline_parallel_size: int = 1
+    distributed_executor_backend: str | None = None
     extra_engine_kwargs: Mapping[str, Any] = field(default_factory=dict)
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
@@ -160,6 +167,8 @@ def _refuse_cpu_options(options: EngineOptions) -> None:
 
 
 def _gpu_groups(options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
+    if options.distributed_executor_backend == "ray" or options.pipeline_parallel_size > 1:
+        return ((),)  # one engine whose workers vLLM places (on Ray's nodes): nothing to pin here
     return device_groups(options.gpu_ids or facts.gpus, options.tensor_parallel_size)
 
 
@@ -326,6 +335,14 @@ def _check(options: EngineOptions) -> DeviceProfile:
         raise ProfileError(f"unknown precision {options.precision!r}; known: {', '.join(PRECISIONS)}")
     if options.tensor_parallel_size < 1:
         raise ProfileError(f"tensor_parallel_size must be at least 1, not {options.tensor_parallel_size}")
+    if options.pipeline_parallel_size < 1:
+        raise ProfileError(f"pipeline_parallel_size must be at least 1, not {options.pipeline_parallel_size}")
+    if options.distributed_executor_backend not in (None, *EXECUTOR_BACKENDS):
+        raise ProfileError(f"unknown distributed_executor_backend {options.distributed_executor_backend!r}",
+                           hint=f"vLLM's are {', '.join(EXECUTOR_BACKENDS)} (ray: stages or ranks on other nodes)")
+    if options.pipeline_parallel_size > 1 and options.device == "cpu":
+        raise ProfileError("pipeline_parallel_size is for GPUs across nodes; the CPU profile runs one engine",
+                           hint="drop pipeline_parallel_size, or run on cuda or rocm")
     utilization = options.gpu_memory_utilization
     if utilization is not None and not 0 < utilization <= 1:
         raise ProfileError(f"gpu_memory_utilization must be in (0, 1], not {utilization}")
@@ -341,6 +358,10 @@ def _common_kwargs(options: EngineOptions) -> dict[str, Any]:
         "tensor_parallel_size": options.tensor_parallel_size,
         "enable_prefix_caching": options.enable_prefix_caching,
     }
+    if options.pipeline_parallel_size > 1:
+        kwargs["pipeline_parallel_size"] = options.pipeline_parallel_size
+    if options.distributed_executor_backend is not None:
+        kwargs["distributed_executor_backend"] = options.distributed_executor_backend
     if options.max_num_seqs is not None:
         kwargs["max_num_seqs"] = options.max_num_seqs
     if options.max_num_batched_tokens is not None:

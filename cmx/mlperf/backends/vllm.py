@@ -214,6 +214,10 @@ class VllmBackend:
                                hint="build the backend with VllmBackendConfig(streaming=True) for Server/Interactive")
         engines.submit(request, sink, self.config.output_tokens_estimate)
 
+    def details(self) -> dict[str, Any]:
+        """Nothing beyond what start() returned."""
+        return {}
+
     def stop(self) -> None:
         engines, self._engines = self._engines, None
         if engines is not None:

@@ -51,7 +51,13 @@ class HarnessError(CmxError):
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """vLLM engine options (in-process, or for the server cmx starts); None means the device profile's default."""
+    """vLLM engine options (in-process, or for the server cmx starts); None means the device profile's default.
+
+    replicas, ray_address: engine replicas as Ray actors (cmx.mlperf.backends.ray_replicas), each with
+    its own devices; None for both is vLLM in this process (data parallel over its GPU groups).
+    replica_cpus: CPUs each replica reserves (on a CPU, the cores its engine computes on).
+    pipeline_parallel_size, distributed_executor_backend: one model over several nodes (vLLM's own).
+    """
 
     precision: str | None = None
     tensor_parallel_size: int = 1
@@ -59,6 +65,39 @@ class EngineSettings:
     max_num_batched_tokens: int | None = None
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = None
+    replicas: int | None = None
+    ray_address: str | None = None
+    replica_cpus: int = 1
+    pipeline_parallel_size: int = 1
+    distributed_executor_backend: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.replicas is not None and self.replicas < 1:
+            raise HarnessError(f"replicas must be at least 1, not {self.replicas}")
+        if self.replica_cpus < 1:
+            raise HarnessError(f"replica_cpus must be at least 1, not {self.replica_cpus}")
+
+    @property
+    def on_ray(self) -> bool:
+        """Replicas as Ray actors (either input given), not engines in the harness process."""
+        return self.replicas is not None or self.ray_address is not None
+
+    def options(self, device: str) -> Any:
+        """The device profile's EngineOptions for these settings (cmx.mlperf.backends.profiles)."""
+        from cmx.mlperf.backends.profiles import EngineOptions
+
+        return EngineOptions(device=device, precision=self.precision, tensor_parallel_size=self.tensor_parallel_size,
+                             max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,
+                             gpu_memory_utilization=self.gpu_memory_utilization,
+                             pipeline_parallel_size=self.pipeline_parallel_size,
+                             distributed_executor_backend=self.distributed_executor_backend)
+
+    def replicas_config(self, engine: Any) -> Any:
+        """The Ray replicas of `engine` (a VllmBackendConfig) these settings ask for."""
+        from cmx.mlperf.backends.ray_replicas import RayReplicasConfig
+
+        return RayReplicasConfig(engine=engine, replicas=self.replicas or 1, address=self.ray_address,
+                                 cpus_per_replica=self.replica_cpus)
 
 
 @dataclass(frozen=True)
@@ -155,6 +194,8 @@ class HarnessResult:
             head = f"{self.scenario} TEST06 audit run (LoadGen: {self.validity or 'no result'})"
         if self.ok:
             return f"{head}, OK"
+        if self.validity == "VALID":
+            head = f"{self.scenario} {self.mode}: LoadGen said VALID, but"
         return f"{head}, FAILED:\n" + "\n".join(f"  - {p}" for p in self.problems)
 
     @classmethod
@@ -182,16 +223,16 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Any:
                                               request_timeout_s=e.request_timeout_s,
                                               max_concurrency=e.max_concurrency, tokenizer=config.model),
                                logger)
-    from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
     e = config.engine
-    options = EngineOptions(device=config.device, precision=e.precision, tensor_parallel_size=e.tensor_parallel_size,
-                            max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
-                            gpu_memory_utilization=e.gpu_memory_utilization)
-    backend_config = VllmBackendConfig(model=config.model, options=options, streaming=config.scenario != "Offline",
-                                       max_model_len=e.max_model_len,
+    backend_config = VllmBackendConfig(model=config.model, options=e.options(config.device),
+                                       streaming=config.scenario != "Offline", max_model_len=e.max_model_len,
                                        output_tokens_estimate=min(config.max_tokens, 300))
+    if e.on_ray:
+        from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
+
+        return RayReplicaBackend(e.replicas_config(backend_config), logger)
     return VllmBackend(backend_config, logger)
 
 
@@ -276,10 +317,11 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             sut.stop()
             sut.destroy()
             qsl.destroy(lg)
+        during = dict(backend.details())
     finally:
         backend.stop()
     details = {"backend": config.backend, "engines": len(info.engines), "warmup_requests": info.warmup_requests,
-               "rows": len(dataset), "max_tokens": config.max_tokens, **info.details}
+               "rows": len(dataset), "max_tokens": config.max_tokens, **info.details, **during}
     return judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
 
 
