@@ -85,7 +85,7 @@ def _check_reachable(api: Any) -> None:
                                f"{exc.reason})", hint="renew them (your provider's login command)") from None
         raise ClusterError(f"the cluster at {server} answered {exc.status} {exc.reason}") from None
     except Exception as exc:  # noqa: BLE001 - urllib3's connection errors and timeouts, whatever their class
-        raise ClusterError(f"cannot reach the Kubernetes API server at {server}: {type(exc).__name__}",
+        raise ClusterError(f"cannot reach the Kubernetes API server at {server}: {_reason(exc)}",
                            hint="check that the cluster is up and this machine can reach it (VPN, "
                                 "`kubectl cluster-info`), or that the kubeconfig's current context is the "
                                 "one you mean") from None
@@ -122,6 +122,12 @@ def apply(bodies: Iterable[dict[str, Any]], *, kubeconfig: Path | None = None,
                                f"{_api_message(exc)}") from None
         done.append(Applied(kind, name, ns))
     return done
+
+
+def _reason(exc: BaseException) -> str:
+    """The cause in a few words ("[Errno 111] Connection refused"), not urllib3's wrapper around it."""
+    text = str(getattr(exc, "reason", None) or exc)
+    return text[text.index("[Errno"):] if "[Errno" in text else text.rsplit(": ", 1)[-1] or type(exc).__name__
 
 
 def _api_message(exc: Any) -> str:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from cmx.errors import CmxError
-from cmx.k8s.devices import CUDA, ROCM, ROCM_DEVICE_GROUPS, UnsupportedDevice, pod_profile
+from cmx.k8s.devices import (
+    CUDA,
+    ROCM,
+    ROCM_DEVICE_GROUPS,
+    UnsupportedDevice,
+    pod_profile,
+)
 
 
 def test_each_gpu_device_has_its_vendors_resource_and_nothing_of_the_other() -> None:
