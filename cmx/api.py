@@ -1,4 +1,4 @@
-"""The Python API the CLI calls: find(), show(), plan(), run(), the Docker, cache and registry verbs, check().
+"""The Python API the CLI calls: find(), show(), plan(), run(), the Docker, Kubernetes, cache and registry verbs, check().
 
 Everything a `cmx` verb does goes through here, so a Python user can do the same:
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.docker.render import Rendered
     from cmx.execute.progress import Reporter
     from cmx.execute.result import RunResult
+    from cmx.k8s.apply import Applied
+    from cmx.k8s.output import Rendered as K8sRendered
     from cmx.mlperf.submission.check import CheckReport
     from cmx.recipe.model import Recipe
     from cmx.registry.sources import Source
@@ -33,7 +35,7 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
 
 __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "load_settings", "to_json", "index",
            "find", "show", "plan", "run", "reporter", "redacted_command", "docker_file", "docker_container",
-           "run_docker", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
+           "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_update", "default_jobs", "check", "check_text", "check_expectation",
            "write_check_csv"]
 
@@ -217,6 +219,142 @@ def run_docker(query: str, *, inputs: Mapping[str, Any] | None = None, context: 
     request = _docker_request(p, query, inputs or {}, context or {}, options, jobs=jobs,
                               install_missing=install_missing, host_command=host_command)
     return run_in_docker(p, request, s, emit=emit)
+
+
+# --- Kubernetes ------------------------------------------------------------------------------
+
+class K8sOptions(NamedTuple):
+    """How `deploy --k8s` renders the manifests (a NamedTuple: `cmx find` stays light). None: the default
+    that the plan or the device profile gives."""
+
+    image: str | None = None            # the benchmark Job's cmx image (default: the tag `run --docker` builds)
+    serving_image: str | None = None    # the vLLM image (default: the device's pinned vLLM base image)
+    namespace: str | None = None
+    name: str | None = None             # the objects' base name (default: vllm-<model>)
+    gpus: int | None = None             # GPUs per serving pod (default: tensor_parallel_size)
+    nodes: int = 1                      # above 1: a LeaderWorkerSet, pipeline parallel over the nodes
+    gpu_name: str = ""                  # the target GPU ("AMD Instinct MI300X"), for the profile's choices
+    hf_token_secret: str = "hf-token"
+    cache_size: str | None = None       # default: by model (200Gi for llama2-70b)
+    results_size: str = "10Gi"
+    storage_class: str | None = None
+    shm_size: str = "16Gi"
+    runtime_class: str | None = None    # cuda only; None: the profile's ("nvidia"), "": none
+    supplemental_groups: tuple[int, ...] | None = None  # rocm only; None: the profile's (44, 109)
+
+
+class K8sDeployment(NamedTuple):
+    """Rendered (and written) manifests; `applied` lists what --apply sent to the cluster."""
+
+    rendered: "K8sRendered"
+    out_dir: Path
+    files: tuple[Path, ...]
+    image_is_default: bool
+    applied: tuple["Applied", ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        spec = self.rendered.spec
+        return {
+            "out_dir": str(self.out_dir), "files": [str(f) for f in self.files],
+            "objects": [{"kind": m.kind, "name": m.name, "file": m.filename} for m in self.rendered.manifests],
+            "device": spec.device, "gpu_resource": spec.profile.resource, "gpus_per_pod": spec.gpus,
+            "nodes": spec.nodes, "model": spec.model.repo, "revision": spec.model.revision,
+            "serving_image": spec.serving_image, "image": spec.benchmark_image,
+            "image_is_default": self.image_is_default, "namespace": spec.namespace,
+            "service_url": spec.service_url, "benchmark_query": spec.benchmark_query,
+            "applied": [{"kind": a.kind, "name": a.name, "namespace": a.namespace} for a in self.applied],
+        }
+
+
+# the inputs the benchmark Job sets itself: a user's value would point it somewhere else
+_JOB_INPUTS = ("endpoint_url", "endpoint_model", "results_dir", "model_path")
+
+
+def _job_query(query: str) -> str:
+    words = query.split()
+    return query if "_endpoint" in words else f"{query} _endpoint"
+
+
+def deploy_k8s(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+               out_dir: str | os.PathLike, options: K8sOptions = K8sOptions(), apply: bool = False,
+               kubeconfig: Path | None = None, settings: Settings | None = None) -> K8sDeployment:
+    """Render the Kubernetes manifests that serve the plan's model with vLLM and run the benchmark against it
+    as a Job, validate them against the Kubernetes schemas, write them to `out_dir`, and with `apply` send
+    them to the kubeconfig's cluster (after writing, so the files are there to read when applying fails)."""
+    from dataclasses import replace
+
+    from cmx.k8s import K8sError
+    from cmx.k8s.devices import pod_profile
+    from cmx.k8s.manifests import ServingSpec
+    from cmx.k8s.output import render, write
+    from cmx.k8s.served import engine_inputs, plan_precision, served_model
+
+    s = _settings(settings)
+    given = dict(inputs or {})
+    clash = [k for k in _JOB_INPUTS if k in given]
+    if clash:
+        raise K8sError(f"--input {', '.join(clash)} cannot be given to deploy --k8s: the benchmark Job sets "
+                       f"{'it' if len(clash) == 1 else 'them'} (the Service's URL, the served model, its results "
+                       "volume, the model cache)",
+                       hint="to benchmark a server you already run, use `cmx run 'QUERY _endpoint' --input "
+                            "endpoint_url=...` instead")
+    job_query = _job_query(query)
+    p = plan(job_query, inputs=given, context=context, settings=s).plan
+    from cmx.docker.render import plan_device
+
+    profile = pod_profile(plan_device(p))
+    if options.runtime_class is not None:
+        if profile.name != "cuda":
+            raise K8sError(f"--runtime-class is for NVIDIA GPUs; a {profile.name} pod takes no runtime class")
+        profile = replace(profile, runtime_class=options.runtime_class or None)
+    if options.supplemental_groups is not None:
+        if profile.name != "rocm":
+            raise K8sError(f"--supplemental-groups is for AMD GPUs (the /dev/kfd and render groups), not "
+                           f"{profile.name}")
+        profile = replace(profile, supplemental_groups=tuple(options.supplemental_groups))
+    model = served_model(p)
+    engine = engine_inputs(p)
+    tp = int(engine["tensor_parallel_size"] or 1)
+    image_is_default = options.image is None
+    image = options.image or docker_file(job_query, inputs=given, context=context, settings=s).tag
+    from cmx.docker import profile_for
+
+    spec = ServingSpec(
+        name=options.name or _default_name(model.repo), profile=profile, model=model,
+        serving_image=options.serving_image or profile_for(profile.name).default_base_image,
+        benchmark_image=image, benchmark_query=job_query,
+        benchmark_inputs=tuple((k, str(v)) for k, v in given.items()),
+        benchmark_context=tuple((k, str(v)) for k, v in (context or {}).items()),
+        namespace=options.namespace, gpus=options.gpus or tp, nodes=options.nodes, precision=plan_precision(p),
+        tensor_parallel_size=tp, max_num_seqs=engine["max_num_seqs"],
+        max_num_batched_tokens=engine["max_num_batched_tokens"],
+        gpu_memory_utilization=engine["gpu_memory_utilization"], max_model_len=engine["max_model_len"],
+        gpu_name=options.gpu_name, hf_token_secret=options.hf_token_secret,
+        cache_size=options.cache_size or model.cache_size, results_size=options.results_size,
+        storage_class=options.storage_class, shm_size=options.shm_size)
+    rendered = render(spec, image_is_default=image_is_default)
+    out = Path(out_dir)
+    files = write(rendered, out)
+    result = K8sDeployment(rendered, out, files, image_is_default)
+    return apply_k8s(result, kubeconfig=kubeconfig) if apply else result
+
+
+def apply_k8s(deployment: K8sDeployment, *, kubeconfig: Path | None = None) -> K8sDeployment:
+    """Server-side apply the rendered objects to the cluster of the kubeconfig ($KUBECONFIG or ~/.kube/config
+    unless given); the deployment with what was applied."""
+    from cmx.k8s.apply import apply
+
+    applied = apply([m.body for m in deployment.rendered.manifests], kubeconfig=kubeconfig,
+                    namespace=deployment.rendered.spec.namespace)
+    return deployment._replace(applied=tuple(applied))
+
+
+def _default_name(repo: str) -> str:
+    """vllm-<the repository's name>, as a DNS label of at most 40 characters."""
+    import re
+
+    slug = re.sub(r"[^a-z0-9]+", "-", repo.rsplit("/", 1)[-1].lower()).strip("-")
+    return f"vllm-{slug}"[:40].rstrip("-")
 
 
 # --- cache -----------------------------------------------------------------------------------

@@ -1,0 +1,406 @@
+"""The Kubernetes objects, as plain dicts, for serving a model with vLLM and benchmarking it.
+
+Dicts rather than YAML templates: the values (a query with quotes, a revision of hex digits that YAML
+would read as a number, flags) are quoted by yaml.safe_dump, never by hand, and each object can be
+validated before it is written. `objects(spec)` returns them in the order they are applied:
+
+- PersistentVolumeClaim `<name>-model-cache`: the Hugging Face cache (HF_HOME) the server downloads the
+  weights into, so a restarted pod does not download 130 GB again. ReadWriteMany, because several pods
+  mount it: the benchmark Job reads the tokenizer from it, and across nodes every LeaderWorkerSet pod
+  loads its share of the weights from it.
+- PersistentVolumeClaim `<name>-results`: the results trees the Job writes (ReadWriteOnce: one writer).
+- Deployment `<name>` running `vllm serve` (one pod, its GPUs), or a LeaderWorkerSet when one model spans
+  `nodes` > 1 nodes (pipeline parallelism over Ray: the leader runs `ray start --head` and `vllm serve`,
+  each worker joins the leader's Ray cluster).
+- Service `<name>` (ClusterIP, port 8000) in front of the serving pod (the leader, with a LeaderWorkerSet).
+- Job `<name>-benchmark` running `cmx run "<query> _endpoint"` against the Service, once the server is
+  healthy.
+
+The engine arguments are the device profile's (cmx.mlperf.backends.profiles.engine_specs), turned into
+`vllm serve` flags by the same function that starts cmx's local server (vllm_server.engine_flags).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from cmx.k8s import K8sError
+from cmx.k8s.devices import PodDeviceProfile
+from cmx.k8s.served import ServedModel
+from cmx.mlperf.backends.machine import MachineFacts, ModelFacts
+from cmx.mlperf.backends.profiles import EngineOptions, engine_specs
+from cmx.mlperf.backends.vllm_server import engine_flags, merged_spec
+
+PORT = 8000
+RAY_PORT = 6379
+# the Hugging Face cache (HF_HOME) on the model-cache volume, outside /root: the benchmark image may run as
+# the user who built it, who cannot enter /root
+HF_HOME = "/cache/huggingface"
+RESULTS = "/results"
+SHM_SIZE = "16Gi"          # NCCL/RCCL and the engine's worker processes share tensors through /dev/shm
+RESULTS_SIZE = "10Gi"
+HF_TOKEN_SECRET = "hf-token"
+HF_TOKEN_KEY = "token"
+# the first start downloads the weights (130 GB for llama2-70b) and loads them onto the GPUs: the startup
+# probe allows an hour (360 x 10 s) before the kubelet restarts the container; a restart after that
+# finds the weights in the model cache and starts in minutes
+PROBE_PERIOD_S = 10
+STARTUP_FAILURES = 360
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "cmx"}
+# waits in the Job's init container until the server answers GET /health (the weights are then on the
+# model cache, where the benchmark reads the tokenizer)
+WAIT_FOR_SERVER = (
+    "import sys, time, urllib.request\n"
+    "url = sys.argv[1]\n"
+    "while True:\n"
+    "    try:\n"
+    "        with urllib.request.urlopen(url, timeout=5) as r:\n"
+    "            if r.status == 200:\n"
+    "                break\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    print('waiting for', url, flush=True)\n"
+    "    time.sleep(10)\n"
+)
+
+
+# a DNS-1035 label (the Service's name is a host name), short enough for "-model-cache" and "-benchmark"
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+NAME_MAX = 40
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+
+
+class SpecError(K8sError):
+    """An option the manifests cannot be made from (a name Kubernetes refuses, a size that is no quantity)."""
+
+
+@dataclass(frozen=True)
+class ServingSpec:
+    """Everything the manifests are made from.
+
+    name: the objects' base name (a DNS label: the Service's name is a host name).
+    gpus: GPUs per serving pod; more than tensor_parallel_size makes vLLM data-parallel over groups.
+    nodes: pods serving one model; above 1 a LeaderWorkerSet with pipeline_parallel_size = nodes, each pod
+        with `gpus` = tensor_parallel_size GPUs.
+    gpu_name: the target GPU's product name, when known ("AMD Instinct MI300X" turns on AITER for ROCm);
+        the cluster's GPUs are not this machine's, so nothing is detected.
+    serving_image: the vLLM image of the pods that serve; benchmark_image: the cmx image the Job runs.
+    benchmark_query: the query the Job runs (the user's with `_endpoint`); benchmark_inputs: its --input
+        pairs besides the endpoint's, the results folder's and the model folder's.
+    """
+
+    name: str
+    profile: PodDeviceProfile
+    model: ServedModel
+    serving_image: str
+    benchmark_image: str
+    benchmark_query: str
+    benchmark_inputs: tuple[tuple[str, str], ...] = ()
+    benchmark_context: tuple[tuple[str, str], ...] = ()
+    namespace: str | None = None
+    gpus: int = 1
+    nodes: int = 1
+    precision: str | None = None
+    tensor_parallel_size: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    gpu_name: str = ""
+    hf_token_secret: str = HF_TOKEN_SECRET
+    cache_size: str = "200Gi"
+    results_size: str = RESULTS_SIZE
+    storage_class: str | None = None
+    shm_size: str = SHM_SIZE
+
+    def __post_init__(self) -> None:
+        # kubernetes-validate checks types and fields, not the formats of names and quantities: these are
+        if not _NAME.match(self.name) or len(self.name) > NAME_MAX:
+            raise SpecError(f"{self.name!r} is not a usable name for the objects",
+                            hint=f"lower-case letters, digits and '-', starting with a letter, at most {NAME_MAX} "
+                                 "characters (--name)")
+        if self.namespace is not None and (not _NAME.match(self.namespace) or len(self.namespace) > 63):
+            raise SpecError(f"{self.namespace!r} is not a namespace name (a DNS label)")
+        for option, value in (("--cache-size", self.cache_size), ("--results-size", self.results_size),
+                              ("--shm-size", self.shm_size)):
+            if not _QUANTITY.match(value):
+                raise SpecError(f"{option} {value!r} is not a Kubernetes quantity", hint="write it like 200Gi")
+        if self.gpus < 1 or self.nodes < 1:
+            raise SpecError(f"a serving pod needs at least one GPU and one node, not gpus={self.gpus}, "
+                            f"nodes={self.nodes}")
+        if self.nodes > 1 and self.gpus != self.tensor_parallel_size:
+            raise SpecError(f"across {self.nodes} nodes each pod runs one tensor-parallel group: gpus ({self.gpus}) "
+                            f"must equal tensor_parallel_size ({self.tensor_parallel_size})",
+                            hint="give --input tensor_parallel_size=N with --gpus N (or leave --gpus out)")
+
+    @property
+    def device(self) -> str:
+        return self.profile.name
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes > 1
+
+    @property
+    def service_url(self) -> str:
+        """The OpenAI API's base inside the cluster (the Service's DNS name, qualified by the namespace when given)."""
+        host = f"{self.name}.{self.namespace}.svc" if self.namespace else self.name
+        return f"http://{host}:{PORT}/v1"
+
+
+# --- the serving container ----------------------------------------------------------------------------
+
+
+def engine(spec: ServingSpec) -> tuple[dict[str, Any], dict[str, str]]:
+    """The engine arguments and environment the device profile gives this spec's pods.
+
+    The facts describe the target pod, not this machine: `gpus` GPUs numbered from 0, as the device
+    plugin exposes them. The profile's pinning variables (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES) are
+    left out: the device plugin already gives the container exactly its GPUs. Its environment defaults
+    go in whole: a pod has no user environment they could override.
+    """
+    options = EngineOptions(device=spec.device, precision=spec.precision,
+                            tensor_parallel_size=spec.tensor_parallel_size, max_num_seqs=spec.max_num_seqs,
+                            max_num_batched_tokens=spec.max_num_batched_tokens,
+                            gpu_memory_utilization=spec.gpu_memory_utilization)
+    facts = MachineFacts(gpus=tuple(str(i) for i in range(spec.gpus)), gpu_name=spec.gpu_name)
+    # the fp8 variation serves a pre-quantized checkpoint: only the KV cache is asked for in FP8
+    model = ModelFacts(kv_bytes_per_token=0, max_model_len=0, quantized=True) if spec.model.quantized else None
+    kwargs, _pinning, defaults, _unset = merged_spec(engine_specs(options, facts, model))
+    if spec.multi_node:
+        kwargs["pipeline_parallel_size"] = spec.nodes
+        kwargs["distributed_executor_backend"] = "ray"
+    return kwargs, defaults
+
+
+def serve_argv(spec: ServingSpec) -> list[str]:
+    """`vllm serve REPO --revision REV ...` with the profile's engine flags."""
+    m = spec.model
+    argv = ["vllm", "serve", m.repo, "--revision", m.revision, "--tokenizer-revision", m.revision,
+            "--served-model-name", m.repo, "--host", "0.0.0.0", "--port", str(PORT),
+            # a line per request costs the server CPU at thousands of requests per second
+            "--disable-uvicorn-access-log"]
+    if spec.max_model_len is not None:
+        argv += ["--max-model-len", str(spec.max_model_len)]
+    return argv + engine_flags(engine(spec)[0])
+
+
+def hf_token_env(spec: ServingSpec) -> dict[str, Any]:
+    """HF_TOKEN from the Secret, never inline; optional, so an ungated model needs no Secret."""
+    return {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": spec.hf_token_secret, "key": HF_TOKEN_KEY,
+                                                                "optional": True}}}
+
+
+def _server_env(spec: ServingSpec) -> list[dict[str, Any]]:
+    _, defaults = engine(spec)
+    env = [{"name": k, "value": v} for k, v in sorted(defaults.items())]
+    return env + [{"name": "HF_HOME", "value": HF_HOME}, hf_token_env(spec)]
+
+
+def _http_probe(failures: int) -> dict[str, Any]:
+    return {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": PROBE_PERIOD_S,
+            "timeoutSeconds": 5, "failureThreshold": failures}
+
+
+def _security_context(profile: PodDeviceProfile) -> dict[str, Any] | None:
+    ctx: dict[str, Any] = {}
+    if profile.capabilities:
+        ctx["capabilities"] = {"add": list(profile.capabilities)}
+    if profile.seccomp_unconfined:
+        ctx["seccompProfile"] = {"type": "Unconfined"}
+    return ctx or None
+
+
+def _gpu_container(spec: ServingSpec, name: str, command: list[str], *, serves: bool) -> dict[str, Any]:
+    """A container holding the pod's GPUs; `serves`: it answers the API (ports, probes)."""
+    gpus = spec.tensor_parallel_size if spec.multi_node else spec.gpus
+    container: dict[str, Any] = {
+        "name": name, "image": spec.serving_image, "command": command,
+        "env": _server_env(spec),
+        "resources": {"limits": {spec.profile.resource: str(gpus)}},
+        "volumeMounts": [{"name": "model-cache", "mountPath": HF_HOME}, {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    if serves:
+        container["ports"] = [{"name": "http", "containerPort": PORT}]
+        container["startupProbe"] = _http_probe(STARTUP_FAILURES)
+        container["readinessProbe"] = _http_probe(3)
+    if spec.multi_node:
+        container.setdefault("ports", []).append({"name": "ray", "containerPort": RAY_PORT})
+    security = _security_context(spec.profile)
+    if security:
+        container["securityContext"] = security
+    return container
+
+
+def _gpu_pod(spec: ServingSpec, container: dict[str, Any]) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "containers": [container],
+        "volumes": [
+            {"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{spec.name}-model-cache"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.shm_size}},
+        ],
+    }
+    if spec.profile.runtime_class:
+        pod["runtimeClassName"] = spec.profile.runtime_class
+    if spec.profile.supplemental_groups:
+        pod["securityContext"] = {"supplementalGroups": list(spec.profile.supplemental_groups)}
+    return pod
+
+
+# --- the objects --------------------------------------------------------------------------------------
+
+
+def labels(spec: ServingSpec, component: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": spec.name, "app.kubernetes.io/component": component, **MANAGED_BY}
+
+
+def server_selector(spec: ServingSpec) -> dict[str, str]:
+    """The serving pods (with a LeaderWorkerSet only the leaders, which run the API server)."""
+    selector = {"app.kubernetes.io/name": spec.name, "app.kubernetes.io/component": "server"}
+    if spec.multi_node:
+        selector["role"] = "leader"
+    return selector
+
+
+def _metadata(spec: ServingSpec, name: str, component: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels(spec, component)}
+    if spec.namespace:
+        meta["namespace"] = spec.namespace
+    return meta
+
+
+def pvc(spec: ServingSpec, name: str, size: str, access: str, component: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"accessModes": [access], "resources": {"requests": {"storage": size}}}
+    if spec.storage_class:
+        body["storageClassName"] = spec.storage_class
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _metadata(spec, name, component),
+            "spec": body}
+
+
+def deployment(spec: ServingSpec) -> dict[str, Any]:
+    """One pod serving the model on its GPUs. Recreate: a rolling update would start a second server
+    that waits for GPUs the first still holds."""
+    pod = _gpu_pod(spec, _gpu_container(spec, "vllm", serve_argv(spec), serves=True))
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _metadata(spec, spec.name, "server"),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": server_selector(spec)},
+            "template": {"metadata": {"labels": labels(spec, "server")}, "spec": pod},
+        },
+    }
+
+
+def leader_worker_set(spec: ServingSpec) -> dict[str, Any]:
+    """One model over `nodes` pods: pipeline parallelism across them over Ray, tensor parallelism inside each.
+
+    LWS sets LWS_LEADER_ADDRESS in every pod; the worker's shell reads it (`$LWS_LEADER_ADDRESS`), so the
+    command works whether or not the kubelet expands `$(...)` references first.
+    """
+    serve = shlex.join(serve_argv(spec))
+    leader = ["sh", "-c", f"ray start --head --port={RAY_PORT} && exec {serve}"]
+    worker = ["sh", "-c", f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block']
+    leader_labels = {**labels(spec, "server"), "role": "leader"}
+    worker_labels = {**labels(spec, "server"), "role": "worker"}
+    return {
+        "apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _metadata(spec, spec.name, "server"),
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": spec.nodes,
+                "restartPolicy": "RecreateGroupOnPodRestart",  # one lost pod breaks the Ray cluster
+                "leaderTemplate": {"metadata": {"labels": leader_labels},
+                                   "spec": _gpu_pod(spec, _gpu_container(spec, "vllm-leader", leader, serves=True))},
+                "workerTemplate": {"metadata": {"labels": worker_labels},
+                                   "spec": _gpu_pod(spec, _gpu_container(spec, "vllm-worker", worker,
+                                                                         serves=False))},
+            },
+        },
+    }
+
+
+def service(spec: ServingSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Service", "metadata": _metadata(spec, spec.name, "server"),
+        "spec": {"type": "ClusterIP", "selector": server_selector(spec),
+                 "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}]},
+    }
+
+
+def benchmark_argv(spec: ServingSpec) -> list[str]:
+    """`cmx run "<query> _endpoint"` against the Service. The model folder is the server's download on the
+    shared cache (tokenizer and config; the weights stay unread), and each pod writes its own results
+    folder (`$(POD_NAME)`, expanded by the kubelet), so a rerun never meets an earlier run's tree."""
+    pairs = [("endpoint_url", spec.service_url), ("endpoint_model", spec.model.repo),
+             ("results_dir", f"{RESULTS}/$(POD_NAME)"), ("model_path", spec.model.snapshot_dir(HF_HOME)),
+             *spec.benchmark_inputs]
+    argv = ["cmx", "run", spec.benchmark_query]
+    for key, value in pairs:
+        argv += ["--input", f"{key}={value}"]
+    for key, value in spec.benchmark_context:
+        argv += ["--context", f"{key}={value}"]
+    return argv + ["--progress", "plain"]
+
+
+def benchmark_job(spec: ServingSpec) -> dict[str, Any]:
+    """The benchmark client: no GPU (the Service serves), the results on their own volume. backoffLimit 0:
+    a failed benchmark is a result to read, not something to retry silently."""
+    health = spec.service_url.removesuffix("/v1") + "/health"
+    pod = {
+        "restartPolicy": "Never",
+        "initContainers": [{"name": "wait-for-server", "image": spec.benchmark_image,
+                            "command": ["python3", "-c", WAIT_FOR_SERVER, health]}],
+        "containers": [{
+            "name": "benchmark", "image": spec.benchmark_image, "command": benchmark_argv(spec),
+            "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    hf_token_env(spec)],
+            "volumeMounts": [{"name": "results", "mountPath": RESULTS},
+                             {"name": "model-cache", "mountPath": HF_HOME, "readOnly": True}],
+        }],
+        "volumes": [
+            {"name": "results", "persistentVolumeClaim": {"claimName": f"{spec.name}-results"}},
+            {"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{spec.name}-model-cache",
+                                                              "readOnly": True}},
+        ],
+    }
+    return {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(spec, f"{spec.name}-benchmark", "benchmark"),
+        "spec": {"backoffLimit": 0,
+                 "template": {"metadata": {"labels": labels(spec, "benchmark")}, "spec": pod}},
+    }
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object and the file it is written to (the number orders `kubectl apply -f DIR`)."""
+
+    filename: str
+    body: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+def objects(spec: ServingSpec) -> tuple[Manifest, ...]:
+    """Every object, in the order they are applied: the volumes before the pods that mount them."""
+    server = (Manifest("10-leaderworkerset.yaml", leader_worker_set(spec)) if spec.multi_node
+              else Manifest("10-deployment.yaml", deployment(spec)))
+    return (
+        Manifest("00-pvc-model-cache.yaml", pvc(spec, f"{spec.name}-model-cache", spec.cache_size, "ReadWriteMany",
+                                                "server")),
+        Manifest("01-pvc-results.yaml", pvc(spec, f"{spec.name}-results", spec.results_size, "ReadWriteOnce",
+                                            "benchmark")),
+        server,
+        Manifest("20-service.yaml", service(spec)),
+        Manifest("30-job-benchmark.yaml", benchmark_job(spec)),
+    )

@@ -1,0 +1,34 @@
+"""Specs and a cmx home whose registry is the repository's own recipes (the llama2 and llama3 apps)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmx.k8s.devices import PROFILES
+from cmx.k8s.manifests import ServingSpec
+from cmx.k8s.served import ServedModel
+from cmx.settings import Settings
+from tests.conftest import REPO
+
+LLAMA2 = ServedModel(repo="meta-llama/Llama-2-70b-chat-hf", revision="e4b287212771ce25f782ed8636cbea2d7c5ac7e2",
+                     recipe="get-ml-model-llama2")
+
+
+def make_spec(device: str, **changes: Any) -> ServingSpec:
+    values: dict[str, Any] = dict(name="vllm-llama2", profile=PROFILES[device], model=LLAMA2,
+                                  serving_image="vllm:1", benchmark_image="registry.example.com/cmx:1",
+                                  benchmark_query=f"app mlperf inference llama2 _{device} _endpoint",
+                                  gpus=8, tensor_parallel_size=8, precision="bf16")
+    values.update(changes)
+    return ServingSpec(**values)
+
+
+@pytest.fixture
+def repo_settings(tmp_path: Path) -> Settings:
+    """Settings resolving the repository's recipes, with a cache and runs of the test's own."""
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n", encoding="utf-8")
+    return Settings(registry=registry, cache=tmp_path / "cache", runs=tmp_path / "runs")
