@@ -13,7 +13,7 @@ from tests.conftest import REPO
 
 CMX = REPO / "cmx"
 # design.md, "Layers": top to bottom
-ORDER = ("cli", "api", "docker", "mlperf", "execute", "resolve", "registry", "recipe", "cache", "tools")
+ORDER = ("cli", "api", "sweep", "slurm", "docker", "mlperf", "execute", "resolve", "registry", "recipe", "cache", "tools")
 FLOOR = {"errors", "settings", "secrets", "container", "templates", "__version__", "__main__"}
 
 
