@@ -327,13 +327,13 @@ def _root_recipe(query: str, s: Settings) -> "Recipe":
 def sweep(query: str, *, inputs: Mapping[str, str], context: Mapping[str, Any] | None = None,
           over: str | None = None, sweep_dir: Path | None = None, slurm: "SlurmOptions | None" = None,
           wait: bool = True, poll_s: float = 5.0, jobs: int | None = None, settings: Settings | None = None,
-          reporter: "Reporter | None" = None, environ: Mapping[str, str] | None = None,
+          progress: str = "none", environ: Mapping[str, str] | None = None,
           announce: Callable[[str], None] = lambda _: None) -> SweepResult:
     """Run the query once per value of one input (the --input with comma-separated values, or `over`), here one
     after the other, or as one Slurm job each (`slurm`), every point with its own results folder
     <sweep_dir>/<input>=<value> when the recipe has a results_dir input. Every value is typed and every point's
     plan resolved before anything runs. With Slurm and not `wait`, the result has no table yet:
-    sweep_gather(sweep_dir) makes it later."""
+    sweep_gather(sweep_dir) makes it later. `progress` is each local run's display (as reporter() takes it)."""
     from datetime import datetime
 
     from cmx.sweep import Point, point_dir, point_inputs, typed_sweep, write_sweep
@@ -379,7 +379,7 @@ def sweep(query: str, *, inputs: Mapping[str, str], context: Mapping[str, Any] |
 
             announce(f"{point.name}: running")
             result = run(query, inputs=given, context=sw.context, jobs=jobs or default_jobs(), settings=s,
-                         reporter=reporter, environ=env, check=False, argv=["cmx", *_run_args(query, given, sw.context)])
+                         reporter=reporter(progress), environ=env, check=False, argv=["cmx", *_run_args(query, given, sw.context)])
             points[i] = replace(point, run_record=str(result.run_dir / "run.json"))
         write_sweep(sweep_dir, sw, points, mode)
     return sweep_gather(sweep_dir, wait=wait, poll_s=poll_s, settings=s, environ=env)
@@ -427,6 +427,9 @@ def sweep_gather(sweep_dir: Path, *, wait: bool = False, poll_s: float = 5.0, ti
             outputs = ((run_data.get("results") or {}).get(root) or {}).get("outputs") or {}
             if status is None:
                 status = run_data.get("status") or "unknown"
+                error = run_data.get("error")
+                detail = "; ".join(line.strip() for line in error.splitlines()[:2])[:300] \
+                    if status != "ok" and isinstance(error, str) and error else None
             if status != "ok":
                 outputs = {}  # nothing of a point that did not complete is a result
             outcomes.append(outcome_of_run(status, outputs, record, p.results_dir, detail))
