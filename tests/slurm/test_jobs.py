@@ -128,7 +128,10 @@ def test_a_secret_on_the_command_line_is_refused_before_anything_is_submitted(sh
 def test_a_cancelled_job_is_reported_cancelled_and_its_results_never_valid(shome: SlurmHome, tmp_path: Path) -> None:
     shome.home.recipe("sleeper", SLEEPER, SLEEPER_PY)
     results = tmp_path / "results"
-    job_id = submitted_id(shome.cmx("run", "sleeper", "--input", f"results_dir={results}", "--slurm"))
+    submitted = shome.cmx("run", "sleeper", "--input", f"results_dir={results}", "--slurm", "--json")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = json.loads(submitted.stdout)["job_id"]
+    assert json.loads(submitted.stdout)["results_dir"] == str(results)
     running = wait_for(shome, job_id, {"RUNNING", "COMPLETED", "FAILED"})
     assert running["state"] == "RUNNING" and running["validity"] is None
     deadline = time.monotonic() + 60
@@ -160,3 +163,5 @@ def test_slurm_without_sbatch_on_path_is_one_clear_error_and_no_job_record(home:
     assert "hint: run it on the cluster's login node" in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stderr.count("sbatch was not found") == 1
     assert not (home.root / "runs" / "slurm").exists()
+    misplaced = home.cmx("run", "hello", "--partition", "gpu")
+    assert misplaced.returncode == 2 and "go with --slurm" in misplaced.stderr
