@@ -1,4 +1,5 @@
-"""The Python API the CLI calls: find(), show(), plan(), run(), the Docker, Kubernetes, cache and registry verbs, check().
+"""The Python API the CLI calls: find(), show(), plan(), run(), the Docker, Kubernetes, Slurm, sweep, cache and
+registry verbs, check().
 
 Everything a `cmx` verb does goes through here, so a Python user can do the same:
 
@@ -32,12 +33,16 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.recipe.model import Recipe
     from cmx.registry.sources import Source
     from cmx.resolve.plan import Plan
+    from cmx.slurm.jobs import JobRecord, JobStatus
+    from cmx.slurm.script import SlurmOptions
+    from cmx.sweep import Outcome, Point, Row, Sweep
 
 __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "load_settings", "to_json", "index",
            "find", "show", "plan", "run", "reporter", "redacted_command", "docker_file", "docker_container",
-           "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
+           "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry",
+           "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_update", "default_jobs", "check", "check_text", "check_expectation",
-           "write_check_csv"]
+           "write_check_csv", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
 
 
 class PlanResult(NamedTuple):
@@ -51,6 +56,28 @@ class PlanResult(NamedTuple):
 class SourceInfo(NamedTuple):
     source: "Source"
     recipes: int | None  # None: a git source not fetched yet
+
+
+class SweepResult(NamedTuple):
+    """A sweep's folder (sweep.json, a folder per point), its points, and the table once every point ended
+    (None while Slurm jobs are still queued or running and the sweep was not asked to wait)."""
+
+    sweep_dir: Path
+    sweep: "Sweep"
+    points: list["Point"]
+    outcomes: list["Outcome"]
+    rows: list["Row"] | None
+    table: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"sweep_dir": str(self.sweep_dir), "query": self.sweep.query, "input": self.sweep.name,
+                "type": self.sweep.type, "values": list(self.sweep.values), "fixed": self.sweep.fixed,
+                "points": [{**asdict(p), "status": o.status, "detail": o.detail}
+                           for p, o in zip(self.points, self.outcomes)],
+                "done": self.rows is not None,
+                "rows": [asdict(r) for r in self.rows] if self.rows is not None else None}
 
 
 class DockerOptions(NamedTuple):
@@ -355,6 +382,205 @@ def _default_name(repo: str) -> str:
 
     slug = re.sub(r"[^a-z0-9]+", "-", repo.rsplit("/", 1)[-1].lower()).strip("-")
     return f"vllm-{slug}"[:40].rstrip("-")
+
+
+# --- Slurm ----------------------------------------------------------------------------------
+
+def _run_args(query: str, inputs: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
+    """`run QUERY --input k=v ... --context k=v ...`: the arguments of the same run, for a job's command line."""
+    args = ["run", query]
+    for name, value in inputs.items():
+        args += ["--input", f"{name}={to_json(value)}"]
+    for name, value in context.items():
+        args += ["--context", f"{name}={'true' if value is True else 'false' if value is False else value}"]
+    return args
+
+
+def submit_slurm(query: str, *, options: "SlurmOptions | None" = None, inputs: Mapping[str, Any] | None = None,
+                 context: Mapping[str, Any] | None = None, cmx_args: list[str] | None = None,
+                 host_command: list[str] | None = None, settings: Settings | None = None,
+                 environ: Mapping[str, str] | None = None) -> "JobRecord":
+    """Submit the query as a Slurm batch job that runs `cmx CMX_ARGS` (default: `run QUERY` with the inputs and
+    context) on a node with the submitter's interpreter and CMX_* settings; the job's record. The plan is
+    resolved here first, so a query that cannot run fails before anything is submitted. A secret input given on
+    the command line is refused (the script would hold it): the job reads secrets from its environment."""
+    from cmx.slurm import SlurmError
+    from cmx.slurm.launch import submit
+    from cmx.slurm.script import SlurmOptions
+    from cmx.slurm.submit import tool
+
+    env = os.environ if environ is None else environ
+    tool("sbatch", env)  # before anything is resolved or written
+    s = _settings(settings)
+    p = plan(query, inputs=inputs, context=context, settings=s, environ=env).plan
+    args = list(cmx_args) if cmx_args is not None else _run_args(query, inputs or {}, context or {})
+    secrets = []
+    for step in p:
+        for name, value in step.inputs.items():
+            if not isinstance(value, Secret) or not value.reveal():
+                continue
+            spec = step.recipe.inputs[name]
+            if any(value.reveal() in arg for arg in args):
+                raise SlurmError(f"secret input {name} of {step.name} is given on the command line: the batch "
+                                 "script would hold it", hint=f"export {spec.env} in the submitting shell instead "
+                                 "(sbatch passes the environment to the job)" if spec.env else
+                                 "a secret without an `env:` variable cannot reach a Slurm job")
+            secrets.append(f"{name} of {step.name}: ${spec.env}" if spec.env else f"{name} of {step.name}")
+    results_dir = p.root_step.inputs.get("results_dir")
+    return submit(query=query, recipe=p.root_step.name, cmx_args=args, options=options or SlurmOptions(),
+                  settings=s, environ=env, results_dir=str(results_dir) if results_dir else None, secrets=secrets,
+                  host_command=redacted_command(host_command, p) if host_command else ())
+
+
+def slurm_jobs(*, all_jobs: bool = False, limit: int = 20, job_ids: list[str] | None = None,
+               settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> list["JobStatus"]:
+    """The jobs cmx submitted (the `limit` most recent, or all), with their state from Slurm, run record, results
+    folder and validity; a job that ended in any state but COMPLETED gets its results folder marked."""
+    from cmx.slurm.jobs import read_record, read_records, statuses
+
+    s = _settings(settings)
+    if job_ids:
+        records = [read_record(s.runs, j) for j in job_ids]
+    else:
+        records = read_records(s.runs)
+        records = records if all_jobs else records[:limit]
+    return statuses(s.runs, records, os.environ if environ is None else environ)
+
+
+# --- sweeps ----------------------------------------------------------------------------------
+
+def _root_recipe(query: str, s: Settings) -> "Recipe":
+    """The recipe the query's plan starts from, picked as the resolver picks it."""
+    from cmx.resolve.resolver import resolve
+
+    idx = index(s)
+    q = query_of(query)
+    found = idx.find(q)
+    if len(found) > 1 and q.variations:
+        found = having_variations(found, q.variations, idx.get) or found
+    if len(found) != 1:
+        resolve(idx, q)  # raises the resolver's own error: no recipe, or several
+    return idx.get(found[0].name)
+
+
+def sweep(query: str, *, inputs: Mapping[str, str], context: Mapping[str, Any] | None = None,
+          over: str | None = None, sweep_dir: Path | None = None, slurm: "SlurmOptions | None" = None,
+          wait: bool = True, poll_s: float = 5.0, jobs: int | None = None, settings: Settings | None = None,
+          progress: str = "none", environ: Mapping[str, str] | None = None,
+          announce: Callable[[str], None] = lambda _: None) -> SweepResult:
+    """Run the query once per value of one input (the --input with comma-separated values, or `over`), here one
+    after the other, or as one Slurm job each (`slurm`), every point with its own results folder
+    <sweep_dir>/<input>=<value> when the recipe has a results_dir input. Every value is typed and every point's
+    plan resolved before anything runs. With Slurm and not `wait`, the result has no table yet:
+    sweep_gather(sweep_dir) makes it later. `progress` is each local run's display (as reporter() takes it)."""
+    from datetime import datetime
+
+    from cmx.sweep import Point, point_dir, point_inputs, typed_sweep, write_sweep
+
+    s = _settings(settings)
+    env = os.environ if environ is None else environ
+    if slurm is not None:
+        from cmx.slurm.submit import tool
+
+        tool("sbatch", env)
+    recipe = _root_recipe(query, s)
+    sw = typed_sweep(query, recipe, inputs, context or {}, over)
+    if "results_dir" in sw.fixed:
+        from cmx.sweep import SweepError
+
+        raise SweepError("a sweep gives each point its own results_dir (<sweep dir>/<input>=<value>)",
+                         hint="drop --input results_dir; --out picks the sweep's folder")
+    if sweep_dir is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        sweep_dir = s.runs / "sweeps" / f"{stamp}-{recipe.name}-{sw.name}"
+    sweep_dir = sweep_dir.absolute()
+    has_results = "results_dir" in recipe.inputs
+    points = []
+    for value in sw.values:
+        folder = point_dir(sweep_dir, sw, value)
+        given = point_inputs(sw, value, folder if has_results else None)
+        plan(query, inputs=given, context=sw.context, settings=s, environ=env)  # every point resolves, first
+        points.append(Point(value=value, name=sw.point_name(value), results_dir=str(folder) if has_results else None))
+    mode = "slurm" if slurm is not None else "local"
+    write_sweep(sweep_dir, sw, points, mode)
+    for i, point in enumerate(points):
+        given = point_inputs(sw, point.value, Path(point.results_dir) if point.results_dir else None)
+        if slurm is not None:
+            from dataclasses import replace
+
+            job_name = slurm.job_name or f"cmx-sweep-{point.name}"
+            record = submit_slurm(query, options=replace(slurm, job_name=job_name), inputs=given,
+                                  context=sw.context, settings=s, environ=env)
+            points[i] = replace(point, job_id=record.job_id)
+            announce(f"{point.name}: Slurm job {record.job_id}")
+        else:
+            from dataclasses import replace
+
+            announce(f"{point.name}: running")
+            result = run(query, inputs=given, context=sw.context, jobs=jobs or default_jobs(), settings=s,
+                         reporter=reporter(progress), environ=env, check=False, argv=["cmx", *_run_args(query, given, sw.context)])
+            points[i] = replace(point, run_record=str(result.run_dir / "run.json"))
+        write_sweep(sweep_dir, sw, points, mode)
+    return sweep_gather(sweep_dir, wait=wait, poll_s=poll_s, settings=s, environ=env)
+
+
+def sweep_gather(sweep_dir: Path, *, wait: bool = False, poll_s: float = 5.0, timeout_s: float | None = None,
+                 settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> SweepResult:
+    """The table of a sweep from its folder: each point's run record, or its Slurm job's state and record. With
+    `wait`, poll until every job ended (or `timeout_s`); otherwise a sweep with jobs still queued or running has
+    no table yet (rows None) and says which points are pending."""
+    import json
+    import time
+
+    from cmx.sweep import outcome_of_run, read_sweep, rows, table
+
+    s = _settings(settings)
+    env = os.environ if environ is None else environ
+    sw, points, _mode = read_sweep(Path(sweep_dir))
+    started = time.monotonic()
+    while True:
+        outcomes = []
+        ids = [p.job_id for p in points if p.job_id]
+        jobs = {j.record.job_id: j for j in slurm_jobs(job_ids=ids, settings=s, environ=env)} if ids else {}
+        for p in points:
+            if p.job_id:
+                j = jobs[p.job_id]
+                if not j.state.final:
+                    outcomes.append(outcome_of_run(j.state.state.lower(), {}, None, p.results_dir,
+                                                   detail=f"Slurm job {p.job_id}"))
+                    continue
+                status = "ok" if j.state.state == "COMPLETED" and j.run_status == "ok" else \
+                    "failed" if j.state.state == "COMPLETED" else j.state.state.lower()
+                record = j.run_record
+                detail = f"Slurm job {p.job_id} {j.state.state}"
+            else:
+                record = p.run_record
+                status, detail = None, None
+            run_data: dict[str, Any] = {}
+            if record:
+                try:
+                    run_data = json.loads(Path(record).read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    run_data = {}
+            root = (run_data.get("plan") or {}).get("root")
+            outputs = ((run_data.get("results") or {}).get(root) or {}).get("outputs") or {}
+            if status is None:
+                status = run_data.get("status") or "unknown"
+                error = run_data.get("error")
+                detail = "; ".join(line.strip() for line in error.splitlines()[:2])[:300] \
+                    if status != "ok" and isinstance(error, str) and error else None
+            if status != "ok":
+                outputs = {}  # nothing of a point that did not complete is a result
+            outcomes.append(outcome_of_run(status, outputs, record, p.results_dir, detail))
+        pending = [o for o in outcomes if o.status in ("pending", "running", "configuring", "completing",
+                                                        "suspended", "requeued", "resizing")
+                   and o.detail and o.detail.startswith("Slurm job")]
+        if not pending:
+            table_rows = rows(sw, points, outcomes)
+            return SweepResult(Path(sweep_dir), sw, points, outcomes, table_rows, table(sw, table_rows))
+        if not wait or (timeout_s is not None and time.monotonic() - started > timeout_s):
+            return SweepResult(Path(sweep_dir), sw, points, outcomes, None, None)
+        time.sleep(poll_s)
 
 
 # --- cache -----------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from tests.conftest import REPO
 
 CMX = REPO / "cmx"
 # design.md, "Layers": top to bottom
-ORDER = ("cli", "api", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe", "cache", "tools")
+ORDER = ("cli", "api", "sweep", "slurm", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe",
+         "cache", "tools")
 FLOOR = {"errors", "settings", "secrets", "container", "templates", "__version__", "__main__"}
 
 

@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("show", "Describe one recipe: tags, inputs, variations, deps, outputs."),
     "docker": ("docker", "Show the Dockerfile and container settings of `run --docker`."),
     "deploy": ("deploy", "Render (and apply) Kubernetes manifests serving the plan's model, and a benchmark Job."),
+    "jobs": ("jobs", "List the Slurm jobs cmx submitted: state and result folders."),
+    "sweep": ("sweep", "Run a query once per value of one input and tabulate the results."),
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),
     "registry": ("registry", "List recipe sources and pin git sources to a commit."),

@@ -17,6 +17,12 @@ from cmx.cli.common import (
     registry_option,
 )
 from cmx.cli.docker_options import docker_options, docker_options_of
+from cmx.cli.slurm_options import (
+    any_slurm_option,
+    slurm_options,
+    slurm_options_of,
+    without_slurm_args,
+)
 
 
 @click.command("run", help="""Resolve QUERY and run it.
@@ -39,6 +45,19 @@ profile's base image, every step's docker: additions, this cmx built as a wheel)
 built unless an identical one exists, and the same query runs inside it with the
 cache, run records and every path of the plan mounted at their own paths, as the
 host user. `cmx docker QUERY` shows the Dockerfile and the container settings.
+
+With --slurm the run is submitted as a Slurm batch job (sbatch) and cmx returns at
+once with its id; the job runs this same command line (less --slurm and its
+options) with this Python interpreter, and the cache and run records of this cmx
+home (CMX_CACHE, CMX_RUNS, exported into the job): they must be on storage every
+node sees at the same path, or the job stops at once saying so. A secret input
+reaches the job through its environment (export it before submitting), never the
+script. `cmx jobs` follows the jobs; the script is templates/slurm/run.sbatch.j2.
+
+\b
+    cmx run "app mlperf inference llama2 _cuda" --slurm --partition gpu \\
+        --gpus-per-node 8 --time 4:00:00 --input results_dir=/shared/results
+    cmx jobs
 """)
 @query_arg
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
@@ -58,14 +77,27 @@ host user. `cmx docker QUERY` shows the Dockerfile and the container settings.
 @click.option("--rebuild", is_flag=True, help="With --docker: build the image even if an identical one exists.")
 @click.option("--keep", is_flag=True, help="With --docker: keep the container and the build context.")
 @docker_options
+@slurm_options
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
             jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None, progress: str,
-            in_docker: bool, rebuild: bool, keep: bool, **docker: object) -> None:
+            in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool, **options: object) -> None:
     text = join_query(query)
     given = parse_pairs(inputs, "--input")
     context = parse_context(contexts)
+    slurm = {k: options.pop(k) for k in ("partition", "account", "time_limit", "gpus_per_node", "nodes",
+                                         "cpus_per_task", "mem", "job_name")}
+    docker = options
+    if in_slurm:
+        if dry_run or in_docker or rebuild or keep or any(docker.values()):
+            raise click.UsageError("--slurm goes with neither --dry-run nor --docker and its options: the job "
+                                   "runs the query natively on a node")
+        _submit_to_slurm(ctx, text, given, context, as_json, slurm)
+        return
+    if any_slurm_option(slurm):
+        raise click.UsageError("--partition, --account, --time, --gpus-per-node, --nodes, --cpus-per-task, --mem "
+                               "and --job-name go with --slurm")
     if dry_run:
         from cmx.cli.plan import print_plan
 
@@ -122,6 +154,24 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
     click.echo(f"ok: {result.plan.root} in {result.seconds:.2f}s ({summary}); record: {result.run_dir}/run.json")
     for line in output_lines(to_json(result.outputs)):
         click.echo(line)
+
+
+def _submit_to_slurm(ctx: click.Context, text: str, given: dict, context: dict, as_json: bool,
+                     slurm: dict) -> None:
+    from cmx import api
+
+    args = without_slurm_args(sys.argv[1:], drop=("--json",))
+    record = api.submit_slurm(text, options=slurm_options_of(**slurm), inputs=given, context=context,
+                              cmx_args=args, host_command=["cmx", *sys.argv[1:]], settings=app(ctx).settings())
+    if as_json:
+        echo_json(record.to_json())
+        return
+    click.echo(f"submitted Slurm job {record.job_id}: {record.query}")
+    click.echo(f"  script: {record.script}")
+    click.echo(f"  output: {record.stdout}")
+    if record.results_dir:
+        click.echo(f"  results: {record.results_dir}")
+    click.echo("  follow it: cmx jobs")
 
 
 def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, *, jobs: int | None,

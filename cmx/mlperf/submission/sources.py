@@ -17,6 +17,12 @@ PACKAGE_DIVISIONS = ("closed", "open")
 SUBMITTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+# A file of one of these names at the top of a results folder says the batch job that wrote it ended without
+# completing (cmx.slurm writes it, named after the job's final state): nothing in the folder is a result
+NOT_A_RESULT_MARKERS = ("CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
+                        "DEADLINE", "REVOKED", "SPECIAL_EXIT")
+
+
 class SubmissionRefused(CmxError):
     """The results cannot be packaged as asked; the message lists every reason."""
 
@@ -67,6 +73,11 @@ def find_results(results_dir: Path) -> list[SourceResult]:
         raise SubmissionRefused(f"{results_dir} is not a folder",
                                 hint="give --input results_dir=DIR: the results_dir of a `cmx run \"app mlperf "
                                      "inference ...\"`")
+    marked = [m for m in NOT_A_RESULT_MARKERS if (results_dir / m).is_file()]
+    if marked:
+        reason = (results_dir / marked[0]).read_text(encoding="utf-8", errors="replace").strip()
+        raise SubmissionRefused(f"{results_dir} is marked {marked[0]}: {reason}",
+                                hint="re-run the benchmark to completion; a folder a job left behind is never packaged")
     found = []
     for facts_path in sorted(results_dir.glob(f"*/*/*/{CMX_RUN_JSON}")):
         folder = facts_path.parent

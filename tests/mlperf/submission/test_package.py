@@ -366,3 +366,9 @@ def test_results_that_do_not_record_their_model_are_refused(tmp_path: Path, resu
     text = refusal(request(tmp_path, results, division="open"))
     assert "Offline: measurements.json would have no starting_weights_filename" in text
     assert f"systems/{SYSTEM}.json: host_processor_model_name: empty" in text  # nothing detected either
+
+
+def test_a_results_folder_a_batch_job_left_unfinished_is_never_packaged(tmp_path: Path, results: Path):
+    (results / "CANCELLED").write_text("Slurm job 7 ended CANCELLED: nothing in this folder is a valid result.\n")
+    message = refusal(request(tmp_path, results, division="open"))
+    assert "is marked CANCELLED: Slurm job 7 ended CANCELLED" in message and "re-run the benchmark" in message
