@@ -345,6 +345,7 @@ def deploy_k8s(query: str, *, inputs: Mapping[str, Any] | None = None, context: 
     image_is_default = options.image is None
     image = options.image or docker_file(job_query, inputs=given, context=context, settings=s).tag
     from cmx.docker import profile_for
+    from cmx.mlperf.loadgen.harness import EngineSettings
 
     spec = ServingSpec(
         name=options.name or _default_name(model.repo), profile=profile, model=model,
@@ -352,10 +353,11 @@ def deploy_k8s(query: str, *, inputs: Mapping[str, Any] | None = None, context: 
         benchmark_image=image, benchmark_query=job_query,
         benchmark_inputs=tuple((k, str(v)) for k, v in given.items()),
         benchmark_context=tuple((k, str(v)) for k, v in (context or {}).items()),
-        namespace=options.namespace, gpus=options.gpus or tp, nodes=options.nodes, precision=plan_precision(p),
-        tensor_parallel_size=tp, max_num_seqs=engine["max_num_seqs"],
-        max_num_batched_tokens=engine["max_num_batched_tokens"],
-        gpu_memory_utilization=engine["gpu_memory_utilization"], max_model_len=engine["max_model_len"],
+        namespace=options.namespace, gpus=options.gpus or tp, nodes=options.nodes,
+        engine=EngineSettings(precision=plan_precision(p), tensor_parallel_size=tp, max_num_seqs=engine["max_num_seqs"],
+                              max_num_batched_tokens=engine["max_num_batched_tokens"],
+                              gpu_memory_utilization=engine["gpu_memory_utilization"],
+                              max_model_len=engine["max_model_len"]),
         gpu_name=options.gpu_name, hf_token_secret=options.hf_token_secret,
         cache_size=options.cache_size or model.cache_size, results_size=options.results_size,
         storage_class=options.storage_class, shm_size=options.shm_size)

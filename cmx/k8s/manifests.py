@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cmx.k8s import K8sError
 from cmx.k8s.devices import PodDeviceProfile
 from cmx.k8s.served import ServedModel
 from cmx.mlperf.backends.machine import MachineFacts, ModelFacts
-from cmx.mlperf.backends.profiles import EngineOptions, engine_specs
+from cmx.mlperf.backends.profiles import engine_specs
 from cmx.mlperf.backends.vllm_server import engine_flags, merged_spec
+from cmx.mlperf.loadgen.harness import EngineSettings
 
 PORT = 8000
 RAY_PORT = 6379
@@ -104,12 +105,7 @@ class ServingSpec:
     namespace: str | None = None
     gpus: int = 1
     nodes: int = 1
-    precision: str | None = None
-    tensor_parallel_size: int = 1
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = None
-    max_model_len: int | None = None
+    engine: EngineSettings = field(default_factory=EngineSettings)
     gpu_name: str = ""
     hf_token_secret: str = HF_TOKEN_SECRET
     cache_size: str = "200Gi"
@@ -132,9 +128,9 @@ class ServingSpec:
         if self.gpus < 1 or self.nodes < 1:
             raise SpecError(f"a serving pod needs at least one GPU and one node, not gpus={self.gpus}, "
                             f"nodes={self.nodes}")
-        if self.nodes > 1 and self.gpus != self.tensor_parallel_size:
+        if self.nodes > 1 and self.gpus != self.engine.tensor_parallel_size:
             raise SpecError(f"across {self.nodes} nodes each pod runs one tensor-parallel group: gpus ({self.gpus}) "
-                            f"must equal tensor_parallel_size ({self.tensor_parallel_size})",
+                            f"must equal tensor_parallel_size ({self.engine.tensor_parallel_size})",
                             hint="give --input tensor_parallel_size=N with --gpus N (or leave --gpus out)")
 
     @property
@@ -155,7 +151,7 @@ class ServingSpec:
 # --- the serving container ----------------------------------------------------------------------------
 
 
-def engine(spec: ServingSpec) -> tuple[dict[str, Any], dict[str, str]]:
+def engine_args(spec: ServingSpec) -> tuple[dict[str, Any], dict[str, str]]:
     """The engine arguments and environment the device profile gives this spec's pods.
 
     The facts describe the target pod, not this machine: `gpus` GPUs numbered from 0, as the device
@@ -163,17 +159,14 @@ def engine(spec: ServingSpec) -> tuple[dict[str, Any], dict[str, str]]:
     left out: the device plugin already gives the container exactly its GPUs. Its environment defaults
     go in whole: a pod has no user environment they could override.
     """
-    options = EngineOptions(device=spec.device, precision=spec.precision,
-                            tensor_parallel_size=spec.tensor_parallel_size, max_num_seqs=spec.max_num_seqs,
-                            max_num_batched_tokens=spec.max_num_batched_tokens,
-                            gpu_memory_utilization=spec.gpu_memory_utilization)
+    settings = spec.engine
+    if spec.multi_node:  # one model over the pods: pipeline stages, placed by vLLM on the leader's Ray cluster
+        settings = replace(settings, pipeline_parallel_size=spec.nodes, distributed_executor_backend="ray")
+    options = settings.options(spec.device)
     facts = MachineFacts(gpus=tuple(str(i) for i in range(spec.gpus)), gpu_name=spec.gpu_name)
     # the fp8 variation serves a pre-quantized checkpoint: only the KV cache is asked for in FP8
     model = ModelFacts(kv_bytes_per_token=0, max_model_len=0, quantized=True) if spec.model.quantized else None
     kwargs, _pinning, defaults, _unset = merged_spec(engine_specs(options, facts, model))
-    if spec.multi_node:
-        kwargs["pipeline_parallel_size"] = spec.nodes
-        kwargs["distributed_executor_backend"] = "ray"
     return kwargs, defaults
 
 
@@ -184,9 +177,9 @@ def serve_argv(spec: ServingSpec) -> list[str]:
             "--served-model-name", m.repo, "--host", "0.0.0.0", "--port", str(PORT),
             # a line per request costs the server CPU at thousands of requests per second
             "--disable-uvicorn-access-log"]
-    if spec.max_model_len is not None:
-        argv += ["--max-model-len", str(spec.max_model_len)]
-    return argv + engine_flags(engine(spec)[0])
+    if spec.engine.max_model_len is not None:
+        argv += ["--max-model-len", str(spec.engine.max_model_len)]
+    return argv + engine_flags(engine_args(spec)[0])
 
 
 def hf_token_env(spec: ServingSpec) -> dict[str, Any]:
@@ -196,7 +189,7 @@ def hf_token_env(spec: ServingSpec) -> dict[str, Any]:
 
 
 def _server_env(spec: ServingSpec) -> list[dict[str, Any]]:
-    _, defaults = engine(spec)
+    _, defaults = engine_args(spec)
     env = [{"name": k, "value": v} for k, v in sorted(defaults.items())]
     return env + [{"name": "HF_HOME", "value": HF_HOME}, hf_token_env(spec)]
 
@@ -217,7 +210,7 @@ def _security_context(profile: PodDeviceProfile) -> dict[str, Any] | None:
 
 def _gpu_container(spec: ServingSpec, name: str, command: list[str], *, serves: bool) -> dict[str, Any]:
     """A container holding the pod's GPUs; `serves`: it answers the API (ports, probes)."""
-    gpus = spec.tensor_parallel_size if spec.multi_node else spec.gpus
+    gpus = spec.engine.tensor_parallel_size if spec.multi_node else spec.gpus
     container: dict[str, Any] = {
         "name": name, "image": spec.serving_image, "command": command,
         "env": _server_env(spec),

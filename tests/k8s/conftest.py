@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from cmx.k8s.devices import PROFILES
 from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.served import ServedModel
+from cmx.mlperf.loadgen.harness import EngineSettings
 from cmx.settings import Settings
 from tests.conftest import REPO
 
@@ -17,13 +19,18 @@ LLAMA2 = ServedModel(repo="meta-llama/Llama-2-70b-chat-hf", revision="e4b2872127
                      recipe="get-ml-model-llama2")
 
 
+ENGINE_FIELDS = {f.name for f in fields(EngineSettings)}
+
+
 def make_spec(device: str, **changes: Any) -> ServingSpec:
     values: dict[str, Any] = dict(name="vllm-llama2", profile=PROFILES[device], model=LLAMA2,
                                   serving_image="vllm:1", benchmark_image="registry.example.com/cmx:1",
                                   benchmark_query=f"app mlperf inference llama2 _{device} _endpoint",
-                                  gpus=8, tensor_parallel_size=8, precision="bf16")
+                                  gpus=8)
+    engine = {"tensor_parallel_size": 8, "precision": "bf16"}
+    engine.update({k: changes.pop(k) for k in list(changes) if k in ENGINE_FIELDS})
     values.update(changes)
-    return ServingSpec(**values)
+    return ServingSpec(**values, engine=EngineSettings(**engine))
 
 
 @pytest.fixture

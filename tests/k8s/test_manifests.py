@@ -14,7 +14,7 @@ from cmx.k8s.manifests import (
     STARTUP_FAILURES,
     SpecError,
     benchmark_argv,
-    engine,
+    engine_args,
     objects,
     serve_argv,
 )
@@ -126,7 +126,7 @@ def test_the_profiles_engine_arguments_are_vllm_serve_flags(device: str) -> None
 
 
 def test_more_gpus_than_a_tensor_parallel_group_is_vllms_data_parallelism() -> None:
-    kwargs, _ = engine(make_spec("cuda", gpus=8, tensor_parallel_size=4))
+    kwargs, _ = engine_args(make_spec("cuda", gpus=8, tensor_parallel_size=4))
     assert kwargs["tensor_parallel_size"] == 4 and kwargs["data_parallel_size"] == 2
 
 
