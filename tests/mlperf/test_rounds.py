@@ -55,8 +55,25 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
-    assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b")
+    assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b")
     assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b")
+
+
+@pytest.mark.parametrize("round_", ["v5.1", "v6.0"])
+def test_llama3_1_405b_has_the_checkers_targets_and_latency_limits(round_: str) -> None:
+    # constants.py MODEL_CONFIG[round] and loadgen/mlperf.conf at b66003e; v6.1's constants drop llama3.1-405b
+    bench = load_round(round_).benchmark("llama3.1-405b")
+    targets = bench.accuracy
+    assert [(b.metric, b.value) for b in targets.minimums] == [
+        ("rougeL", 21.6666 * 0.99), ("exact_match", 90.1335 * 0.99), ("tokens_per_sample", 684.68 * 0.9)]
+    assert [(b.metric, b.value) for b in targets.maximums] == [("tokens_per_sample", 684.68 * 1.1)]
+    assert (bench.dataset_size, bench.performance_sample_count) == (8313, 8313)
+    server, interactive = bench.scenario("Server"), bench.scenario("Interactive")
+    assert (server.latency.ttft_p99_ms, server.latency.tpot_p99_ms) == (6000, 175)
+    assert (interactive.loadgen_model, interactive.latency.ttft_p99_ms, interactive.latency.tpot_p99_ms) == (
+        "llama3_1-405b-interactive", 4500, 80)
+    assert bench.compliance_tests == ("TEST06",) and bench.missing_scenarios({"Offline"}) == ["Server or Interactive"]
+    assert "llama3.1-405b" not in load_round("v6.1").benchmark_names
 
 
 def test_llama3_1_8b_has_the_checkers_targets_upper_limit_and_latency_limits() -> None:

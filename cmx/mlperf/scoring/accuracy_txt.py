@@ -26,6 +26,7 @@ CHECKER_PATTERNS: dict[str, str] = {
     "rougeLsum": r".*'rougeLsum':\s+'?([\d.]+)'?.*",
     "gen_len": r".*'gen_len':\s([\d.]+).*",
     "tokens_per_sample": r".*'tokens_per_sample':\s([\d.]+).*",
+    "exact_match": r".*'exact_match':\s([\d.]+).*",
 }
 # not read by the checker; the same shape, so that accuracy.txt round-trips
 _COUNT_PATTERNS: dict[str, str] = {
@@ -39,9 +40,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # the checker's names for the values it reads (constants.py accuracy-target), and how people read them
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
-                 "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE"}
+                 "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE",
+                 "exact_match": "exact_match"}
 LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum",
-          "gen_len": "generated length (characters)", "tokens_per_sample": "tokens per sample"}
+          "gen_len": "generated length (characters)", "tokens_per_sample": "tokens per sample",
+          "exact_match": "exact match (%)"}
 
 
 class BoundLike(Protocol):
@@ -86,7 +89,7 @@ def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
 
     Lines are split as `open().readlines()` splits them and matched with the checker's
     patterns; the first line that matches a key gives its value. Keys: rouge1, rouge2, rougeL,
-    rougeLsum, tokens_per_sample (floats), gen_len, gen_num, gen_tok_len (ints) and hash (str);
+    rougeLsum, tokens_per_sample, exact_match (floats), gen_len, gen_num, gen_tok_len (ints) and hash (str);
     a key the text lacks is absent.
     """
     found: dict[str, float | int | str] = {}
