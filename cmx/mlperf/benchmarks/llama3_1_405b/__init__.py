@@ -1,0 +1,58 @@
+"""llama3.1-405b: long-context summaries, needle-in-a-haystack and QA by Llama-3.1-405B-Instruct (language/llama3.1-405b).
+
+The modules: generation (the reference's sampling and output length, with their sources), dataset
+(the processed pickle), accuracy (evaluate-accuracy.py: ROUGE-L, the two exact-match scorers,
+tokens_per_sample), tiny (a generated dataset in the real format; the tiny model is llama3.1-8b's,
+the same architecture, reached through the registry). `BENCHMARK` imports them when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmx.mlperf.benchmarks.base import Dataset, Generation
+
+
+@dataclass(frozen=True)
+class Llama3_1_405b:
+    family: str = "llama3.1-405b"
+    # constants.py (b66003e) MODEL_CONFIG['v5.1'/'v6.0']['models']: one name, one target (99%)
+    names: tuple[str, ...] = ("llama3.1-405b",)
+    # loadgen/mlperf.conf: llama3_1-405b.* and llama3_1-405b-interactive.*
+    loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
+        "Offline": "llama3_1-405b", "Server": "llama3_1-405b", "Interactive": "llama3_1-405b-interactive"})
+    # SUT_VLLM.py gen_kwargs: greedy (top_k 1), max_tokens 2000, min_tokens 1 (2 here: LoadGen needs two
+    # tokens for TPOT); vLLM stops at the model's own end ids
+    generation: Generation = Generation(max_tokens=2000)
+
+    def load_dataset(self, path: Path) -> Dataset:
+        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import load_llama405b
+
+        return load_llama405b(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        from cmx.mlperf.benchmarks.llama3_1_405b.accuracy import evaluate, reference_decoder
+        from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
+
+        n = len(dataset)
+        references = [dataset.reference(i) for i in range(n)]
+        metrics = [dataset.metric(i) for i in range(n)]  # type: ignore[attr-defined]
+        result = evaluate(read_accuracy_log(accuracy_log), references, metrics, reference_decoder(tokenizer_dir),
+                          jobs=jobs)
+        return result.as_dict()
+
+    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks import benchmark_for
+
+        return benchmark_for("llama3.1-8b").make_tiny_model(dest, seed)
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.llama3_1_405b.tiny import make_tiny_dataset
+
+        return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+
+BENCHMARK = Llama3_1_405b()
