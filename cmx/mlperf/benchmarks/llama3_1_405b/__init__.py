@@ -34,7 +34,10 @@ class Llama3_1_405b:
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
               jobs: int = 1) -> Mapping[str, float | int]:
-        from cmx.mlperf.benchmarks.llama3_1_405b.accuracy import evaluate, reference_decoder
+        from cmx.mlperf.benchmarks.llama3_1_405b.accuracy import (
+            evaluate,
+            reference_decoder,
+        )
         from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 
         n = len(dataset)

@@ -43,7 +43,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, unique_samples
+from cmx.mlperf.loadgen.accuracy_log import (
+    AccuracyError,
+    AccuracyRecord,
+    unique_samples,
+)
 from cmx.mlperf.scoring.rouge import rouge_fmeasures, split_sentences
 
 _UUID = re.compile(r"[\w]{8}-[\w]{4}-[\w]{4}-[\w]{4}-[\w]{12}")  # evaluate-accuracy.py niah_em

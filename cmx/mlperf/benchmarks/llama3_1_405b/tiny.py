@@ -21,7 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.benchmarks.llama3_1_405b.dataset import METRICS, REQUIRED_COLUMNS, SAMPLES
+from cmx.mlperf.benchmarks.llama3_1_405b.dataset import (
+    METRICS,
+    REQUIRED_COLUMNS,
+    SAMPLES,
+)
 from cmx.mlperf.benchmarks.synthetic import Lexicon
 
 BOS = "<|begin_of_text|>"
