@@ -25,7 +25,7 @@ test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
 
-# BENCH picks the benchmark: llama2 (llama2-70b, the default) or llama3.1-8b
+# BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b or llama3.1-405b
 BENCH           ?= llama2
 DEMO_SUFFIX     := $(if $(filter-out llama2,$(BENCH)),-$(BENCH))
 DEMO_RESULTS    := results/demo$(DEMO_SUFFIX)
