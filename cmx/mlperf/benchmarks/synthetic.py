@@ -180,3 +180,24 @@ def check_llama_sizes(hidden_size: int, layers: int, heads: int, kv_heads: int) 
                        hint="give a number of key/value heads that divides the number of heads")
     if layers < 1:
         raise CmxError(f"a model needs at least one layer, not {layers}")
+
+
+def read_tokenizer(folder: Path):  # -> tokenizers.Tokenizer
+    """The fast tokenizer (tokenizer.json) in `folder`: the tiny model's, or a Hugging Face model's."""
+    from tokenizers import Tokenizer
+
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise CmxError(f"{folder} has no tokenizer.json", hint="give the folder of the tiny model (or of a Hugging "
+                                                              "Face model with a fast tokenizer)")
+    return Tokenizer.from_file(str(path))
+
+
+def read_llama3_tokenizer(folder: Path, bos: str, probe: str):  # -> tokenizers.Tokenizer
+    """`read_tokenizer`, refused unless it starts a text (`probe`) with Llama 3's `bos` as Llama 3's does."""
+    tokenizer = read_tokenizer(folder)
+    bos_id = tokenizer.token_to_id(bos)
+    if bos_id is None or tokenizer.encode(probe).ids[:1] != [bos_id]:
+        raise CmxError(f"the tokenizer in {folder} does not start a text with {bos}: it is not a Llama 3 tokenizer",
+                       hint="use the tiny model's tokenizer or Llama 3.1's")
+    return tokenizer

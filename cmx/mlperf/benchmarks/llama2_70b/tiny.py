@@ -36,6 +36,7 @@ from cmx.mlperf.benchmarks.synthetic import (
     TextSample,
     check_llama_sizes,
     llama_intermediate_size,
+    read_tokenizer,
     write_json,
     write_llama_weights,
     write_text,
@@ -339,13 +340,7 @@ def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSa
 
 
 def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer, space id
-    from tokenizers import Tokenizer
-
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise CmxError(f"{folder} has no tokenizer.json", hint="give the folder of the tiny model (or of a Hugging "
-                                                              "Face model with a fast tokenizer)")
-    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer = read_tokenizer(folder)
     space_id = tokenizer.token_to_id(SPACE)
     if space_id is None:
         raise CmxError(f"the tokenizer in {folder} has no piece {SPACE!r}: it is not a Llama-style (SentencePiece) "

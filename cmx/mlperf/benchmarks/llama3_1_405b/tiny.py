@@ -26,7 +26,7 @@ from cmx.mlperf.benchmarks.llama3_1_405b.dataset import (
     REQUIRED_COLUMNS,
     SAMPLES,
 )
-from cmx.mlperf.benchmarks.synthetic import Lexicon
+from cmx.mlperf.benchmarks.synthetic import Lexicon, read_llama3_tokenizer
 
 BOS = "<|begin_of_text|>"
 
@@ -47,7 +47,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
 
     if rows < 1:
         raise CmxError(f"a dataset needs at least one row, not {rows}")
-    tokenizer = _load_tokenizer(Path(tokenizer_dir))
+    tokenizer = read_llama3_tokenizer(Path(tokenizer_dir), BOS, "Answer:")
     rng = np.random.Generator(np.random.PCG64([seed, 3]))
     lexicon = Lexicon.shared()
     prompts, answers, metrics = [], [], []
@@ -94,20 +94,6 @@ def _qa(lexicon: Lexicon, rng: np.random.Generator) -> tuple[str, str]:
 
 _SAMPLERS = {"rouge": _rouge, "niah_em": _niah, "qa_em": _qa}
 
-
-def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer
-    from tokenizers import Tokenizer
-
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise CmxError(f"{folder} has no tokenizer.json", hint="give the folder of the tiny model (or of a Hugging "
-                                                              "Face model with a fast tokenizer)")
-    tokenizer = Tokenizer.from_file(str(path))
-    bos = tokenizer.token_to_id(BOS)
-    if bos is None or tokenizer.encode("Answer:").ids[:1] != [bos]:
-        raise CmxError(f"the tokenizer in {folder} does not start a text with {BOS}: it is not a Llama 3 tokenizer",
-                       hint="use the tiny model's tokenizer or Llama 3.1's")
-    return tokenizer
 
 
 __all__ = ["TinyLlama405bDataset", "make_tiny_dataset"]

@@ -41,6 +41,7 @@ from cmx.mlperf.benchmarks.synthetic import (
     check_llama_sizes,
     llama_intermediate_size,
     llama_weight_shapes,
+    read_llama3_tokenizer,
     write_json,
     write_text,
 )
@@ -308,7 +309,7 @@ def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, s
     """
     if rows < 1:
         raise CmxError(f"a dataset needs at least one row, not {rows}")
-    tokenizer = _load_tokenizer(Path(tokenizer_dir))
+    tokenizer = read_llama3_tokenizer(Path(tokenizer_dir), BOS, "Summary:")
     rng = np.random.Generator(np.random.PCG64([seed, 2]))
     lexicon = Lexicon.shared()
     articles = lexicon.texts(rng, rng.integers(30, 201, size=rows))
@@ -322,20 +323,6 @@ def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, s
     write_text(dest_json, json.dumps(records, ensure_ascii=False))
     return TinyCnnDailyMail(dest_json, rows, seed)
 
-
-def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer
-    from tokenizers import Tokenizer
-
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise CmxError(f"{folder} has no tokenizer.json", hint="give the folder of the tiny model (or of a Hugging "
-                                                              "Face model with a fast tokenizer)")
-    tokenizer = Tokenizer.from_file(str(path))
-    bos = tokenizer.token_to_id(BOS)
-    if bos is None or tokenizer.encode("Summary:").ids[:1] != [bos]:
-        raise CmxError(f"the tokenizer in {folder} does not start a text with {BOS}: it is not a Llama 3 tokenizer",
-                       hint="use the tiny model's tokenizer or Llama 3.1's")
-    return tokenizer
 
 
 __all__ = ["BOS", "EOT", "SPECIAL_COUNT", "SPLIT_PATTERN", "TinyCnnDailyMail", "TinyLlama3", "make_tiny_cnndm",
