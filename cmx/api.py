@@ -42,7 +42,7 @@ __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "l
            "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry",
            "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_update", "default_jobs", "check", "check_text", "check_expectation",
-           "write_check_csv", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
+           "write_check_csv", "report", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
 
 
 class PlanResult(NamedTuple):
@@ -722,6 +722,19 @@ def registry_update(name: str, rev: str | None = None, *, settings: Settings | N
 
 def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
+
+
+# --- reports ----------------------------------------------------------------------------------
+
+def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
+           other: str | os.PathLike | None = None) -> Path:
+    """Write one self-contained HTML page for a benchmark's results folder (and, with `other`, B compared with
+    A): the tests with their validity, rates, latencies and accuracy against the round's, plots of the
+    latencies and of throughput over time, and how the run was made. Default `out`: RESULTS/report.html."""
+    from cmx.mlperf.report.page import write_report
+
+    target = Path(out) if out is not None else Path(results) / "report.html"
+    return write_report(Path(results), target, other=Path(other) if other is not None else None)
 
 
 # --- MLPerf submissions ------------------------------------------------------------------------

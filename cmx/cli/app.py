@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "jobs": ("jobs", "List the Slurm jobs cmx submitted: state and result folders."),
     "sweep": ("sweep", "Run a query once per value of one input and tabulate the results."),
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
+    "report": ("report", "Write a benchmark's results as one HTML page, or compare two."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),
     "registry": ("registry", "List recipe sources and pin git sources to a commit."),
 }
