@@ -42,7 +42,7 @@ __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "l
            "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry",
            "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_update", "default_jobs", "check", "check_text", "check_expectation",
-           "write_check_csv", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
+           "write_check_csv", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
 
 
 class PlanResult(NamedTuple):
@@ -387,6 +387,16 @@ def _default_name(repo: str) -> str:
 
 
 # --- Slurm ----------------------------------------------------------------------------------
+
+def slurm_options(*, partition: str | None = None, account: str | None = None, time: str | None = None,
+                  gpus_per_node: str | None = None, nodes: int | None = None, cpus_per_task: int | None = None,
+                  mem: str | None = None, job_name: str | None = None) -> "SlurmOptions":
+    """The sbatch options of a job cmx submits (None: Slurm's default, or cmx's where it has one)."""
+    from cmx.slurm.script import SlurmOptions
+
+    return SlurmOptions(partition=partition, account=account, time=time, gpus_per_node=gpus_per_node,
+                        nodes=nodes, cpus_per_task=cpus_per_task, mem=mem, job_name=job_name)
+
 
 def _run_args(query: str, inputs: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
     """`run QUERY --input k=v ... --context k=v ...`: the arguments of the same run, for a job's command line."""

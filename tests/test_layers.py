@@ -66,3 +66,41 @@ def test_the_backends_know_nothing_of_loadgen_benchmarks_or_submissions():
              if m.startswith(("cmx.mlperf.loadgen", "cmx.mlperf.benchmarks", "cmx.mlperf.submission",
                               "cmx.mlperf.app"))]
     assert found == []
+
+
+def test_the_cli_reaches_the_library_only_through_the_api():
+    allowed = {"cmx.api", "cmx.errors", "cmx.__version__"}
+    found = [f"{path.relative_to(REPO)} imports {m}" for path in (CMX / "cli").rglob("*.py") for m in imports(path)
+             if m not in allowed and not m.startswith("cmx.cli")]
+    assert found == []
+
+
+def test_the_package_imports_form_no_circle():
+    """Module-level imports only (a function-level import runs late and cannot deadlock a load)."""
+    graph: dict[str, set[str]] = {}
+    for path in CMX.rglob("*.py"):
+        name = ".".join(("cmx", *path.relative_to(CMX).with_suffix("").parts)).removesuffix(".__init__")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        graph[name] = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cmx"):
+                graph[name] |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                graph[name] |= {a.name for a in node.names if a.name.startswith("cmx")}
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    circles = []
+    state: dict[str, int] = {}
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                circles.append(" -> ".join(stack[stack.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert circles == []

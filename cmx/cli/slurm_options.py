@@ -35,11 +35,11 @@ def slurm_options(fn: Callable) -> Callable:
 
 def slurm_options_of(*, partition: str | None, account: str | None, time_limit: str | None,
                      gpus_per_node: str | None, nodes: int | None, cpus_per_task: int | None, mem: str | None,
-                     job_name: str | None):  # -> cmx.slurm.script.SlurmOptions (imported here: `cmx run` stays light)
-    from cmx.slurm.script import SlurmOptions
+                     job_name: str | None):  # -> api.SlurmOptions (api imported here: `cmx run` stays light)
+    from cmx import api
 
-    return SlurmOptions(partition=partition, account=account, time=time_limit, gpus_per_node=gpus_per_node,
-                        nodes=nodes, cpus_per_task=cpus_per_task, mem=mem, job_name=job_name)
+    return api.slurm_options(partition=partition, account=account, time=time_limit, gpus_per_node=gpus_per_node,
+                             nodes=nodes, cpus_per_task=cpus_per_task, mem=mem, job_name=job_name)
 
 
 def any_slurm_option(values: dict[str, object]) -> bool:

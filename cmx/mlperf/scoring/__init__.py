@@ -1,1 +1,1 @@
-"""Metrics shared by benchmarks (ROUGE) and accuracy.txt as the checker reads it."""
+"""Metrics shared by benchmarks (ROUGE), accuracy.txt as the checker reads it, and the sandbox code benchmarks run programs in."""
