@@ -14,7 +14,9 @@ from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import COLUMNS, SUBSETS, load_mixtral
 from cmx.mlperf.benchmarks.mixtral_8x7b.mbxp import MbxpProblem, grade
 from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_dataset import make_tiny_dataset
-from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_model import make_tiny_mixtral, weight_shapes
+from cmx.mlperf.benchmarks.mixtral_8x7b.model import describe, make_tiny
+from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_model import TinyMixtral, make_tiny_mixtral, weight_shapes
+from cmx.mlperf.benchmarks.model_folder import ModelError
 from cmx.mlperf.scoring.sandbox import LanguageUnavailable, check_language, run_programs
 
 
@@ -37,8 +39,8 @@ def test_tiny_model_is_a_mixtral_with_experts_and_gqa(tiny: Path) -> None:
     assert tensors["model.layers.0.block_sparse_moe.gate.weight"].shape == (8, 256)
     tokenizer = json.loads((tiny / "tokenizer.json").read_text())
     assert [tokenizer["model"]["vocab"][t] for t in ("<unk>", "<s>", "</s>", "<0x0A>")] == [0, 1, 2, 13]
-    assert len(tensors) == sum(1 for _ in weight_shapes(make_tiny_mixtral.__globals__["TinyMixtral"](
-        tiny, 0, config["vocab_size"], 256, config["intermediate_size"], 2, 4, 1, 8, 2)))
+    shapes = weight_shapes(TinyMixtral(tiny, 0, config["vocab_size"], 256, config["intermediate_size"], 2, 4, 1, 8, 2))
+    assert {k: v.shape for k, v in tensors.items()} == shapes  # 2 layers x (4 attention + gate + 2 norms + 8 x 3)
 
 
 def test_tiny_model_is_the_same_bytes_for_the_same_seed(tiny: Path, tmp_path: Path) -> None:
@@ -82,6 +84,31 @@ def test_tiny_reference_answers_score_full_marks(tiny: Path, tmp_path: Path) -> 
     mbxp = frame[frame["dataset"] == "MBXP"]
     problems = [MbxpProblem.from_row(i, t, r) for i, t, r in zip(mbxp["id"], mbxp["gt_output"], mbxp["ref_output"])]
     assert grade(problems, run_programs).score == 100.0
+
+
+def test_the_model_step_reports_the_architecture_and_refuses_a_vocab_size(tiny: Path, tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    model = describe(tiny, "mine", "", "fp16", is_tiny=False)
+    assert (model.architecture, model.eos_token_id, model.dtype) == ("MixtralForCausalLM", 2, "float16")
+    made = make_tiny(tmp_path / "t", "bf16", {"seed": 1, "layers": 1})
+    assert made.is_tiny and made.name == "tiny-mixtral-random-seed1" and made.outputs()["architecture"] == \
+        "MixtralForCausalLM"
+    with pytest.raises(ModelError, match="vocabulary is its tokenizer's"):
+        make_tiny(tmp_path / "v", "bf16", {"vocab_size": 8000})
+    config = json.loads((tiny / "config.json").read_text())
+    other = tmp_path / "llama"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({**config, "architectures": ["LlamaForCausalLM"]}))
+    (other / "tokenizer.json").write_bytes((tiny / "tokenizer.json").read_bytes())
+    log = logging.getLogger("test-mixtral-model")
+    with caplog.at_level(logging.WARNING, logger="test-mixtral-model"):
+        assert describe(other, "llama", "", "bf16", is_tiny=False, log=log).architecture == "LlamaForCausalLM"
+    assert "not a MixtralForCausalLM" in caplog.text
+    (other / "tokenizer.json").unlink()
+    with pytest.raises(ModelError, match="has no tokenizer"):
+        describe(other, "llama", "", "bf16", is_tiny=False)
 
 
 def _frame(**changes: object) -> pd.DataFrame:

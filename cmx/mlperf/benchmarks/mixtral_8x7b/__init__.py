@@ -40,8 +40,9 @@ class Mixtral8x7b:
         from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
         from cmx.mlperf.scoring.sandbox import run_programs
 
-        result = evaluate(read_accuracy_log(accuracy_log), dataset, reference_decoder(tokenizer_dir),  # type: ignore[arg-type]
-                          run_programs, jobs=jobs)
+        decode = reference_decoder(tokenizer_dir)
+        result = evaluate(read_accuracy_log(accuracy_log), dataset, decode, run_programs,  # type: ignore[arg-type]
+                          jobs=jobs)
         return result.as_dict()
 
     def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:

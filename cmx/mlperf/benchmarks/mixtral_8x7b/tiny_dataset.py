@@ -107,7 +107,8 @@ def _gsm8k(lexicon: Lexicon, rng: np.random.Generator, row: int) -> dict[str, st
     a, b = (int(x) for x in rng.integers(2, 5000, size=2))
     story = lexicon.texts(rng, np.array([int(rng.integers(6, 30))]))[0]
     question = f"{story} One box holds {a:,} items and another holds {b:,} items. How many items are there in all?"
-    answer = f"The first box holds {a} items and the second {b}, so together {a} + {b} = {a + b}. The answer is {a + b}."
+    answer = (f"The first box holds {a} items and the second {b}, so together {a} + {b} = {a + b}. "
+              f"The answer is {a + b}.")
     return {"dataset": "GSM8K", "id": f"train.{int(rng.integers(7473))}", "question": question,
             "input": f"<s> [INST] {_GSM8K_PREAMBLE}\n\nQ: {question}\nA: [/INST]", "ref_output": answer,
             "gt_output": str(a + b), "stop_sequence": EOS_STOP}
@@ -123,7 +124,8 @@ def _mbxp(lexicon: Lexicon, rng: np.random.Generator, row: int) -> dict[str, str
     return {"dataset": "MBXP", "id": f"python_{entry_point}", "question": prompt,
             "input": f"<s> [INST] Complete the following code. Be concise, don't output anything that isn't "
                      f"necessary.\n```python\n{prompt}``` [/INST]",
-            "ref_output": f"{prompt}    return {expression}\n```\n", "gt_output": f"\n\ndef check(candidate):\n{asserts}",
+            "ref_output": f"{prompt}    return {expression}\n```\n",
+            "gt_output": f"\n\ndef check(candidate):\n{asserts}",
             "stop_sequence": CODE_STOP}
 
 
