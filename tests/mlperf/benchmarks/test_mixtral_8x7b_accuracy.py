@@ -213,3 +213,24 @@ def test_no_mbxp_sample_gives_zero_and_no_gsm8k_sample_leaves_the_key_out(tmp_pa
     assert values["mbxp"] == 0 and "gsm8k" not in values
     with pytest.raises(AccuracyError, match="outside"):
         evaluate([_record(0, 9, [1])], dataset, lambda ids: "", run_programs)
+
+
+def test_the_rounds_targets_and_token_window_are_enforced_on_accuracy_txt() -> None:
+    from cmx.mlperf.rounds import load_round
+    from cmx.mlperf.scoring.accuracy_txt import meets_targets
+
+    targets = load_round("v6.0").benchmark("mixtral-8x7b").accuracy
+    # the Results line of AMD's v5.1 accuracy.txt (inference_results_v5.1, closed/AMD/results/
+    # 8xMI325X_2xEPYC_9575F_1/mixtral-8x7b/Offline/accuracy) passes; every shortfall is named; the window has two ends
+    amd = ("{'rouge1': 45.2486, 'rouge2': 23.2045, 'rougeL': 30.2973, 'rougeLsum': 42.2756, 'gsm8k': 73.14, "
+           "'mbxp': 59.9, 'gen_len': 4141846, 'gen_num': 15000, 'gen_tok_len': 2149681, 'tokens_per_sample': 143.3}")
+    assert meets_targets(parse_accuracy_txt(f"\nResults\n\n{amd}\n\nhash={'a' * 64}\n"), targets) == []
+    good = parse_accuracy_txt(f"\nResults\n\n{amd}\n")
+    bad = {**good, "gsm8k": 72.9, "mbxp": 59.5, "tokens_per_sample": 160.5}
+    assert meets_targets(parse_accuracy_txt(format_accuracy_txt(bad, "a" * 64)), targets) == [
+        "GSM8K exact match (%) is 72.9, below the minimum 72.9234",
+        "MBXP pass@1 (%) is 59.5, below the minimum 59.5584",
+        "tokens per sample is 160.5, above the maximum 160.49"]
+    low = {**good, "tokens_per_sample": 130.3}
+    assert meets_targets(parse_accuracy_txt(format_accuracy_txt(low, "a" * 64)), targets) == [
+        "tokens per sample is 130.3, below the minimum 130.356"]
