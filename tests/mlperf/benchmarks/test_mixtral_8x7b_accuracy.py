@@ -234,3 +234,39 @@ def test_the_rounds_targets_and_token_window_are_enforced_on_accuracy_txt() -> N
     low = {**good, "tokens_per_sample": 130.3}
     assert meets_targets(parse_accuracy_txt(format_accuracy_txt(low, "a" * 64)), targets) == [
         "tokens per sample is 130.3, below the minimum 130.356"]
+
+
+# MBXP's JavaScript rows as mxeval's data has them (mbjsp_release_v1.2.jsonl, MBJSP/2, shortened): lodash is required
+_JS_TEST = ('\nconst _ = require("lodash")\n\nfunction compare(object1, object2){\n    return _.isEqual(object1, object2)\n}\n\n'
+            'var x0 = similarElements([3, 4, 5, 6], [5, 7, 4, 10]);\nif(!compare(x0, [4, 5])){\n    throw "Error"\n}\n')
+_JS_ANSWER = ("function similarElements(testTup1, testTup2) {\n  return testTup1.filter(x => testTup2.includes(x)).sort();\n}"
+              "\n```\nThis keeps the shared elements.")
+
+
+def test_javascript_needing_lodash_is_probed_first_and_refused_when_node_cannot_load_it() -> None:
+    seen: list = []
+
+    def run_with(probe_status: str):
+        def fake_run(programs, limits, *, workers):
+            seen.append([p.source for p in programs])
+            status = probe_status if programs[0].source.startswith('require("lodash")') else "passed"
+            return [Outcome(status, 0 if status == "passed" else 1, "", "Error: Cannot find module 'lodash'", 0.0)
+                    for _ in programs]
+        return fake_run
+
+    problem = MbxpProblem("javascript", "similarElements", _JS_TEST, _JS_ANSWER)
+    assert grade([problem], run_with("passed")).score == 100.0 and len(seen) == 2  # the probe, then the program
+    with pytest.raises(LanguageUnavailable, match="lodash.*Cannot find module 'lodash'"):
+        grade([problem], run_with("failed"))
+    assert len(seen) == 3  # nothing ran after the failed probe
+
+
+def test_the_real_sandbox_grades_mbxp_javascript_only_where_lodash_loads() -> None:
+    _sandbox_or_skip("javascript")
+    problem = MbxpProblem("javascript", "similarElements", _JS_TEST, _JS_ANSWER)
+    try:
+        result = grade([problem], run_programs)
+    except LanguageUnavailable as exc:
+        assert "lodash" in str(exc)  # this machine's node cannot load lodash from a sandbox folder: refused, no 0
+    else:
+        assert result.statuses == ("passed",)

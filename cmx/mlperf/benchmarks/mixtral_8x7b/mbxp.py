@@ -17,6 +17,13 @@ which README.md pins) grades each MBXP sample so:
 4. Only cpp, python, php, javascript, ruby and typescript are graded; samples in any other
    language are left out of both counts. The score is `100 * passed / graded`, not rounded.
 
+MBXP's JavaScript tests `require("lodash")`. mxeval's language setup installs it (`npm install -g
+lodash`, and `npm i --save lodash` in mxeval's own folder, under which it writes the programs), so
+it resolves there. A sandboxed program runs in a fresh temporary folder with its own HOME, where
+node finds only its global folder (<prefix>/lib/node; Debian's nodejs also /usr/share/nodejs):
+without lodash there, every JavaScript sample would fail. So before grading such samples cmx
+runs one probe program that requires lodash, and refuses (LanguageUnavailable) when it fails.
+
 cmx runs each program through cmx.mlperf.scoring.sandbox (own folder, no network, CPU, memory and
 output capped). Where its toolchain differs from mxeval's, the difference is named here rather
 than hidden:
@@ -48,6 +55,12 @@ TYPESCRIPT_REFUSAL = (
     "compile error, which would score every TypeScript sample 0")
 TYPESCRIPT_HINT = ("the sandbox needs mxeval's TypeScript step (cmx.mlperf.scoring.sandbox); until it has it, "
                    "MBXP cannot be scored on a dataset with TypeScript rows")
+
+_LODASH = re.compile(r"""require\(\s*["']lodash["']\s*\)""")
+LODASH_PROBE = 'require("lodash");\n'
+LODASH_HINT = ("make lodash importable from any folder: node's global folder (<prefix>/lib/node, e.g. "
+               "/usr/lib/node/lodash, a link to `npm root -g`/lodash after `npm install -g lodash`), or "
+               "`apt-get install node-lodash` with Debian's nodejs (/usr/share/nodejs)")
 
 _GO_MULTI_IMPORT = re.compile(r"^import \(\n(.+)((?:\n.+)+)\n\)", re.MULTILINE)
 _GO_IMPORT = re.compile(r"^import \".*\"")
@@ -163,6 +176,11 @@ def grade(problems: Sequence[MbxpProblem], run: Callable[..., list], *, workers:
                          f"({', '.join(GRADED_LANGUAGES)})")
     if any(p.language == "typescript" for p in graded):
         raise LanguageUnavailable(TYPESCRIPT_REFUSAL, hint=TYPESCRIPT_HINT)
+    if any(p.language == "javascript" and _LODASH.search(p.test) for p in graded):
+        probe = run([Program("javascript", LODASH_PROBE)], Limits(seconds=TIMEOUT_S), workers=1)[0]
+        if not probe.passed:
+            raise LanguageUnavailable("MBXP's JavaScript tests require node's lodash module, which a sandboxed "
+                                      f"program cannot load here ({_last_line(probe.stderr)})", hint=LODASH_HINT)
     programs = [Program(p.language, program_source(p)) for p in graded]
     outcomes = run(programs, Limits(seconds=TIMEOUT_S), workers=workers)
     passed_by: dict[str, int] = {}
@@ -173,6 +191,11 @@ def grade(problems: Sequence[MbxpProblem], run: Callable[..., list], *, workers:
     passed = sum(passed_by.values())
     return MbxpResult(100 * passed / len(graded), passed, len(graded), tuple(passed_by.items()),
                       tuple(graded_by.items()), tuple(o.status for o in outcomes))
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in lines if "Cannot find module" in line), lines[-1] if lines else "no output")
 
 
 __all__ = ["GRADED_LANGUAGES", "TIMEOUT_S", "MbxpProblem", "MbxpResult", "extract_solution", "grade",
