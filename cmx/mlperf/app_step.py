@@ -186,7 +186,9 @@ def origin(ctx: Any, model: Mapping[str, Any]) -> Any:
     return RunOrigin(command=ctx.run_argv, cmx_version=__version__,
                      run_record=str(ctx.run_record) if ctx.run_record else None,
                      system=dict(ctx.deps.system.outputs), software=software_versions(),
-                     model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny")},
+                     # `architecture` where the model step reports it: what vLLM actually ran
+                     model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny", "architecture")
+                            if k in model or k != "architecture"},
                      container=container_facts(), python=ctx.deps.system.outputs["python"])
 
 
