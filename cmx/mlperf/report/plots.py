@@ -17,6 +17,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.report.collect import ResultRow
 
 WIDTH_IN, HEIGHT_IN = 7.0, 2.8
+CDF_POINTS = 2000  # the most points a distribution's curve is drawn with
 
 
 class PlotsUnavailable(CmxError):
@@ -68,7 +69,11 @@ def _cdf(ax, values: np.ndarray, name: str, limit: float | None) -> None:  # typ
         ax.text(0.5, 0.5, f"no {name}", ha="center", va="center", transform=ax.transAxes)
         return
     ordered = np.sort(values)
-    ax.plot(ordered, np.arange(1, ordered.size + 1) / ordered.size * 100.0, color="#1f77b4", lw=1.5)
+    share = np.arange(1, ordered.size + 1) / ordered.size * 100.0
+    if ordered.size > CDF_POINTS:  # a full run has tens of thousands of samples: the curve looks the same
+        keep = np.unique(np.linspace(0, ordered.size - 1, CDF_POINTS).astype(int))
+        ordered, share = ordered[keep], share[keep]
+    ax.plot(ordered, share, color="#1f77b4", lw=1.5)
     p99 = float(np.percentile(values, 99))
     ax.axvline(p99, color="#ff7f0e", ls="--", lw=1, label=f"p99 {p99:.0f} ms")
     if limit:
