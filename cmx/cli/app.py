@@ -11,6 +11,7 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "Resolve a query and run it: every step, in order, cached by content."),
     "plan": ("plan", "Show what a query would run, without running anything."),
+    "lock": ("lock", "Pin every step of a plan and its packages into a lockfile (replay: run --locked)."),
     "find": ("find", "List recipes whose tags match a query."),
     "show": ("show", "Describe one recipe: tags, inputs, variations, deps, outputs."),
     "docker": ("docker", "Show the Dockerfile and container settings of `run --docker`."),
