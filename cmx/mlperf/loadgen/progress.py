@@ -245,6 +245,8 @@ class ProgressWriter:
         expected = shape.expected
         if expected is None and shape.scenario == "Offline" and clock.issued_count:
             expected = clock.issued_count  # Offline issues its whole query at once
+        elif expected is not None:
+            expected = max(expected, clock.issued_count)  # LoadGen may issue more (early stopping, equal issue)
         ttft, tpot = self._latencies.p99s() if shape.scenario != "Offline" else (None, None)
         return RunProgress(
             scenario=shape.scenario, mode=shape.mode,

@@ -85,10 +85,14 @@ def _cdf(ax, values: np.ndarray, name: str, limit: float | None) -> None:  # typ
 
 
 def throughput_over_time(row: ResultRow, bin_s: float | None = None) -> str | None:
-    """Output tokens completed per second of the test, in bins, with the test's mean."""
+    """Server and Interactive: output tokens completed per second of the test, in bins, with the test's mean.
+    Offline: the output tokens completed so far (an engine may hand back a whole batch at once, which a rate
+    per bin would show as one spike)."""
     s = row.samples
     if s is None or len(s) < 2:
         return None
+    if row.scenario == "Offline":
+        return _cumulative_tokens(row, s)
     start, end = float(np.min(s.issued)), float(np.max(s.completed))
     span = max(end - start, 1e-3)
     bin_s = bin_s or _bin_width(span)
@@ -104,6 +108,24 @@ def throughput_over_time(row: ResultRow, bin_s: float | None = None) -> str | No
     ax.set_ylim(bottom=0)
     ax.legend(loc="lower right", frameon=False)
     ax.set_title(f"{row.label}: throughput over time ({bin_s:g} s bins)")
+    return _svg(fig)
+
+
+def _cumulative_tokens(row: ResultRow, s) -> str:  # type: ignore[no-untyped-def]
+    start = float(np.min(s.issued))
+    order = np.argsort(s.completed)
+    done = np.concatenate(([0.0], s.completed[order] - start))
+    total = np.concatenate(([0.0], np.cumsum(s.tokens[order])))
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
+    ax.step(done, total, where="post", color="#2ca02c", lw=1.5)
+    span = max(float(done[-1]), 1e-3)
+    ax.plot([0, span], [0, total[-1]], color="#7f7f7f", ls=":", lw=1, label=f"mean {total[-1] / span:.0f} tok/s")
+    ax.set_xlabel("seconds since the query was issued")
+    ax.set_ylabel("output tokens completed")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", frameon=False)
+    ax.set_title(f"{row.label}: output tokens completed over time")
     return _svg(fig)
 
 
