@@ -389,25 +389,12 @@ def main(argv: list[str] | None = None) -> int:
 
 ProgressCallback = Callable[[Any], None]  # called with a cmx.mlperf.loadgen.progress.RunProgress
 
-
-def _exited(proc: subprocess.Popen, seconds: float, deadline: float | None) -> bool:
-    """Wait up to `seconds` for the harness; True once it has exited; TimeoutExpired past the deadline."""
-    if deadline is not None:
-        seconds = max(0.0, min(seconds, deadline - time.monotonic()))
-    try:
-        proc.wait(timeout=seconds)
-        return True
-    except subprocess.TimeoutExpired:
-        if deadline is not None and time.monotonic() >= deadline:
-            raise
-        return False
-
 def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: logging.Logger | None = None,
              env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> HarnessResult:
     """Run one test in its own harness process and return its result (problems included; a
     HarnessError only when the process wrote no result). Its output goes to harness.log;
     `on_progress` hears the test's progress about once a second while it runs."""
-    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow
+    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
 
     log = logger or logging.getLogger(__name__)
     config.output.mkdir(parents=True, exist_ok=True)
@@ -419,10 +406,8 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
     (config.output / PROGRESS_JSON).unlink(missing_ok=True)
     with log_path.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            follow(lambda s: _exited(proc, s, deadline), config.output / PROGRESS_JSON,
-                   on_progress or (lambda p: None))
+            follow(waiting_for(proc, timeout), config.output / PROGRESS_JSON, on_progress or (lambda p: None))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -273,6 +274,25 @@ def read_progress(path: Path) -> RunProgress | None:
         return RunProgress.from_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def waiting_for(proc: subprocess.Popen, timeout: float | None) -> Callable[[float], bool]:
+    """`follow`'s wait for a process: waits up to the seconds asked, True once it has exited, and raises
+    subprocess.TimeoutExpired once `timeout` seconds have passed since this was called."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def wait(seconds: float) -> bool:
+        if deadline is not None:
+            seconds = max(0.0, min(seconds, deadline - time.monotonic()))
+        try:
+            proc.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+            return False
+
+    return wait
 
 
 def follow(wait: Callable[[float], bool], path: Path, on_progress: Callable[[RunProgress], None],

@@ -19,6 +19,7 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.log import Latencies, LoadgenLogError, read_loadgen_run
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV
+from cmx.mlperf.provenance import RunOrigin
 
 CMX_RUN_JSON = "cmx_run.json"
 
@@ -135,19 +136,20 @@ def collect(results_dir: Path) -> ResultsReport:
                           hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
                                "results/demo)")
     tests: list[ResultRow] = []
-    origin: dict[str, Any] = {}
+    origin: RunOrigin | None = None
     round_name = ""
     for path in runs:
         facts = json.loads(path.read_text(encoding="utf-8"))
-        origin = origin or facts.get("origin") or {}
+        if origin is None and facts.get("origin"):
+            origin = RunOrigin.from_json(facts["origin"])
         round_name = round_name or facts.get("round", "")
         tests += [_record(facts, run) for run in facts.get("runs", [])]
-    import shlex
-
-    return ResultsReport(path=results_dir, tests=tuple(tests),
-                         command=" ".join(shlex.quote(a) for a in origin.get("command") or ()),
-                         cmx_version=str(origin.get("cmx_version") or ""), software=dict(origin.get("software") or {}),
-                         system=dict(origin.get("system") or {}), round=round_name)
+    if origin is None:
+        return ResultsReport(path=results_dir, tests=tuple(tests), command="", cmx_version="", software={}, system={},
+                             round=round_name)
+    return ResultsReport(path=results_dir, tests=tuple(tests), command=origin.command_line,
+                         cmx_version=origin.cmx_version, software=dict(origin.software), system=dict(origin.system),
+                         round=round_name)
 
 
 def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:

@@ -18,6 +18,7 @@ from cmx.mlperf.loadgen.progress import (
     follow,
     read_progress,
     run_shape,
+    waiting_for,
 )
 from tests.mlperf.loadgen.test_harness import FakeBackend, answer, needs_loadgen, run_loadgen
 
@@ -114,17 +115,19 @@ def test_follow_reports_each_new_progress_of_a_real_process_until_it_exits(tmp_p
         f"time.sleep(0.3)\n" for p in states)
     proc = subprocess.Popen([sys.executable, "-c", script, str(path)])
     seen: list[RunProgress] = []
-
-    def exited(seconds: float) -> bool:
-        try:
-            proc.wait(timeout=seconds)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-
-    follow(exited, path, seen.append, interval=0.05)
+    follow(waiting_for(proc, timeout=30), path, seen.append, interval=0.05)
     assert [p.state for p in seen] == ["starting", "running", "done"]
     assert seen[-1] == states[-1]
+
+
+def test_following_a_process_past_its_timeout_raises(tmp_path: Path):
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            follow(waiting_for(proc, timeout=0.3), tmp_path / PROGRESS_JSON, lambda p: None, interval=0.05)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @needs_loadgen
