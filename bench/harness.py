@@ -5,6 +5,7 @@
     .venv/bin/python bench/harness.py --runs 5 --prompts 512 --max-tokens 64
     .venv/bin/python bench/harness.py --skip-server    # Offline figures only
     .venv/bin/python bench/harness.py --json           # the figures (and every sample) as JSON
+    .venv/bin/python bench/harness.py --only-overhead  # (d) alone: the streaming path's cost per token
 
 In one process, on one engine built once with cmx's cpu profile (`VllmBackend`, Offline), every
 path serves the same prompts (the first --prompts rows of a tiny OpenOrca made here) and
@@ -28,6 +29,13 @@ a short bisection over target QPS, capped at the Offline samples/s, finds the hi
 the TTFT/TPOT limits (by default llama2-70b's real Server limits, 2000 ms / 200 ms, unscaled)
 with cmx's ServerSUT. Each probe is one short LoadGen run of --server-queries queries (LoadGen's
 early stopping needs at least 459).
+
+First, (d): the streaming path's own cost per output token, with no model at all: real LoadGen
+Server, cmx's ServerSUT and the vLLM backend's event loop, the AsyncLLM replaced by a source that
+yields each token at once (one delta per step, as vLLM's DELTA output does), --stream-samples
+samples of --stream-tokens tokens (2,000 by default: reasoning-length outputs) all issued at once.
+The wall time per token is what the harness's one Python thread spends on each, and its inverse
+the ceiling on tokens/s one harness process can carry (`--only-overhead` runs just this).
 
 A benchmark, not a test: it never fails on a timing. It exits non-zero only when cmx fails or
 the set-up is wrong (a path that did not generate the tokens it was asked for).
@@ -315,6 +323,76 @@ def server_search(args: argparse.Namespace, backend: Any, dataset: Any, offline_
 # the report
 # --------------------------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------------------------
+# (d) the streaming path's own cost per output token, the engine taken out
+# --------------------------------------------------------------------------------------------
+
+def streaming_overhead(samples: int, tokens: int, work: Path, log: logging.Logger) -> dict:
+    """Real LoadGen Server, cmx's ServerSUT and the vLLM backend's streaming loop (`_StreamingEngines`: one
+    `async for` and one list extend per delta), with the AsyncLLM replaced by a source that yields every token
+    at once, one delta per engine step as vLLM's DELTA output kind does. What is left is what the harness
+    spends per token: the ceiling on tokens/s its one Python thread can carry, whatever the engine."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import mlperf_loadgen as lg
+
+    from cmx.mlperf.backends import vllm as vllm_backend
+    from cmx.mlperf.backends.profiles import EngineSpec
+    from cmx.mlperf.loadgen.sut import ServerSUT
+
+    class InstantEngine:
+        async def generate(self, prompt: Any, params: dict, request_id: str) -> Any:
+            n = params["max_tokens"]
+            for i in range(n):
+                yield SimpleNamespace(outputs=[SimpleNamespace(token_ids=[7 + i % 97],
+                                                               finish_reason="length" if i == n - 1 else None)])
+                await asyncio.sleep(0)  # hand the loop back, as the wait for each engine step does
+
+        def shutdown(self) -> None:
+            pass
+
+    engines = vllm_backend._StreamingEngines(log)
+    engines._args_class = lambda **kw: kw
+    engines._async_llm = SimpleNamespace(from_engine_args=lambda kw: InstantEngine())
+    engines.params = vllm_backend._ParamsCache(lambda **kw: kw)
+    engines.build([(EngineSpec(devices=(), engine_kwargs={}, env={}), {})])
+
+    class Backend:  # the Backend protocol's submit, over the streaming loop
+        def submit(self, request: Any, sink: Any) -> None:
+            engines.submit(request, sink, tokens)
+
+    settings = lg.TestSettings()
+    settings.scenario = lg.TestScenario.Server
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.use_token_latencies = True
+    settings.server_target_qps = 100_000.0  # every query at once: the harness, not the schedule, sets the pace
+    settings.min_duration_ms = 0
+    settings.min_query_count = samples
+    settings.max_query_count = samples
+    settings.ttft_latency = 60_000_000_000
+    settings.tpot_latency = 60_000_000_000
+    class Prompts:  # the QSL's source: the prompt does not matter to an instant engine
+        def __len__(self) -> int:
+            return samples
+
+        def prompt_ids(self, i: int) -> list[int]:
+            return [1, 2, 3]
+
+    try:
+        sut, run, wall = run_loadgen(lg, fixed_length_sut(ServerSUT), Backend(), Prompts(), settings, tokens,
+                                     work / "stream-overhead", log)
+    finally:
+        engines.shutdown()
+    produced = sut.tokens
+    if sut.lengths != {tokens} or produced != tokens * len(sut.indices):
+        raise SystemExit(f"bench: set-up is wrong: path d returned lengths {sorted(sut.lengths)}, not {tokens}")
+    per_token_us = wall / produced * 1e6
+    return {"samples": len(sut.indices), "tokens_per_sample": tokens, "tokens": produced, "start_test_wall_s": wall,
+            "loadgen_tokens_per_second": run.results.tokens_per_second, "harness_ceiling_tokens_per_second":
+            produced / wall, "harness_us_per_token": per_token_us}
+
+
 def verdict(value: float, goal: float, budget: float | None = None) -> str:
     if value >= goal:
         return "meets goal"
@@ -338,6 +416,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ttft-ms", type=float, default=TTFT_LIMIT_MS)
     p.add_argument("--tpot-ms", type=float, default=TPOT_LIMIT_MS)
     p.add_argument("--keep", action="store_true", help="keep the temp folder (model, dataset, LoadGen logs)")
+    p.add_argument("--stream-samples", type=int, default=200, help="(d): Server samples through the instant engine")
+    p.add_argument("--stream-tokens", type=int, default=2000,
+                   help="(d): output tokens per sample (reasoning-length: gpt-oss-120b's run up to ~11k)")
+    p.add_argument("--only-overhead", action="store_true", help="only (d): no model, no vLLM engine")
     a = p.parse_args(argv)
     if a.prompts < 1 or a.max_tokens < 2 or a.runs < 1 or a.server_probes < 1:
         p.error("--prompts, --runs and --server-probes must be >= 1, --max-tokens >= 2")
@@ -363,6 +445,18 @@ def main(argv: list[str] | None = None) -> int:
         f"made in {time.perf_counter() - began:.1f} s; work folder {work}", quiet=q)
 
     load_before = os.getloadavg()[0]
+    say(f"\n(d) the streaming path's own cost per token: real LoadGen Server, cmx ServerSUT and the backend's "
+        f"event loop, the engine replaced by an instant token source; {args.stream_samples} samples x "
+        f"{args.stream_tokens} tokens, all issued at once:", quiet=q)
+    overhead = streaming_overhead(args.stream_samples, args.stream_tokens, work, log)
+    say(f"    {overhead['tokens']:,} tokens in {overhead['start_test_wall_s']:.2f} s: "
+        f"{overhead['harness_us_per_token']:.2f} us per token on one Python thread, a ceiling of "
+        f"{overhead['harness_ceiling_tokens_per_second']:,.0f} tokens/s per harness process whatever the engine",
+        quiet=q)
+    if args.only_overhead:
+        if args.json:
+            print(json.dumps({"streaming_overhead": overhead, "cpus": os.cpu_count()}, indent=2))
+        return 0
     backend = make_backend(model, False, args.max_tokens, log)
     info = backend.start()
     say(f"Offline engine (vllm.LLM, built once): started in {info.start_seconds:.1f} s, warm-up "
@@ -428,7 +522,8 @@ def main(argv: list[str] | None = None) -> int:
            "before the first reading)" if busy else ""), quiet=q)
     if args.json:
         print(json.dumps({"prompts": len(dataset), "max_tokens": args.max_tokens, "runs": args.runs,
-                          "offline": offline, "server": server, "load_before": load_before,
+                          "offline": offline, "server": server, "streaming_overhead": overhead,
+                          "load_before": load_before,
                           "load_after": load_after, "cpus": os.cpu_count()}, indent=2))
     if not args.keep:
         import shutil
