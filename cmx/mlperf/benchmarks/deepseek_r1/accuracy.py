@@ -32,6 +32,7 @@ from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import (
     Problem,
     run_problems,
 )
+from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
 
 
@@ -92,6 +93,8 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
     if not rows:
         raise AccuracyError("there are no records to evaluate",
                             hint="read them with read_accuracy_log from an accuracy-mode run")
+    if any(r[1] == "math500" for r in rows):
+        require_dependencies()
     correct = [False] * len(rows)
     code_rows = []
     for n, (_, subset, extracted, _, truth) in enumerate(rows):

@@ -18,7 +18,10 @@ Every exception the reference swallows with a bare `except` is swallowed here to
 
 from __future__ import annotations
 
+import importlib.util
 import re
+
+from cmx.errors import CmxError
 
 _BAD_SUBSTRINGS = ("^{", "^(")
 _BAD_REGEXES = (r"\^[0-9]+\^", r"\^[0-9][0-9]+")
@@ -29,6 +32,16 @@ _TEXT = re.compile(r"^\\text\{(?P<text>.+?)\}$")
 _COMMA_THOUSANDS = re.compile(r"(\d)(,)(\d\d\d)($|\D)")
 _MIXED_NUMBER = re.compile(r"([0-9]) +([0-9])")
 _FRACTION = re.compile(r"^-?[0-9]+.?/0*[1-9][0-9]*.?$")
+
+
+def require_dependencies() -> None:
+    """The grader's LaTeX and algebra packages must be there: the reference swallows their failures as a wrong
+    answer, so a missing one would lower the score silently."""
+    missing = [name for name in ("sympy", "pylatexenc") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CmxError(f"MATH500 answers cannot be graded: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'}"
+                       " not installed", hint="pip install 'cmx[mlperf]' (it brings sympy and pylatexenc), then score "
+                                              "again")
 
 
 # --- math_normalize.py (Hendrycks' MATH) ---------------------------------------------------------
@@ -269,4 +282,4 @@ def grade_answer(given_answer: str | None, ground_truth: str) -> bool:
     return True
 
 
-__all__ = ["grade_answer", "normalize_answer"]
+__all__ = ["grade_answer", "normalize_answer", "require_dependencies"]
