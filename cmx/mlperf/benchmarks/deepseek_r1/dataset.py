@@ -115,7 +115,8 @@ def read_frame(path: Path | str):  # -> pandas.DataFrame
                            f"{', '.join(map(str, frame.columns))}", hint=_HINT)
     for row, text in enumerate(frame["text_input"].tolist()):
         if not isinstance(text, str):
-            raise DatasetError(f"{path}: row {row}: 'text_input' is {type(text).__name__}, not text", hint=_HINT)
+            kind = "null" if text is None or text != text else f"of type {type(text).__name__}"  # NaN != NaN
+            raise DatasetError(f"{path}: row {row}: 'text_input' is {kind}, not text", hint=_HINT)
     return frame
 
 

@@ -3,9 +3,9 @@
 DeepSeek-R1 at the reference's commit is natively FP8 (config.json `quantization_config`:
 `fp8`, e4m3, 128x128 weight blocks) and the reference runs it with `dtype: auto`, so the weights'
 own format is reported (`fp8` for it, `bf16` for the tiny model). Other checkpoints that
-submitters use (FP4/MXFP4 quantizations) are brought with `model_path`: their config.json's
-quantization method is reported the same way, and the open division is where they belong unless
-the rules' quantization appendix allows them.
+submitters use (NVIDIA's v6.1 closed submissions run nvidia/DeepSeek-R1-FP4-v2, with no commit
+named) are brought with `model_path`: their config.json's quantization method is reported the same
+way; the closed division takes them with the calibration documented.
 """
 
 from __future__ import annotations
