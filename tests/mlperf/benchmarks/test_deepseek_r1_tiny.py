@@ -45,7 +45,8 @@ def test_the_model_is_a_deepseek_v3_with_mla_and_moe(made):
     config = json.loads((model.path / "config.json").read_text())
     assert config["architectures"] == ["DeepseekV3ForCausalLM"] and config["model_type"] == "deepseek_v3"
     assert (config["kv_lora_rank"], config["qk_rope_head_dim"]) == (512, 64)  # vLLM's CPU MLA kernel: 576
-    assert (config["topk_method"], config["scoring_func"], config["first_k_dense_replace"]) == ("noaux_tc", "sigmoid", 1)
+    routing = (config["topk_method"], config["scoring_func"], config["first_k_dense_replace"])
+    assert routing == ("noaux_tc", "sigmoid", 1)
     header_size = int.from_bytes((model.path / "model.safetensors").read_bytes()[:8], "little")
     header = json.loads((model.path / "model.safetensors").read_bytes()[8:8 + header_size])
     header.pop("__metadata__")

@@ -190,5 +190,6 @@ def _ids(ids: object, length: object, where: str) -> array:
     return compact
 
 
-__all__ = ["FILENAME", "PROMPT_COLUMNS", "SAMPLES", "SUBSETS", "TESTS_FILE", "DatasetError", "DeepSeekDataset", "answers_of",
+__all__ = ["FILENAME", "PROMPT_COLUMNS", "SAMPLES", "SUBSETS", "TESTS_FILE", "DatasetError", "DeepSeekDataset",
+           "answers_of",
            "dataset_names", "load_deepseek", "read_frame", "subset_of", "with_prompt_ids"]

@@ -39,9 +39,9 @@ def require_dependencies() -> None:
     answer, so a missing one would lower the score silently."""
     missing = [name for name in ("sympy", "pylatexenc") if importlib.util.find_spec(name) is None]
     if missing:
-        raise CmxError(f"MATH500 answers cannot be graded: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'}"
-                       " not installed", hint="pip install 'cmx[mlperf]' (it brings sympy and pylatexenc), then score "
-                                              "again")
+        verb = "is" if len(missing) == 1 else "are"
+        raise CmxError(f"MATH500 answers cannot be graded: {' and '.join(missing)} {verb} not installed",
+                       hint="pip install 'cmx[mlperf]' (it brings sympy and pylatexenc), then score again")
 
 
 # --- math_normalize.py (Hendrycks' MATH) ---------------------------------------------------------

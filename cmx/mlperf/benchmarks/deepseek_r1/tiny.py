@@ -1,4 +1,4 @@
-"""A tiny random-weight DeepSeek-R1 (DeepseekV3ForCausalLM: MLA attention, MoE) and a dataset of every subset, from a seed.
+"""A tiny random DeepSeek-R1 (DeepseekV3ForCausalLM: MLA attention, MoE) and a dataset of every subset, from a seed.
 
 The model has DeepSeek-R1's architecture and config keys (config.json of deepseek-ai/DeepSeek-R1:
 multi-head latent attention with q/kv LoRA ranks, decoupled RoPE, YaRN scaling; dense layers first,
@@ -198,8 +198,8 @@ def _tokenizer_json(seed: int, vocab_size: int) -> str:
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     tail = [USER, ASSISTANT, THINK, END_THINK]
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(tail), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[BOS, EOS, PAD], show_progress=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(tail), special_tokens=[BOS, EOS, PAD],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     corpus = _corpus(seed)
     tok.train_from_iterator(corpus, trainer, length=len(corpus))
     if tok.get_vocab_size() != vocab_size - len(tail):
@@ -287,7 +287,8 @@ def _code(question, rng, row, problems):
     numbers = [[int(x) for x in rng.integers(-50, 50, size=int(rng.integers(2, 6)))] for _ in range(3)]
     if row % 2:  # a LeetCode-style problem: call-based tests
         tests = [{"input": json.dumps(n), "output": json.dumps(max(n)), "testtype": "functional"} for n in numbers]
-        metadata, starter = {"func_name": "largest"}, "class Solution:\n    def largest(self, nums: List[int]) -> int:\n"
+        metadata = {"func_name": "largest"}
+        starter = "class Solution:\n    def largest(self, nums: List[int]) -> int:\n"
     else:  # an AtCoder/Codeforces-style problem: stdin tests
         tests = [{"input": " ".join(map(str, n)) + "\n", "output": f"{sum(n)}\n", "testtype": "stdin"} for n in numbers]
         metadata, starter = {}, ""
