@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
+from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.deepseek_r1 import math_grader
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import grade_answer, normalize_answer
 
 
@@ -31,3 +35,10 @@ def test_normalize_answer_returns_the_stripped_answer_when_a_step_fails():
     # two "\text{ " units: the reference's assert fails inside its try and the answer comes back as it was
     assert normalize_answer(" 3\\text{ m}\\text{ s} ") == "3\\text{ m}\\text{ s}"
     assert normalize_answer("\\text{ 7 }") == "7"
+
+
+def test_grading_refuses_to_start_without_pylatexenc_rather_than_score_answers_wrong(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pylatexenc" else real(name, *a))
+    with pytest.raises(CmxError, match="pylatexenc is not installed"):
+        math_grader.require_dependencies()
