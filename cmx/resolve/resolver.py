@@ -102,7 +102,8 @@ def resolve(provider: RecipeProvider, query: str | Query, *, inputs: Mapping[str
                              hint=f"recipes in the plan: {', '.join(names)}")
     ids = _step_ids(state.nodes)
     steps = {ids[n.identity]: _step(n, ids) for n in state.nodes.values()}  # nodes come after their deps
-    return Plan(query=str(query), steps=steps, root=ids[root.identity])
+    return Plan(query=str(query), steps=steps, root=ids[root.identity], inputs=dict(inputs or {}),
+                context=dict(context or {}))
 
 
 def _step_ids(nodes: dict[str, _Node]) -> dict[str, str]:
@@ -244,13 +245,9 @@ def _resolve_inputs(state: _State, recipe: Recipe, variations: list[Variation], 
     origins: dict[str, str] = {}
     for name, spec in recipe.inputs.items():
         if name in user_raw:
-            value = _coerce(recipe, name, user_raw[name], "command line")
-            chosen = name in from_variation and from_variation[name][1] not in implicit  # a default is no choice
-            if chosen and _comparable(from_variation[name][0], spec.type) != _comparable(value, spec.type):
-                raise InputError(f"you set {name}={_show(value)} but variation _{from_variation[name][1]} of "
-                                 f"{recipe.name!r} sets it to {_show(from_variation[name][0])}",
-                                 hint=f"drop _{from_variation[name][1]} or the --input; cmx never overrides your value")
-            values[name], origins[name] = value, "user"
+            # the command line outranks every variation, chosen or default (design.md: command line >
+            # parent's `with` > variation > default): the rest of what the variation sets still applies
+            values[name], origins[name] = _coerce(recipe, name, user_raw[name], "command line"), "user"
         elif name in given:
             values[name] = _coerce(recipe, name, given[name].value, f"`with` at {given[name].where}",
                                    base=given[name].base)
@@ -287,17 +284,6 @@ def _coerce(recipe: Recipe, name: str, value: Any, origin: str, base: Path | Non
     except TypeMismatch as exc:
         raise InputError(f"input {name!r} of {recipe.name!r} (from {origin}): {exc}",
                          where=recipe.where(spec.line) if origin in ("default", "variation") else None) from None
-
-
-def _comparable(value: Any, type_name: str) -> Any:
-    try:
-        return coerce(value, type_name) if not isinstance(value, Secret) else value
-    except TypeMismatch:
-        return value
-
-
-def _show(value: Any) -> str:
-    return "********" if isinstance(value, Secret) else repr(to_json(value))
 
 
 def _with_values(dep: DepSpec, recipe: Recipe, inputs: Mapping[str, Any], context: Mapping[str, Any],

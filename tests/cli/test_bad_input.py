@@ -242,12 +242,12 @@ def test_input_of_wrong_type_says_what_was_expected(home: Home) -> None:
     assert_nothing_ran(home)
 
 
-def test_input_conflicting_with_a_variation_is_refused(home: Home) -> None:
+def test_an_input_on_the_command_line_outranks_the_chosen_variations_value(home: Home) -> None:
     add_sized(home)
-    err = fails(home, "run", "get data _tiny", "--input", "samples=8")
-    assert first_line(err) == "error: you set samples=8 but variation _tiny of 'get-data' sets it to 16"
-    assert "never overrides your value" in hint(err)
-    assert_nothing_ran(home)
+    proc = home.cmx("run", "get data _tiny", "--input", "samples=8", "--json", check=True)
+    assert json.loads(proc.stdout)["outputs"] == {"n": 8}
+    shown = home.cmx("plan", "get data _tiny", "--input", "samples=8", "-v", check=True).stdout
+    assert "samples = 8  (user)" in shown
 
 
 def test_input_without_equals_sign_is_refused(home: Home) -> None:

@@ -298,9 +298,6 @@ def add_sized(lab: Lab) -> None:
 
 
 @pytest.mark.parametrize("query, inputs, says, hint", [
-    pytest.param("dataset _tiny", {"samples": "8", "name": "x"},
-                 "you set samples=8 but variation _tiny of 'dataset' sets it to 16", ["never overrides your value"],
-                 id="conflicting-with-a-chosen-variation"),
     pytest.param("dataset", {"sample": "8", "name": "x"}, "recipe 'dataset' has no input 'sample'",
                  ["did you mean 'samples'?", "valid inputs: samples (int), url (url), name (str)"],
                  id="unknown-input-lists-the-valid-ones"),
@@ -855,21 +852,49 @@ def test_an_unset_optional_input_passed_on_leaves_the_deps_default(lab: Lab) -> 
     assert lab.step("passer", "leaf", inputs={"level": "3"}).inputs["level"] == 3
 
 
-def test_a_user_value_overrides_a_default_variation_but_conflicts_with_a_chosen_one(lab: Lab) -> None:
+def add_precedence_levels(lab: Lab) -> None:
+    """A leaf whose input `n` can come from each level: default, variation, a parent's `with`, the command line."""
     lab.add("""
-        name: sized2
-        tags: [sized2]
+        name: leveled
+        tags: [leveled]
         inputs:
-          samples: {type: int, default: 100}
+          n: {type: int, default: 1}
+          m: {type: int, default: 1}
         variations:
           size:
-            full: {default: true, inputs: {samples: 24576}}
-            tiny: {inputs: {samples: 16}}
+            full: {default: true, inputs: {n: 2}}
+            tiny: {inputs: {n: 3, m: 30}}
         """)
-    step = lab.step("sized2", inputs={"samples": "8"})
-    assert (step.inputs["samples"], step.origins["samples"]) == (8, "user")
-    with pytest.raises(InputError, match="you set samples=8 but variation _tiny"):
-        lab.plan("sized2 _tiny", inputs={"samples": "8"})
+    lab.add("""
+        name: parent
+        tags: [parent]
+        inputs:
+          n: {type: int, default: null}
+        deps:
+          - tags: leveled _tiny
+            with: {n: "{{ inputs.n }}"}
+        """)
+
+
+@pytest.mark.parametrize("query, inputs, value, origin", [
+    pytest.param("leveled", {}, 2, "variation", id="a-default-variation-beats-the-default"),
+    pytest.param("leveled _tiny", {}, 3, "variation", id="a-chosen-variation-beats-the-default-variation"),
+    pytest.param("leveled", {"n": "8"}, 8, "user", id="the-command-line-beats-a-default-variation"),
+    pytest.param("leveled _tiny", {"n": "8"}, 8, "user", id="the-command-line-beats-a-chosen-variation"),
+    pytest.param("parent", {"n": "5"}, 5, "with", id="a-parents-with-beats-a-chosen-variation"),
+    pytest.param("parent", {"leveled.n": "9", "n": "5"}, 9, "user", id="the-command-line-beats-a-parents-with"),
+])
+def test_input_precedence_is_command_line_then_with_then_variation_then_default(
+        lab: Lab, query: str, inputs: dict[str, str], value: int, origin: str) -> None:
+    add_precedence_levels(lab)
+    step = lab.step(query, "leveled", inputs=inputs)
+    assert (step.inputs["n"], step.origins["n"]) == (value, origin)
+
+
+def test_a_user_value_replaces_only_its_input_of_a_chosen_variation(lab: Lab) -> None:
+    add_precedence_levels(lab)
+    step = lab.step("leveled _tiny", inputs={"n": "8"})
+    assert (step.inputs["n"], step.inputs["m"]) == (8, 30)
 
 
 # --- fingerprints: detection steps keyed on cheap machine facts --------------------------------
