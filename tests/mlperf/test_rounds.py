@@ -56,8 +56,8 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
     assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b",
-                                                 "mixtral-8x7b")
-    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b")
+                                                  "mixtral-8x7b", "deepseek-r1")
+    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1")
 
 
 @pytest.mark.parametrize("round_", ["v5.1", "v6.0"])
@@ -75,6 +75,26 @@ def test_llama3_1_405b_has_the_checkers_targets_and_latency_limits(round_: str) 
         "llama3_1-405b-interactive", 4500, 80)
     assert bench.compliance_tests == ("TEST06",) and bench.missing_scenarios({"Offline"}) == ["Server or Interactive"]
     assert "llama3.1-405b" not in load_round("v6.1").benchmark_names
+
+
+@pytest.mark.parametrize("round_", ["v5.1", "v6.0", "v6.1"])
+def test_deepseek_r1_has_the_checkers_targets_upper_limit_and_latency_limits(round_: str) -> None:
+    # constants.py MODEL_CONFIG[round] and loadgen/mlperf.conf at b66003e
+    bench = load_round(round_).benchmark("deepseek-r1")
+    assert [(b.metric, b.value) for b in bench.accuracy.minimums] == [
+        ("exact_match", 0.99 * 81.3582), ("tokens_per_sample", 0.9 * 3886.2274)]
+    assert [(b.metric, b.value) for b in bench.accuracy.maximums] == [("tokens_per_sample", 1.1 * 3886.2274)]
+    assert (bench.dataset_size, bench.performance_sample_count) == (4388, 4388)
+    server = bench.scenario("Server")
+    assert (server.latency.ttft_p99_ms, server.latency.tpot_p99_ms) == (2000, 80)
+    assert bench.scenario("Offline").min_query_count == 4388 and bench.compliance_tests == ("TEST06",)
+    if round_ == "v5.1":  # required-scenarios-datacenter ['Server', 'Offline']; mlperf.conf has no interactive model
+        assert "Interactive" not in bench.scenario_names and bench.missing_scenarios({"Offline"}) == ["Server"]
+    else:
+        interactive = bench.scenario("Interactive")
+        assert (interactive.loadgen_model, interactive.latency.ttft_p99_ms, interactive.latency.tpot_p99_ms) == (
+            "deepseek-r1-interactive", 1500, 15)
+        assert bench.missing_scenarios({"Offline"}) == ["Server or Interactive"]
 
 
 def test_llama3_1_8b_has_the_checkers_targets_upper_limit_and_latency_limits() -> None:

@@ -1,0 +1,170 @@
+"""The deepseek-r1 accuracy metric: what `language/deepseek-r1/eval_accuracy.py` computes from an accuracy log.
+
+The reference (mlcommons/inference b66003e), `process_mlperf_log_accuracy` then `process_dataframe`
+and `print_evaluation_results`:
+
+1. Reads the log; a record whose `qsl_idx` was seen before is dropped (the first counts), one
+   outside the dataset is skipped. `data` is int32 ids; `tok_model_output_len` is their number
+   (the end id vLLM keeps included).
+2. Decodes them with DeepSeek-R1's tokenizer, `batch_decode(skip_special_tokens=True)`.
+3. Per sample, the subset's parser extracts an answer and its check grades it (answers.py;
+   LiveCodeBench runs the code: livecodebench.py); `prompt_accuracy` is 100.0 or 0.0, and 0.0
+   when nothing was extracted or the ground truth is missing.
+4. Prints `{'exact_match': mean prompt_accuracy, 'tokens_per_sample': mean tok_model_output_len,
+   'num-samples': rows}`: neither mean is rounded.
+
+The checker reads exact_match and TOKENS_PER_SAMPLE (constants.py ACC_PATTERN); cmx prints plain
+numbers (cmx.mlperf.scoring.accuracy_txt).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
+from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import (
+    TIMEOUT_S,
+    LiveCodeBenchError,
+    Problem,
+    run_problems,
+)
+from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One sample as the reference grades it."""
+
+    qsl_idx: int
+    subset: str
+    extracted: object
+    correct: bool
+    tokens: int
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    """eval_accuracy.py's printed result, with the per-sample grades behind it."""
+
+    exact_match: float
+    tokens_per_sample: float
+    samples: int
+    graded: tuple[Graded, ...] = field(default=(), repr=False)
+    skipped: int = 0  # records of a qsl_idx seen before or outside the dataset
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"exact_match": float(self.exact_match), "tokens_per_sample": float(self.tokens_per_sample),
+                "num-samples": int(self.samples)}
+
+    def by_subset(self) -> dict[str, tuple[int, int]]:
+        """(correct, samples) per subset, as the reference logs them."""
+        out: dict[str, tuple[int, int]] = {}
+        for g in self.graded:
+            right, total = out.get(g.subset, (0, 0))
+            out[g.subset] = (right + int(g.correct), total + 1)
+        return out
+
+
+def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subsets: Sequence[str],
+             decode: Callable[[list[int]], str], problems: Callable[[], dict[str, Problem]], *,
+             timeout_s: int = TIMEOUT_S, jobs: int = 1) -> AccuracyResult:
+    """Grade `records` against `answers` and `subsets` (indexed by qsl_idx). `problems` gives LiveCodeBench's
+    problems by question_id; it is called only when some sample is a code one."""
+    if jobs < 1:
+        raise AccuracyError(f"jobs must be 1 or more, not {jobs}")
+    if len(answers) != len(subsets):
+        raise AccuracyError(f"{len(answers)} answers but {len(subsets)} subsets: they come from one dataset")
+    seen: set[int] = set()
+    rows: list[tuple[int, str, object, int, str]] = []  # qsl_idx, subset, extracted, tokens, ground truth
+    skipped = 0
+    for record in records:
+        if record.qsl_idx in seen or not 0 <= record.qsl_idx < len(answers):
+            skipped += 1
+            continue
+        seen.add(record.qsl_idx)
+        text = decode(record.tokens)
+        subset = subsets[record.qsl_idx]
+        rows.append((record.qsl_idx, subset, parse(subset, text), len(record.tokens), answers[record.qsl_idx]))
+    if not rows:
+        raise AccuracyError("there are no records to evaluate",
+                            hint="read them with read_accuracy_log from an accuracy-mode run")
+    if any(r[1] == "math500" for r in rows):
+        require_dependencies()
+    correct = [False] * len(rows)
+    code_rows = []
+    for n, (_, subset, extracted, _, truth) in enumerate(rows):
+        if extracted is None or _missing(truth):
+            continue
+        if subset == "livecodebench":
+            code_rows.append(n)
+        else:
+            correct[n] = is_correct(subset, extracted, truth)
+    if code_rows:
+        correct = _grade_code(rows, code_rows, correct, problems, timeout_s, jobs)
+    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct))
+    accuracy = [100.0 if c else 0.0 for c in correct]
+    return AccuracyResult(_mean(accuracy), _mean([float(r[3]) for r in rows]), len(rows), graded, skipped)
+
+
+def _grade_code(rows, code_rows: list[int], correct: list[bool], problems: Callable[[], dict[str, Problem]],
+                timeout_s: int, jobs: int) -> list[bool]:
+    known = problems()
+    runnable = []
+    for n in code_rows:
+        code, question_id = rows[n][2], str(rows[n][4])
+        if not code or question_id not in known:
+            continue  # evaluate_livecodebench: no code, or an unknown question_id, is wrong
+        runnable.append(n)
+    passed = run_problems([rows[n][2] for n in runnable], [known[str(rows[n][4])] for n in runnable],
+                          timeout_s=timeout_s, workers=jobs)
+    out = list(correct)
+    for n, ok in zip(runnable, passed):
+        out[n] = ok
+    return out
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _mean(values: list[float]) -> float:
+    """pandas' mean of a float64 column: numpy's (pairwise) sum divided by the count."""
+    import numpy as np
+
+    return float(np.sum(np.asarray(values, dtype=np.float64)) / len(values))
+
+
+def reference_decoder(tokenizer_dir: Path | str) -> Callable[[list[int]], str]:
+    """`batch_decode(skip_special_tokens=True)` with the folder's fast tokenizer (DeepSeek-R1 has no slow one, so
+    eval_accuracy.py's use_fast=False still gets it), cleaning up spaces when tokenizer_config.json asks."""
+    from tokenizers import Tokenizer
+
+    folder = Path(tokenizer_dir)
+    if not (folder / "tokenizer.json").is_file():
+        raise AccuracyError(f"{folder} has no tokenizer.json", hint="give the model folder (its tokenizer decodes "
+                                                                   "the outputs)")
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    config_path = folder / "tokenizer_config.json"
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise AccuracyError(f"cannot read {config_path}: {exc}") from None
+    clean_up = bool(config.get("clean_up_tokenization_spaces", False))
+
+    def decode(ids: list[int]) -> str:
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        if clean_up:  # transformers' clean_up_tokenization
+            for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                                  (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+                text = text.replace(before, after)
+        return text
+
+    return decode
+
+
+__all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder"]

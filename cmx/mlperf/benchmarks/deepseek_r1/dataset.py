@@ -1,0 +1,195 @@
+"""The deepseek-r1 eval set: read the MLCommons-processed pickle, check it, and add the reference's prompt ids.
+
+The file is `mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl`, one of the two files of the MLCommons
+R2 dataset https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri
+(README.md, "Preprocessed & Calibration"): a pandas DataFrame, one row per sample, 4388 of them, an
+ensemble of AIME, MATH500, GPQA, MMLU-Pro and LiveCodeBench (code_generation_lite). What the
+reference reads (mlcommons/inference b66003e, language/deepseek-r1/):
+
+- `text_input`: the prompt text (mlperf/utils.py `prepare_mlperf_dataset`), which the SUT wraps in
+  the chat template and tokenizes (prompts.py);
+- `gt_output`, or else `ground_truth`: the answer (eval_accuracy.py `process_mlperf_log_accuracy`);
+  for LiveCodeBench rows it is the problem's `question_id`, whose tests the scorer looks up;
+- `dataset`, or else `metric` with `_em` and `_` removed: the sub-dataset, which picks the scorer
+  (the first of gpqa, mmlu_pro, math500, aime, livecodebench that is a substring of its lower case).
+
+`with_prompt_ids` writes a copy with `tok_input` and `tok_input_len` made by the model's own chat
+template (what the reference SUT computes at start-up); `load_deepseek` reads such a copy. Other
+columns are kept and ignored. A pickle can run code when read: load only a file whose checksum was
+checked (the get-dataset-deepseek-r1 recipe checks the md5 MLCommons lists) or one you made.
+"""
+
+from __future__ import annotations
+
+import pickle
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx.mlperf.benchmarks.base import DatasetError
+
+SAMPLES = 4388  # constants.py dataset-size and performance-sample-count; mlperf.conf; README.md Reference Evals
+FILENAME = "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"  # README.md, Preprocessed & Calibration
+# eval_accuracy.py DATASET_EVALUATORS, in its order: a row's dataset name picks the first key it contains
+SUBSETS = ("gpqa", "mmlu_pro", "math500", "aime", "livecodebench")
+PROMPT_COLUMNS = ("tok_input", "tok_input_len")
+# beside the pickle: the LiveCodeBench problems (code_generation_lite rows) its code samples name
+TESTS_FILE = "livecodebench_tests.jsonl"
+_HINT = ("it is not the deepseek-r1 dataset pickle MLCommons publishes; get it with "
+         "`cmx run \"get dataset deepseek-r1\"`")
+
+
+def subset_of(name: str) -> str:
+    """eval_accuracy.py `get_evaluator`: the first scorer whose key is in the lower-cased dataset name."""
+    lower = str(name).lower()
+    for key in SUBSETS:
+        if key in lower:
+            return key
+    raise DatasetError(f"no scorer for dataset {name!r}: eval_accuracy.py knows {', '.join(SUBSETS)}", hint=_HINT)
+
+
+@dataclass(frozen=True)
+class DeepSeekDataset:
+    """The samples: prompt ids (the chat template applied), answers, and the sub-dataset of each."""
+
+    token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
+    answers: tuple[object, ...]  # gt_output / ground_truth as stored (text, or a number for some AIME rows)
+    datasets: tuple[str, ...]  # the dataset names as the reference derives them
+    path: Path
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    def prompt_ids(self, i: int) -> list[int]:
+        return self.token_ids[i].tolist()
+
+    def reference(self, i: int) -> str:
+        """The answer of sample i as text (a LiveCodeBench question_id for code rows)."""
+        return str(self.answers[i])
+
+    def answer(self, i: int) -> object:
+        return self.answers[i]
+
+    def subset(self, i: int) -> str:
+        return subset_of(self.datasets[i])
+
+    @property
+    def tests_path(self) -> Path:
+        """The LiveCodeBench problems the code samples are graded with (written beside the pickle)."""
+        return self.path.with_name(TESTS_FILE)
+
+    def limit(self, n: int) -> DeepSeekDataset:
+        if not 1 <= n <= len(self):
+            raise DatasetError(f"cannot keep {n} samples of {self.path}: it has {len(self)}",
+                               hint=f"give a number from 1 to {len(self)}")
+        return DeepSeekDataset(self.token_ids[:n], self.answers[:n], self.datasets[:n], self.path)
+
+
+def read_frame(path: Path | str):  # -> pandas.DataFrame
+    """The pickle as a DataFrame with the columns the reference reads (DatasetError naming what is wrong)."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"no dataset file at {path}" if not path.exists() else f"{path} is not a file",
+                           hint="check the path, or get the dataset with `cmx run \"get dataset deepseek-r1\"`")
+    try:
+        frame = pd.read_pickle(path)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError,
+            KeyError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path} is not a pandas pickle: {type(exc).__name__}: {str(exc)[:80]}",
+                           hint="a download that was cut short leaves a truncated file; download it again") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not isinstance(frame, pd.DataFrame):
+        raise DatasetError(f"{path} holds a {type(frame).__name__}, not a pandas DataFrame", hint=_HINT)
+    if len(frame) == 0:
+        raise DatasetError(f"{path} holds no samples", hint=_HINT)
+    missing = [c for c in ("text_input",) if c not in frame.columns]
+    if not {"gt_output", "ground_truth"} & set(frame.columns):
+        missing.append("gt_output or ground_truth")
+    if not {"dataset", "metric"} & set(frame.columns):
+        missing.append("dataset or metric")
+    if missing:
+        raise DatasetError(f"{path} has no column {', '.join(missing)}; its columns are "
+                           f"{', '.join(map(str, frame.columns))}", hint=_HINT)
+    for row, text in enumerate(frame["text_input"].tolist()):
+        if not isinstance(text, str):
+            kind = "null" if text is None or text != text else f"of type {type(text).__name__}"  # NaN != NaN
+            raise DatasetError(f"{path}: row {row}: 'text_input' is {kind}, not text", hint=_HINT)
+    return frame
+
+
+def dataset_names(frame) -> list[str]:
+    """eval_accuracy.py: `dataset`, else `metric` with '_em' and '_' removed; each must name a scorer."""
+    if "dataset" in frame.columns:
+        names = [str(v) for v in frame["dataset"].tolist()]
+    else:
+        names = [str(m).replace("_em", "").replace("_", "") for m in frame["metric"].tolist()]
+    for row, name in enumerate(names):
+        try:
+            subset_of(name)
+        except DatasetError as exc:
+            raise DatasetError(f"row {row}: {exc.message}", hint=_HINT) from None
+    return names
+
+
+def answers_of(frame) -> list[object]:
+    """eval_accuracy.py: `gt_output` when the column exists, else `ground_truth`."""
+    return frame["gt_output" if "gt_output" in frame.columns else "ground_truth"].tolist()
+
+
+def with_prompt_ids(source: Path, dest: Path, tokenizer_dir: Path) -> Path:
+    """Write `source` to `dest` with `tok_input`/`tok_input_len` made from `text_input` by the chat template
+    of the tokenizer in `tokenizer_dir`, as the reference SUT makes its prompts."""
+    from cmx.mlperf.benchmarks.deepseek_r1.prompts import chat_tokenizer
+
+    frame = read_frame(source)
+    dataset_names(frame)
+    ids = chat_tokenizer(tokenizer_dir).encode(frame["text_input"].tolist())
+    frame = frame.copy()
+    frame["tok_input"] = ids
+    frame["tok_input_len"] = [len(i) for i in ids]
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    frame.to_pickle(tmp, protocol=4)
+    tmp.replace(dest)
+    return dest
+
+
+def load_deepseek(path: Path | str) -> DeepSeekDataset:
+    """Read a pickle that `with_prompt_ids` wrote and check every column the harness and the scorer read."""
+    path = Path(path)
+    frame = read_frame(path)
+    if any(c not in frame.columns for c in PROMPT_COLUMNS):
+        raise DatasetError(f"{path} has no prompt ids (tok_input): they are made from text_input by the model's chat "
+                           "template", hint="use the file get-dataset-deepseek-r1 outputs, which holds them")
+    names = dataset_names(frame)
+    answers = answers_of(frame)
+    lengths = frame["tok_input_len"].tolist()
+    token_ids = [_ids(ids, lengths[row], f"{path}: row {row}") for row, ids in enumerate(frame["tok_input"].tolist())]
+    return DeepSeekDataset(tuple(token_ids), tuple(answers), tuple(names), path)
+
+
+def _ids(ids: object, length: object, where: str) -> array:
+    import numpy as np
+
+    if not isinstance(ids, (list, tuple, np.ndarray)):
+        raise DatasetError(f"{where}: 'tok_input' is {type(ids).__name__}, not a list of token ids", hint=_HINT)
+    values = np.asarray(ids)
+    if values.ndim != 1 or len(values) == 0 or values.dtype.kind not in "iu":
+        raise DatasetError(f"{where}: 'tok_input' is not a non-empty list of integer ids", hint=_HINT)
+    if values.min() < 0 or values.max() > 2**31 - 1:
+        raise DatasetError(f"{where}: 'tok_input' holds an id outside 0 to 2**31-1", hint=_HINT)
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or int(length) != len(values):
+        raise DatasetError(f"{where} has {len(values)} ids in tok_input but tok_input_len {length!r}",
+                           hint="the file is damaged or was edited; make it again")
+    compact = array("i")
+    compact.frombytes(values.astype("=i4").tobytes())
+    return compact
+
+
+__all__ = ["FILENAME", "PROMPT_COLUMNS", "SAMPLES", "SUBSETS", "TESTS_FILE", "DatasetError", "DeepSeekDataset",
+           "answers_of",
+           "dataset_names", "load_deepseek", "read_frame", "subset_of", "with_prompt_ids"]
