@@ -373,7 +373,9 @@ def failure(runs: Sequence[RunSummary], results_dir: Path) -> AppRunFailed:
                                                 "mlperf_log_detail.txt say more")
 
 
-HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "ROUGE-1/2/L", "tok/sample")
+HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "accuracy", "tok/sample")
+# the metrics of the accuracy column: every one the round has a target for, but tokens per sample (its own column)
+_OWN_COLUMN = ("tokens_per_sample",)
 
 
 def format_row(r: RunSummary) -> str:
@@ -381,8 +383,8 @@ def format_row(r: RunSummary) -> str:
 
 
 def _cells(r: RunSummary) -> tuple[str, ...]:
-    rouge = r.rouge or {}
-    rouges = "/".join(f"{rouge[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL") if k in rouge) or "-"
+    rouge = r.rouge or {}  # the accuracy metrics with a target (ROUGE, exact match, ...), as accuracy.txt gave them
+    rouges = " ".join(f"{k} {v:.2f}" for k, v in rouge.items() if k not in _OWN_COLUMN) or "-"
     verdict = (r.validity or "-") if r.ok else f"{r.validity or 'FAILED'} ({len(r.problems)} problem(s))"
     if not r.ok and r.validity == "VALID":  # LoadGen saw every sample answered; failed ones were answered empty
         verdict = f"FAILED ({len(r.problems)} problem(s); LoadGen said VALID)"
