@@ -193,16 +193,21 @@ def read_cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, weight_bytes: int = 0) -> ModelFacts:
     """ModelFacts from a Hugging Face config.json's fields (Llama names; a multimodal config's
-    text_config when there is one)."""
+    text_config when there is one). KV bytes per token at 2 bytes a value: keys and values of every
+    key-value head, or, for multi-head latent attention (DeepSeek's `kv_lora_rank`), the one
+    compressed latent and the rotary key part that vLLM caches per layer instead."""
     text = config.get("text_config") or config
     try:
         layers, heads = int(text["num_hidden_layers"]), int(text["num_attention_heads"])
-        kv_heads = int(text.get("num_key_value_heads") or heads)
-        head_dim = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
         context = max_model_len or int(text["max_position_embeddings"])
+        if text.get("kv_lora_rank"):
+            per_layer = int(text["kv_lora_rank"]) + int(text.get("qk_rope_head_dim") or 0)
+        else:
+            kv_heads = int(text.get("num_key_value_heads") or heads)
+            per_layer = 2 * kv_heads * int(text.get("head_dim") or int(text["hidden_size"]) // heads)
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"config.json lacks a usable {exc}") from None
-    return ModelFacts(kv_bytes_per_token=2 * layers * kv_heads * head_dim * 2, max_model_len=context,
+    return ModelFacts(kv_bytes_per_token=layers * per_layer * 2, max_model_len=context,
                       weight_bytes=weight_bytes, quantized="quantization_config" in config)
 
 

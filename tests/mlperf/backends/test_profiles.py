@@ -447,6 +447,14 @@ def test_model_facts_of_llama2_70b_give_its_kv_cache_per_token():
     assert model_facts({**LLAMA2_70B_CONFIG, "quantization_config": {"quant_method": "fp8"}}).quantized
 
 
+def test_model_facts_of_deepseek_r1_count_the_latent_mla_caches():
+    # DeepSeek-R1's config.json (the fields that matter): MLA caches one 512-wide latent and the 64-wide rotary
+    # key per layer, not 128 heads of K and V
+    config = {"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "hidden_size": 7168,
+              "kv_lora_rank": 512, "qk_rope_head_dim": 64, "max_position_embeddings": 163840}
+    assert model_facts(config).kv_bytes_per_token == 61 * (512 + 64) * 2
+
+
 def test_model_facts_are_read_from_a_checkpoint_folder(tmp_path: Path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA2_70B_CONFIG))
     (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"\0" * 1000)
