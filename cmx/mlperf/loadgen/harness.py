@@ -274,7 +274,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     """Run the test in this process (the harness process's job; call it once per process)."""
     import mlperf_loadgen as lg
 
-    from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
     from cmx.mlperf.loadgen.sut import QSL, make_sut
     from cmx.mlperf.loadgen.test06 import write_audit_config
     from cmx.mlperf.rounds import load_round
@@ -287,7 +287,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     if audit.exists():
         raise HarnessError(f"a stray {audit} would silently change this run",
                            hint="it belongs to a TEST06 run that did not finish; remove it")
-    dataset = benchmark_for(config.benchmark).load_dataset(config.dataset)
+    dataset = dataset_for_test(benchmark_for(config.benchmark), config.dataset, config.mode)
     if config.rows is not None:
         dataset = dataset.limit(config.rows)
 
