@@ -57,7 +57,7 @@ class UnknownComplianceTest(CmxError):
     """A round names a compliance test cmx does not run."""
 
 
-def test_named(name: str) -> ComplianceTest:
+def compliance_test(name: str) -> ComplianceTest:
     """The test called `name` (TEST07) or by its mode (test07)."""
     found = TESTS.get(name.upper())
     if found is None:
@@ -67,7 +67,7 @@ def test_named(name: str) -> ComplianceTest:
 
 def modes_of(names: Iterable[str]) -> tuple[str, ...]:
     """The app modes of the round's compliance tests: (TEST07, TEST09) -> (test07, test09)."""
-    return tuple(test_named(n).mode for n in names)
+    return tuple(compliance_test(n).mode for n in names)
 
 
 def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
@@ -81,8 +81,8 @@ def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
     from cmx.mlperf.loadgen.test07 import audit_config
 
     path = Path(output) / AUDIT_CONFIG_NAME
-    path.write_text(audit_config(test_named(mode).name, benchmark), encoding="utf-8")
+    path.write_text(audit_config(compliance_test(mode).name, benchmark), encoding="utf-8")
     return path
 
 
-__all__ = ["ComplianceTest", "MODES", "TESTS", "UnknownComplianceTest", "modes_of", "test_named", "write_audit_config"]
+__all__ = ["ComplianceTest", "MODES", "TESTS", "UnknownComplianceTest", "modes_of", "compliance_test", "write_audit_config"]

@@ -186,9 +186,9 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
 def _copy_compliance(source: SourceResult, paths: ResultPaths, name: str) -> None:
     """A compliance run's folder as its run_verification.py lays it out: the verification file, the accuracy log
     in accuracy/, and (TEST07, TEST09) the run's summary and detail in performance/run_1."""
-    from cmx.mlperf.loadgen.compliance import test_named
+    from cmx.mlperf.loadgen.compliance import compliance_test
 
-    test = test_named(name)
+    test = compliance_test(name)
     run = source.run_dir(test.mode)
     _copy_files(run, paths.compliance(name), (test.verify_file,))
     _copy_files(run, paths.compliance(name) / "accuracy", (ACCURACY_LOG,))

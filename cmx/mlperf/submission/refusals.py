@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from cmx.mlperf.app import MODE_FOLDERS
 from cmx.mlperf.loadgen.accuracy_log import sha256_file
 from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
-from cmx.mlperf.loadgen.compliance import test_named
+from cmx.mlperf.loadgen.compliance import compliance_test
 from cmx.mlperf.rounds import Round, RoundError
 from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
 from cmx.mlperf.submission.sources import PackageRequest, SourceResult
@@ -57,7 +57,7 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
             out.append(f"its SUT sent the samples over HTTP to a server on another host ({backend.get('url')}): the "
                        "closed division measures the system described, with LoadGen on it, and cmx does not make "
                        "network-division results; package it for open")
-    compliance = [test_named(t) for t in bench.compliance_tests] if closed else []
+    compliance = [compliance_test(t) for t in bench.compliance_tests] if closed else []
     modes = ("performance", "accuracy", *(t.mode for t in compliance))
     for mode in modes:
         if not result.has(mode):

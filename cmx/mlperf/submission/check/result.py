@@ -204,9 +204,9 @@ def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, clo
 
 def _compliance_verdict(paths: ResultPaths, root: Path, out: list[Problem], name: str) -> None:
     """TEST07, TEST09: the folder, its accuracy log, and "TEST PASS" in the verification file (compliance_check.py)."""
-    from cmx.mlperf.loadgen.compliance import test_named
+    from cmx.mlperf.loadgen.compliance import compliance_test
 
-    test, folder = test_named(name), paths.compliance(name)
+    test, folder = compliance_test(name), paths.compliance(name)
     rule = name.lower()
     if not folder.is_dir():
         out.append(Problem(relative(folder, root), f"{rule}.missing", f"no {name} folder",
