@@ -54,8 +54,9 @@ def run(ctx):
 
 
 def _root(dest: Path) -> Path:
-    """The folder holding perf/ and acc/ (the R2 list may put them under a folder of its own)."""
-    found = sorted(p.parent.parent for p in dest.rglob(PurePosixPath(PERFORMANCE_FILE).name + ".*"))
+    """The folder holding the sets (perf/ and acc/, or the files themselves; the R2 list may nest them)."""
+    found = sorted(p.parent.parent if p.parent.name == "perf" else p.parent
+                   for p in dest.rglob(PurePosixPath(PERFORMANCE_FILE).name + ".*"))
     if not found:
         raise StepError(f"the download in {dest} has no {PERFORMANCE_FILE}.parquet",
                         hint="the R2 dataset's layout changed; compare it with language/gpt-oss-120b/README.md")

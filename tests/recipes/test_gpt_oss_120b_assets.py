@@ -21,7 +21,7 @@ from tests.recipes.test_llama3_assets import Bucket, BucketHandler
 RECIPES = ("get-ml-model-gpt-oss-120b", "get-dataset-gpt-oss-120b")
 URI = "/metadata/gpt-oss-data.uri"
 BASE = "/gpt-oss/data"  # a layout for the test bucket only
-SETS = ("perf/perf_eval_ref.pkl", "acc/acc_eval_inputs.pkl", "acc/acc_eval_compliance_gpqa.pkl")
+SETS = ("perf/perf_eval_ref.pkl", "acc/acc_eval_ref.pkl", "acc/acc_eval_compliance_gpqa.pkl")
 
 
 def default(recipe: str, name: str) -> object:

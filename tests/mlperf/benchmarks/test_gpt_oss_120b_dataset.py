@@ -94,3 +94,15 @@ def test_the_same_seed_gives_the_same_bytes(tiny, tmp_path):
     sets = make_tiny_sets(tmp_path / "data", again.path, rows=6, seed=3)
     assert (sets / "livecodebench/test6.jsonl").read_bytes() == (folder / "livecodebench/test6.jsonl").read_bytes()
     assert load_set(sets, "accuracy").token_ids == load_set(folder, "accuracy").token_ids
+
+
+def test_the_sets_are_found_in_their_subfolders_or_flat_under_either_accuracy_name(tmp_path):
+    frame = _frame()
+    (tmp_path / "nested" / "acc").mkdir(parents=True)
+    frame.to_pickle(tmp_path / "nested" / "acc" / "acc_eval_inputs.pkl")  # README.md's example name
+    assert load_set(tmp_path / "nested", "accuracy").path.name == "acc_eval_inputs.pkl"
+    (tmp_path / "flat").mkdir()
+    frame.to_pickle(tmp_path / "flat" / "perf_eval_ref.pkl")  # the files at the top, as published reproductions keep them
+    frame.to_pickle(tmp_path / "flat" / "acc_eval_ref.pkl")
+    assert load_set(tmp_path / "flat", "test09").path.name == "perf_eval_ref.pkl"
+    assert load_set(tmp_path / "flat", "accuracy").path.name == "acc_eval_ref.pkl"

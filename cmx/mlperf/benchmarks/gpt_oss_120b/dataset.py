@@ -8,9 +8,14 @@ reference's README.md recommends it) or a pickle (still read, "for backward comp
 
 - the performance set, `perf/perf_eval_ref.parquet` (6396 rows, reasoning_effort low: README.md
   "Compliance Testing"; mlperf.conf performance_sample_count_override 6396);
-- the accuracy set, `acc/acc_eval_inputs.parquet` (4395 rows, reasoning_effort high: README.md
-  "Evaluate the accuracy"; mlperf.conf accuracy_sample_count_override 4395);
-- TEST07's GPQA set, `acc/acc_eval_compliance_gpqa.parquet` (README.md "Compliance Testing").
+- the accuracy set, `acc_eval_ref.parquet` (4395 rows, reasoning_effort high; mlperf.conf
+  accuracy_sample_count_override 4395). The name is the one published v6.1 submissions use
+  (MangoBoost's closed gpt-oss-120b README in mlcommons/inference_results_v6.1); the reference's
+  README.md example passes `acc_eval_inputs.parquet`, which is accepted too;
+- TEST07's GPQA set, `acc/acc_eval_compliance_gpqa.parquet` (990 rows; README.md "Compliance Testing").
+
+Each is looked for under its subfolder (perf/, acc/), as README.md writes the paths, and then at
+the top of the folder, where MangoBoost's reproduction finds the three files.
 
 The columns the reference reads (mlcommons/inference b66003e, language/gpt-oss-120b/):
 `input_tokens` (or, before v4.0, `tok_input`): the prompt as token ids, already in the harmony
@@ -33,7 +38,8 @@ from pathlib import Path
 from cmx.mlperf.benchmarks.base import DatasetError
 
 PERFORMANCE_FILE = "perf/perf_eval_ref"        # README.md, "Compliance Testing" (TEST09's set)
-ACCURACY_FILE = "acc/acc_eval_inputs"          # README.md, "Evaluate the accuracy" (--reference-data)
+ACCURACY_FILE = "acc/acc_eval_ref"             # published submissions' name (see above)
+ACCURACY_ALIASES = ("acc/acc_eval_inputs",)    # README.md, "Evaluate the accuracy" (--reference-data)
 TEST07_FILE = "acc/acc_eval_compliance_gpqa"   # README.md, "Compliance Testing" (TEST07's set)
 SUFFIXES = (".parquet", ".pkl")                # utils/tokenization.py: parquet, else pickle
 PERFORMANCE_SAMPLES = 6396  # mlperf.conf gpt-oss-120b.*.performance_sample_count_override
@@ -74,15 +80,17 @@ class GptOssDataset:
         return GptOssDataset(self.token_ids[:n], self.datasets[:n], self.truths[:n], self.path)
 
 
-def set_file(folder: Path, stem: str) -> Path:
-    """The file of one set in the MLCommons folder: `<stem>.parquet`, else `<stem>.pkl`."""
+def set_file(folder: Path, stem: str, aliases: tuple[str, ...] = ()) -> Path:
+    """The file of one set in the MLCommons folder: `<stem>.parquet`, else `.pkl`, in its subfolder or at the top."""
     folder = Path(folder)
-    for suffix in SUFFIXES:
-        candidate = folder / (stem + suffix)
-        if candidate.is_file():
-            return candidate
-    raise DatasetError(f"{folder} has no {stem}.parquet (nor {stem}.pkl)",
-                       hint="give the folder MLCommons' gpt-oss dataset download makes (perf/ and acc/ in it)")
+    for name in (stem, *aliases):
+        for place in (name, name.rsplit("/", 1)[-1]):
+            for suffix in SUFFIXES:
+                candidate = folder / (place + suffix)
+                if candidate.is_file():
+                    return candidate
+    raise DatasetError(f"{folder} has no {stem}.parquet (nor {stem}.pkl, nor at its top)",
+                       hint="give the folder MLCommons' gpt-oss dataset download makes")
 
 
 def load_set(folder: Path, mode: str = "accuracy") -> GptOssDataset:
@@ -92,7 +100,7 @@ def load_set(folder: Path, mode: str = "accuracy") -> GptOssDataset:
     if stem is None:
         raise DatasetError(f"gpt-oss-120b has no set for the {mode!r} test",
                            hint="its tests are performance, accuracy, test07 and test09")
-    return load_file(set_file(folder, stem))
+    return load_file(set_file(folder, stem, ACCURACY_ALIASES if stem == ACCURACY_FILE else ()))
 
 
 def load_file(path: Path) -> GptOssDataset:

@@ -216,7 +216,7 @@ def harmony_prompt(user_text: str, effort: str) -> str:
 
 def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
     """Write the folder the reference's download makes, at `rows` rows a set: perf/perf_eval_ref.pkl
-    (reasoning low), acc/acc_eval_inputs.pkl (high), acc/acc_eval_compliance_gpqa.pkl (GPQA, high),
+    (reasoning low), acc/acc_eval_ref.pkl (high), acc/acc_eval_compliance_gpqa.pkl (GPQA, high),
     each a DataFrame with `dataset`, `ground_truth`, `question` and `input_tokens`, the sub-datasets in
     turn (AIME, GPQA, LiveCodeBench), and livecodebench/test6.jsonl with the problems they name."""
     import pandas as pd
