@@ -49,7 +49,7 @@ def test_the_tiny_gpt_oss_runs_offline_and_server_and_packages_for_open(home: Ho
         assert run.results.validity == "VALID", scenario
         values = read_accuracy_txt(folder / "accuracy" / "accuracy.txt")
         # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
-        assert set(values) == {"exact_match", "tokens_per_sample"}
+        assert set(values) - {"hash"} == {"exact_match", "tokens_per_sample"}
         assert 0 <= values["exact_match"] <= 100 and 2 <= values["tokens_per_sample"] <= 16
         accuracy_log = json.loads((folder / "accuracy" / "mlperf_log_accuracy.json").read_text())
         assert sorted(r["qsl_idx"] for r in accuracy_log) == list(range(24))  # the 24 rows of the accuracy set
