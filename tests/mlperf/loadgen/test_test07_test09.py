@@ -104,3 +104,27 @@ def test_cmx_check_wants_each_tests_folder_log_and_pass(tmp_path, name, build, r
     found: list = []
     _compliance_verdict(paths, tmp_path, found, name)
     assert [p.rule for p in found] == ([rule] if rule else [])
+
+
+def test_the_packager_lays_out_each_tests_folder_as_its_run_verification_does(tmp_path):
+    from cmx.mlperf.submission.package import _copy_compliance
+    from cmx.mlperf.submission.sources import SourceResult
+
+    scenario = tmp_path / "results" / "box" / "gpt-oss-120b" / "Offline"
+    for folder, verify in (("TEST07", "verify_accuracy.txt"), ("TEST09", "verify_output_len.txt")):
+        run = scenario / folder
+        run.mkdir(parents=True)
+        for name in (verify, "mlperf_log_accuracy.json", "mlperf_log_summary.txt", "mlperf_log_detail.txt",
+                     "harness.log"):
+            (run / name).write_text(name)
+    source = SourceResult(scenario, "box", "gpt-oss-120b", "Offline", {})
+    paths = ResultPaths(tmp_path / "tree", load_round("v6.0").layout, "box", "gpt-oss-120b", "Offline")
+    for name in ("TEST07", "TEST09"):
+        _copy_compliance(source, paths, name)
+    files = sorted(str(p.relative_to(paths.compliance("TEST07").parent)) for p in
+                   paths.compliance("TEST07").parent.rglob("*") if p.is_file())
+    assert [f for f in files if f.startswith("TEST0")] == [
+        "TEST07/accuracy/mlperf_log_accuracy.json", "TEST07/performance/run_1/mlperf_log_detail.txt",
+        "TEST07/performance/run_1/mlperf_log_summary.txt", "TEST07/verify_accuracy.txt",
+        "TEST09/accuracy/mlperf_log_accuracy.json", "TEST09/performance/run_1/mlperf_log_detail.txt",
+        "TEST09/performance/run_1/mlperf_log_summary.txt", "TEST09/verify_output_len.txt"]
