@@ -15,7 +15,7 @@ $(PY):
 # torchvision, torchaudio and torchcodec are CUDA builds that break `import vllm` on a CPU-only
 # torch, so they are removed again
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,cpu,scale]'
+	$(PY) -m pip install --quiet -e '.[dev,cpu,scale,report]'
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
@@ -45,8 +45,9 @@ demo: $(STAMP)  ## run MLPerf llama2-70b (BENCH=llama3.1-8b: llama3.1-8b; tiny m
 	  --input out_dir=$(DEMO_SUBMISSION) --input submitter=cmx-demo --input division=open \
 	  --input system_file=docs/examples/system-demo.yaml --input tar=true --progress plain
 	$(CMX) check $(DEMO_SUBMISSION) --csv $(DEMO_SUBMISSION).csv --expect $(DEMO_EXPECTED)
+	$(CMX) report $(DEMO_RESULTS) --out $(DEMO_RESULTS)/report.html
 	@echo "--- results: $(DEMO_RESULTS)/ (table: summary.txt); submission tree: $(DEMO_SUBMISSION)/open/cmx-demo/, \
-	archive: $(DEMO_SUBMISSION).tar.gz, checker CSV: $(DEMO_SUBMISSION).csv"
+	archive: $(DEMO_SUBMISSION).tar.gz, checker CSV: $(DEMO_SUBMISSION).csv, report: $(DEMO_RESULTS)/report.html"
 
 bench: $(STAMP)
 	$(PY) bench/plan_speed.py

@@ -126,11 +126,16 @@ def run_loadgen(lg: Any, sut_class: type, backend: Any, dataset: Any, settings: 
                 out: Path, log: logging.Logger) -> tuple[Any, Any, float]:
     """One LoadGen test; (the SUT, the parsed LoadGen run, wall seconds of StartTest)."""
     from cmx.mlperf.loadgen.log import read_loadgen_run
-    from cmx.mlperf.loadgen.sut import QSL
+    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, ProgressWriter, RunShape, SampleClock
+    from cmx.mlperf.loadgen.sut import QSL, OfflineSUT
 
     out.mkdir(parents=True, exist_ok=True)
     qsl = QSL(dataset, len(dataset), log)
-    sut = sut_class(lg, backend, qsl, max_tokens, log)
+    clock = SampleClock()
+    sut = sut_class(lg, backend, qsl, max_tokens, log, clock)
+    # live progress on, as the harness runs it: the SUT's sample clock and a writer thread, once a second
+    scenario = "Offline" if issubclass(sut_class, OfflineSUT) else "Server"
+    progress = ProgressWriter(out / PROGRESS_JSON, clock, RunShape(scenario, "performance")).start()
     sut.start()
     qsl.construct(lg)
     sut.construct()
@@ -141,6 +146,7 @@ def run_loadgen(lg: Any, sut_class: type, backend: Any, dataset: Any, settings: 
         if not sut.wait_idle(600):
             raise SystemExit("bench: samples still outstanding 600 s after LoadGen returned")
     finally:
+        progress.stop()
         sut.stop()
         sut.destroy()
         qsl.destroy(lg)

@@ -582,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         results = measure(b, args.runs)
         load_after = os.getloadavg()[0]
+        cached_imports = imports(b, [str(cmx), "run", CHAIN_QUERY, "--progress", "none"])
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         print(f"bench: the synthetic home is kept at {home}", file=sys.stderr)
@@ -601,6 +602,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                         "load_1min_before": load_before, "load_1min_after": load_after},
             "sanity": facts, "measurements": results, "reference_not_measured": REFERENCE,
+            "cached_run_imports": cached_imports,
             "home": str(home) if args.keep else None,
         }, indent=2))
         return 0
@@ -613,6 +615,10 @@ def main(argv: list[str] | None = None) -> int:
           + (" -- BUSY MACHINE: other processes compete for the CPUs; wall figures are inflated" if busy else ""))
     print("(median s: the figure judged against the budget, wall clock of the whole process; "
           "cpu s: median user+system CPU of the process, steadier on a busy machine)")
+    heaviest = ", ".join(f"{h['module']} {h['cumulative_ms']:.0f} ms" for h in cached_imports["heaviest"])
+    print(f"the cached run imports {cached_imports['modules']} modules ({cached_imports['cmx_modules']} of cmx), "
+          f"{cached_imports['self_ms']:.0f} ms of import time in all (under -X importtime, which slows it); "
+          f"heaviest first-level imports: {heaviest}")
     over = [r["name"] for r in results if r["verdict"] == "OVER"]
     print()
     print(f"OVER BUDGET: {', '.join(over)}" if over else "all figures within budget")
@@ -648,6 +654,22 @@ def measure(b: Bench, runs: int) -> list[dict]:
             "samples_s": [round(s, 5) for s in samples], "cpu_samples_s": [round(s, 5) for s in cpus],
         })
     return out
+
+
+def imports(b: Bench, argv: list[str]) -> dict:
+    """What one process of `argv` (a cmx command) imports, from `python -X importtime`: the count of modules,
+    cmx's among them, and the heaviest first-level imports by cumulative time."""
+    proc = b.call([b.python, "-X", "importtime", *argv])
+    rows = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        _, self_us, cumulative_us, name = line.replace("import time:", "|", 1).split("|")
+        rows.append((name[1:].rstrip(), int(self_us), int(cumulative_us)))  # nested imports are indented
+    top = sorted((r for r in rows if not r[0].startswith(" ")), key=lambda r: -r[2])[:8]
+    return {"modules": len(rows), "cmx_modules": sum(1 for n, *_ in rows if n.strip().startswith("cmx")),
+            "self_ms": round(sum(r[1] for r in rows) / 1000, 1),
+            "heaviest": [{"module": n, "cumulative_ms": round(c / 1000, 1)} for n, _, c in top]}
 
 
 def table(results: list[dict]) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.docker.launch import ContainerSpec, DockerRun
     from cmx.docker.render import Rendered
     from cmx.execute.progress import Reporter
+    from cmx.execute.lockfile import Lock
     from cmx.execute.result import RunResult
     from cmx.k8s.apply import Applied
     from cmx.k8s.output import Rendered as K8sRendered
@@ -41,8 +42,9 @@ __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "l
            "find", "show", "plan", "run", "reporter", "redacted_command", "docker_file", "docker_container",
            "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry",
            "cache_select", "cache_remove", "cache_gc", "cache_verify",
-           "registry_sources", "registry_update", "default_jobs", "check", "check_text", "check_expectation",
-           "write_check_csv", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
+           "registry_sources", "registry_update", "default_jobs", "lock", "lock_plan", "check", "check_text",
+           "check_expectation",
+           "write_check_csv", "report", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
 
 
 class PlanResult(NamedTuple):
@@ -152,26 +154,75 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
         jobs: int = 1, settings: Settings | None = None, reporter: "Reporter | None" = None,
         environ: Mapping[str, str] | None = None, check: bool = True, argv: list[str] | None = None,
         rerun_prefix: str = "cmx run", install_missing: bool | None = None,
-        fetch: Fetcher | None = _announce_fetch) -> "RunResult":
+        fetch: Fetcher | None = _announce_fetch, locked: str | os.PathLike | None = None) -> "RunResult":
     """Resolve and run a query. With `check` (the default) a failed step raises StepFailed;
     otherwise the RunResult carries it in `.error`. `install_missing` lets steps install what
     they lack (Python packages); by default it follows CMX_INSTALL_MISSING=1. A pinned git
-    source of recipes not fetched yet is fetched first, and `fetch` says so (on stderr by default)."""
+    source of recipes not fetched yet is fetched first, and `fetch` says so (on stderr by default).
+    When the root step runs, the run's record gets its lockfile (cmx.lock beside run.json).
+
+    `locked`: a lockfile to replay (`query` is ignored: the lock's is used; `inputs` may only move outputs).
+    The run is refused (LockMismatch) at the first difference in packages, recipes, inputs, context, cache
+    keys or cached files, and fails afterwards if a step built other files than the lock records."""
     from cmx.cache.store import Store
     from cmx.execute.runner import Runner
     from cmx.resolve.resolver import resolve
 
     s = _settings(settings)
+    store = Store(s.cache)
+    lock, moved = None, frozenset[str]()
+    if locked is not None:
+        lock, moved = _replay(locked, inputs or {}, s)
+        query, inputs, context = lock.query, {**lock.inputs, **(inputs or {})}, dict(lock.context)
     p = resolve(index(s, fetch=fetch), query, inputs=inputs, context=context, environ=environ)
+    if lock is not None:
+        from cmx.execute.lockfile import check_lock
+
+        check_lock(lock, p, store, moved=moved)
     env = os.environ if environ is None else environ
     if install_missing is None:
         install_missing = env.get("CMX_INSTALL_MISSING", "").lower() in ("1", "true", "yes")
-    runner = Runner(Store(s.cache), s.runs, jobs=jobs, reporter=reporter, rerun_prefix=rerun_prefix,
-                    install_missing=install_missing)
+    runner = Runner(store, s.runs, jobs=jobs, reporter=reporter, rerun_prefix=rerun_prefix,
+                    install_missing=install_missing,
+                    before_root=lambda record: lock_plan(p, settings=s).write(record / "cmx.lock"))
     result = runner.run(p, argv=argv)
+    if lock is not None and result.error is None:
+        from cmx.execute.lockfile import check_artefacts
+
+        check_artefacts(lock, store)
     if check and result.error is not None:
         raise result.error
     return result
+
+
+def _replay(path: str | os.PathLike, given: Mapping[str, Any], s: Settings) -> tuple["Lock", frozenset[str]]:
+    """The lock at `path`, and the root inputs `given` moves (only where outputs go: LockError otherwise)."""
+    from cmx.execute.lockfile import Lock, check_moves
+
+    lock = Lock.read(Path(path))
+    check_moves(lock, _root_recipe(lock.query, s).inputs, given)
+    return lock, frozenset(given)
+
+
+def lock_plan(p: "Plan", *, settings: Settings | None = None) -> "Lock":
+    """The lockfile of a plan: every step pinned, the checksums of the entries cached now, the packages here."""
+    from cmx import __version__
+    from cmx.cache.store import Store
+    from cmx.execute.lockfile import make_lock, source_commit
+    from cmx.registry.sources import read_registry
+
+    s = _settings(settings)
+    used = {step.recipe.source for step in p}
+    commits = {src.name: source_commit(src, src.recipes_dir(s.sources_dir)) for src in read_registry(s.registry)
+               if src.name in used}
+    return make_lock(p, Store(s.cache), commits, cmx_version=__version__)
+
+
+def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+         settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> "Lock":
+    """`cmx lock`: resolve the query (nothing runs, nothing is fetched) and pin its plan (`lock_plan`)."""
+    return lock_plan(plan(query, inputs=inputs, context=context, settings=settings, environ=environ).plan,
+                     settings=settings)
 
 
 def reporter(mode: str) -> "Reporter":
@@ -722,6 +773,19 @@ def registry_update(name: str, rev: str | None = None, *, settings: Settings | N
 
 def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
+
+
+# --- reports ----------------------------------------------------------------------------------
+
+def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
+           other: str | os.PathLike | None = None) -> Path:
+    """Write one self-contained HTML page for a benchmark's results folder (and, with `other`, B compared with
+    A): the tests with their validity, rates, latencies and accuracy against the round's, plots of the
+    latencies and of throughput over time, and how the run was made. Default `out`: RESULTS/report.html."""
+    from cmx.mlperf.report.page import write_report
+
+    target = Path(out) if out is not None else Path(results) / "report.html"
+    return write_report(Path(results), target, other=Path(other) if other is not None else None)
 
 
 # --- MLPerf submissions ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "Resolve a query and run it: every step, in order, cached by content."),
     "plan": ("plan", "Show what a query would run, without running anything."),
+    "lock": ("lock", "Pin every step of a plan and its packages into a lockfile (replay: run --locked)."),
     "find": ("find", "List recipes whose tags match a query."),
     "show": ("show", "Describe one recipe: tags, inputs, variations, deps, outputs."),
     "docker": ("docker", "Show the Dockerfile and container settings of `run --docker`."),
@@ -18,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "jobs": ("jobs", "List the Slurm jobs cmx submitted: state and result folders."),
     "sweep": ("sweep", "Run a query once per value of one input and tabulate the results."),
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
+    "report": ("report", "Write a benchmark's results as one HTML page, or compare two."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),
     "registry": ("registry", "List recipe sources and pin git sources to a commit."),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
 
 import click
 
@@ -13,7 +14,6 @@ from cmx.cli.common import (
     join_query,
     parse_context,
     parse_pairs,
-    query_arg,
     registry_option,
 )
 from cmx.cli.docker_options import docker_options, docker_options_of
@@ -58,8 +58,22 @@ script. `cmx jobs` follows the jobs; the script is templates/slurm/run.sbatch.j2
     cmx run "app mlperf inference llama2 _cuda" --slurm --partition gpu \\
         --gpus-per-node 8 --time 4:00:00 --input results_dir=/shared/results
     cmx jobs
+
+With --locked FILE (a lockfile from `cmx lock`, or the cmx.lock every run leaves
+beside its run.json) the lock's query runs again with its inputs and context, after
+checking that nothing differs: the installed vLLM, torch, LoadGen..., every recipe's
+files, the variations, inputs, context and cache keys, and the checksums of what
+the cache holds. The first difference refuses the run and says what changed. Only
+--input values that move outputs (inputs of type path, like results_dir) may be
+given; after the run, a step that built other files than the lock records fails it.
+
+\b
+    cmx lock "app mlperf inference llama2 _cpu _tiny _short" -o cmx.lock
+    cmx run --locked cmx.lock --input results_dir=R
 """)
-@query_arg
+@click.argument("query", nargs=-1)
+@click.option("--locked", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="Replay a lockfile exactly (no QUERY), or refuse at its first difference.")
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
               help="An input of the root recipe; RECIPE.NAME=VALUE sets it on every step of RECIPE.")
 @click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE",
@@ -80,9 +94,15 @@ script. `cmx jobs` follows the jobs; the script is templates/slurm/run.sbatch.j2
 @slurm_options
 @registry_option
 @click.pass_context
-def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None, progress: str,
-            in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool, **options: object) -> None:
+def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inputs: tuple[str, ...],
+            contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None,
+            progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool, **options: object) -> None:
+    if bool(query) == bool(locked):
+        raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
+                               "missing QUERY (or --locked FILE)")
+    if locked and (contexts or dry_run or in_slurm or in_docker):
+        raise click.UsageError("--locked replays the lock's query and context natively: it goes with neither "
+                               "--context, --dry-run, --slurm nor --docker")
     text = join_query(query)
     given = parse_pairs(inputs, "--input")
     context = parse_context(contexts)
@@ -123,7 +143,8 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         result = api.run(text, inputs=given, context=context, jobs=jobs or api.default_jobs(),
                          settings=state.settings(), reporter=api.reporter("none" if as_json else progress),
                          check=False, argv=["cmx", *sys.argv[1:]], rerun_prefix=prefix,
-                         install_missing=True if install_missing else None)  # None: CMX_INSTALL_MISSING decides
+                         install_missing=True if install_missing else None,  # None: CMX_INSTALL_MISSING decides
+                         locked=locked)
     except CmxError as exc:
         if not as_json:
             raise

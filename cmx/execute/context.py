@@ -102,24 +102,28 @@ class StepProgress:
     """Progress of one long task inside a step (a download, an extraction), shown on the step's
     line of the run display. `total` may be unknown (None)."""
 
-    def __init__(self, report: Callable[[int, int | None, str], None], total: int | None, description: str,
+    def __init__(self, report: Callable[[int, int | None, str, str], None], total: int | None, description: str,
                  stop: threading.Event | None = None) -> None:
         self._report = report
         self._stop = stop
         self.total = total
         self.description = description
+        self.detail = ""
         self.completed = 0
-        report(0, total, description)
+        report(0, total, description, "")
 
-    def update(self, completed: int, total: int | None = None) -> None:
-        """Report progress; raises StepCancelled when another step of the run has failed, so a
-        long download or extraction stops instead of finishing for nothing."""
+    def update(self, completed: int, total: int | None = None, detail: str | None = None) -> None:
+        """Report progress, with `detail` (rates, latencies, an ETA) shown after the description;
+        raises StepCancelled when another step of the run has failed, so a long download or
+        extraction stops instead of finishing for nothing."""
         if self._stop is not None and self._stop.is_set():
             raise StepCancelled(f"{self.description or 'the step'} stopped: another step of the run failed")
         self.completed = completed
         if total is not None:
             self.total = total
-        self._report(self.completed, self.total, self.description)
+        if detail is not None:
+            self.detail = detail
+        self._report(self.completed, self.total, self.description, self.detail)
 
     def advance(self, amount: int) -> None:
         self.update(self.completed + amount)
@@ -131,7 +135,7 @@ class StepContext:
     def __init__(self, *, step_id: str, recipe: str, inputs: dict[str, Any], context: dict[str, Any],
                  deps: dict[str, DepView], workdir: Path, log: StepLog, variations: tuple[str, ...],
                  install_missing: bool = False,
-                 on_progress: Callable[[int, int | None, str], None] | None = None,
+                 on_progress: Callable[[int, int | None, str, str], None] | None = None,
                  scratch: Path | None = None, stop: threading.Event | None = None,
                  run_argv: Sequence[str] = (), run_record: Path | None = None,
                  chosen: Mapping[str, str] | None = None) -> None:
@@ -148,7 +152,7 @@ class StepContext:
         # whether the user allowed installing what is missing (`cmx run --install-missing`);
         # an execution choice, not part of any key: installing changes no step's output
         self.install_missing = install_missing
-        self._on_progress = on_progress or (lambda completed, total, description: None)
+        self._on_progress = on_progress or (lambda completed, total, description, detail: None)
         self._log = log
         self.log = log.logger
         # the command that started this run (secrets redacted) and its run.json: what a step that

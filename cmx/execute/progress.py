@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import IO, Protocol
 
 from cmx.resolve.plan import Plan, Step
@@ -15,7 +17,8 @@ from cmx.resolve.plan import Plan, Step
 class Reporter(Protocol):
     def start(self, plan: Plan, to_run: int) -> None: ...
     def step_started(self, step: Step) -> None: ...
-    def step_progress(self, step: Step, completed: int, total: int | None, description: str) -> None: ...
+    def step_progress(self, step: Step, completed: int, total: int | None, description: str,
+                      detail: str = "") -> None: ...
     def step_cached(self, step: Step) -> None: ...
     def step_done(self, step: Step, seconds: float) -> None: ...
     def step_failed(self, step: Step, seconds: float) -> None: ...
@@ -25,7 +28,8 @@ class Reporter(Protocol):
 class NullReporter:
     def start(self, plan: Plan, to_run: int) -> None: pass
     def step_started(self, step: Step) -> None: pass
-    def step_progress(self, step: Step, completed: int, total: int | None, description: str) -> None: pass
+    def step_progress(self, step: Step, completed: int, total: int | None, description: str,
+                      detail: str = "") -> None: pass
     def step_cached(self, step: Step) -> None: pass
     def step_done(self, step: Step, seconds: float) -> None: pass
     def step_failed(self, step: Step, seconds: float) -> None: pass
@@ -39,12 +43,16 @@ def _label(step: Step) -> str:
 class PlainReporter:
     """One line per event; for logs and pipes."""
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    HEARTBEAT_S = 10.0  # a long task with news prints at least this often
+
+    def __init__(self, stream: IO[str] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream or sys.stderr
         self._lock = threading.Lock()
+        self._clock = clock
         self._total = 0
         self._done = 0
         self._tenths: dict[tuple[str, str], int] = {}
+        self._last: dict[tuple[str, str], float] = {}
 
     def _say(self, text: str) -> None:
         with self._lock:
@@ -56,15 +64,21 @@ class PlainReporter:
     def step_started(self, step: Step) -> None:
         self._say(f"  start  {_label(step)}")
 
-    def step_progress(self, step: Step, completed: int, total: int | None, description: str) -> None:
-        """A line at each tenth of a known total, at most; nothing for an unknown one."""
-        if not total:
-            return
-        tenth = min(10, completed * 10 // total)
+    def step_progress(self, step: Step, completed: int, total: int | None, description: str,
+                      detail: str = "") -> None:
+        """A line at each tenth of a known total, and one at least every HEARTBEAT_S while a task with a
+        detail (rates, latencies) runs; nothing for an unknown total without one."""
         key = (step.id, description)
-        if tenth > self._tenths.get(key, -1):
-            self._tenths[key] = tenth
-            self._say(f"         {_label(step)}  {description} {tenth * 10}% ({completed}/{total})")
+        now = self._clock()
+        tenth = min(10, completed * 10 // total) if total else -1
+        new_tenth = tenth > self._tenths.get(key, -1)
+        heartbeat = bool(detail) and now - self._last.get(key, now - self.HEARTBEAT_S) >= self.HEARTBEAT_S
+        if not (new_tenth or heartbeat):
+            return
+        self._tenths[key] = max(tenth, self._tenths.get(key, -1))
+        self._last[key] = now
+        share = f" {tenth * 10}% ({completed}/{total})" if total else ""
+        self._say(f"         {_label(step)}  {description}{share}" + (f": {detail}" if detail else ""))
 
     def step_cached(self, step: Step) -> None:
         self._say(f"  cached {_label(step)}")
@@ -115,11 +129,12 @@ class LiveReporter:
     def step_started(self, step: Step) -> None:
         self._tasks[step.id] = self.progress.add_task(f"  {_label(step)}", total=None)
 
-    def step_progress(self, step: Step, completed: int, total: int | None, description: str) -> None:
+    def step_progress(self, step: Step, completed: int, total: int | None, description: str,
+                      detail: str = "") -> None:
         task = self._tasks.get(step.id)
         if task is not None:
-            self.progress.update(task, completed=completed, total=total,
-                                 description=f"  {_label(step)} {description}".rstrip())
+            text = f"  {_label(step)} {description}".rstrip() + (f": {detail}" if detail else "")
+            self.progress.update(task, completed=completed, total=total, description=text)
 
     def _end(self, step: Step, mark: str) -> None:
         task = self._tasks.pop(step.id, None)

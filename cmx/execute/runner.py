@@ -27,8 +27,12 @@ class Runner:
     're-run just this step' line of a failure)."""
 
     def __init__(self, store: Store, runs_dir: Path, *, jobs: int = 1, reporter: Reporter | None = None,
-                 rerun_prefix: str = "cmx run", install_missing: bool = False) -> None:
+                 rerun_prefix: str = "cmx run", install_missing: bool = False,
+                 before_root: Callable[[Path], None] | None = None) -> None:
         self.store = store
+        # called with the run record's folder when the root step is about to run (its deps are done): where a
+        # run records what it ran on (its lockfile) before a benchmark step packages its results
+        self.before_root = before_root
         self.runs_dir = runs_dir
         self.jobs = max(1, jobs)
         self.reporter = reporter or NullReporter()
@@ -147,6 +151,8 @@ class Runner:
         build_dir: Path | None = None
         scratch: Path | None = None
         try:
+            if step.id == plan.root and self.before_root is not None:
+                self.before_root(self._record.path)
             if not step.cacheable:
                 workdir = self._record.workdir(step.id)
                 outputs = self._invoke(step, workdir, log, results)
@@ -205,7 +211,8 @@ class Runner:
         ctx = StepContext(step_id=step.id, recipe=step.name, inputs=dict(step.inputs), context=dict(step.context),
                           deps=views, workdir=workdir, log=log, variations=step.variations,
                           install_missing=self.install_missing,
-                          on_progress=lambda done, total, what: self.reporter.step_progress(step, done, total, what),
+                          on_progress=lambda done, total, what, detail: self.reporter.step_progress(step, done, total,
+                                                                                                what, detail),
                           scratch=scratch, stop=self._stop,
                           run_argv=self._record.argv if self._record else (),
                           run_record=self._record.path / "run.json" if self._record else None,

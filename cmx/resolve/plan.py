@@ -58,6 +58,9 @@ class Plan:
     steps: dict[str, Step]  # in dependency order: every step after its deps
     root: str
     parents: dict[str, list[str]] = field(default_factory=dict)
+    # what it was asked with: the user's inputs (`name`, `recipe.name`) and context, as given
+    inputs: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.parents:

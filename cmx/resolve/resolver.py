@@ -102,7 +102,8 @@ def resolve(provider: RecipeProvider, query: str | Query, *, inputs: Mapping[str
                              hint=f"recipes in the plan: {', '.join(names)}")
     ids = _step_ids(state.nodes)
     steps = {ids[n.identity]: _step(n, ids) for n in state.nodes.values()}  # nodes come after their deps
-    return Plan(query=str(query), steps=steps, root=ids[root.identity])
+    return Plan(query=str(query), steps=steps, root=ids[root.identity], inputs=dict(inputs or {}),
+                context=dict(context or {}))
 
 
 def _step_ids(nodes: dict[str, _Node]) -> dict[str, str]:

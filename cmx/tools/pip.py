@@ -182,6 +182,13 @@ def ensure(requirement: str, *, python: str = sys.executable, install: bool, run
     return _info(probe, req, installed_now=True)
 
 
+def installed_versions(names: Sequence[str], *, python: str = sys.executable,
+                       run: Runner = run_subprocess) -> dict[str, str | None]:
+    """The installed version of each distribution in the interpreter `python` (None where it is absent)."""
+    probe = _probe(python, list(names), None, False, run)
+    return {name: d.version if d else None for name, d in probe.dists.items()}
+
+
 def parse_requirement(text: str) -> Requirement:
     """The requirement as packaging reads it; refuse what ensure() cannot check honestly."""
     from packaging.requirements import InvalidRequirement, Requirement

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -684,6 +686,25 @@ def test_step_progress_is_reported_on_the_steps_line(home: Home) -> None:
         """)
     proc = home.cmx("run", "counts", "--progress", "plain", check=True)
     assert "counts  items 50% (2/4)" in proc.stderr and "counts  items 100% (4/4)" in proc.stderr
+
+
+def test_plain_progress_with_a_detail_prints_a_line_at_least_every_ten_seconds() -> None:
+    """A benchmark step reports once a second with rates in its detail: a plain log gets a line per 10 s of it
+    (and one per tenth of the total), not one per report."""
+    import io
+
+    from cmx.execute.progress import PlainReporter
+    from cmx.resolve.plan import Step
+
+    now = [0.0]
+    out = io.StringIO()
+    reporter = PlainReporter(out, clock=lambda: now[0])
+    step = SimpleNamespace(id="app", variations=("tiny",))
+    for second in range(36):
+        now[0] = float(second)
+        reporter.step_progress(cast(Step, step), second, 1000, "Server performance", f"{second * 10} tok/s")
+    lines = out.getvalue().splitlines()
+    assert lines == [f"         app _tiny  Server performance 0% ({s}/1000): {s * 10} tok/s" for s in (0, 10, 20, 30)]
 
 
 def test_a_failure_stops_a_long_step_at_its_next_progress_report(home: Home) -> None:

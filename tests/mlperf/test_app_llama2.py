@@ -48,7 +48,7 @@ class Recorded:
         self.calls: list[HarnessConfig] = []
 
     def __call__(self, config: HarnessConfig, *, timeout: float | None = None, logger: Any = None,
-                 env: dict[str, str] | None = None) -> HarnessResult:
+                 env: dict[str, str] | None = None, on_progress: Any = None) -> HarnessResult:
         self.calls.append(config)
         folder = self.folders.get((config.scenario, config.mode), RECORDED[config.mode])
         shutil.copytree(LOADGEN_LOGS / folder, config.output, dirs_exist_ok=True)
@@ -195,8 +195,12 @@ def test_the_app_runs_offline_tiny_short_through_the_cli_and_packages_it(home: H
                     "--input", "modes=performance,accuracy", "--input", f"results_dir={results}",
                     "--input", "system_name=cpu-box", "--input", "submitter=cmx-test",
                     "--input", f"system_file={REPO / 'docs/examples/system-demo.yaml'}",
-                    "--input", f"submission_dir={submission}", "--progress", "none", timeout=900)
+                    "--input", f"submission_dir={submission}", "--progress", "plain", timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # each test's live progress, on the app step's line
+    live = [line for line in proc.stderr.splitlines() if "Offline performance" in line or "Offline accuracy" in line]
+    assert any("Offline performance" in line and "tok/s" in line and " samples" in line for line in live), live
+    assert any("Offline accuracy 100% (256/256): 256/256 samples" in line and "elapsed" in line for line in live), live
     scenario = results / "cpu-box" / "llama2-70b-99" / "Offline"
     perf, acc = scenario / "performance" / "run_1", scenario / "accuracy"
     for folder in (perf, acc):

@@ -56,7 +56,7 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
     assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b",
-                                                  "gpt-oss-120b")
+                                                  "gpt-oss-120b", "mixtral-8x7b")
     assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "gpt-oss-120b")
 
 
@@ -201,3 +201,20 @@ def test_a_seed_written_as_text_is_refused(tmp_path: Path) -> None:
     path = _copy_round(tmp_path, "qsl_rng_seed: 2465351861681999779", 'qsl_rng_seed: "2465351861681999779"')
     with pytest.raises(RoundError, match="seeds.qsl_rng_seed must be int"):
         read_round_file(path)
+
+
+@pytest.mark.parametrize("round_", ["v5.1", "v6.0"])
+def test_mixtral_8x7b_has_the_checkers_targets_limits_and_both_required_scenarios(round_: str) -> None:
+    # constants.py MODEL_CONFIG[round] and loadgen/mlperf.conf at b66003e; v6.1's constants drop mixtral-8x7b
+    bench = load_round(round_).benchmark("mixtral-8x7b")
+    targets = bench.accuracy
+    assert [(b.metric, b.value) for b in targets.minimums] == [
+        ("rouge1", 45.5989 * 0.99), ("rouge2", 23.3526 * 0.99), ("rougeL", 30.4608 * 0.99),
+        ("gsm8k", 73.66 * 0.99), ("mbxp", 60.16 * 0.99), ("tokens_per_sample", 144.84 * 0.9)]
+    assert [(b.metric, b.value) for b in targets.maximums] == [("tokens_per_sample", 145.9 * 1.1)]
+    assert (bench.dataset_size, bench.performance_sample_count, bench.equal_issue) == (15000, 15000, True)
+    assert bench.scenario_names == ("Offline", "Server")
+    server = bench.scenario("Server")
+    assert (server.loadgen_model, server.latency.ttft_p99_ms, server.latency.tpot_p99_ms) == ("mixtral-8x7b", 2000, 200)
+    assert bench.compliance_tests == ("TEST06",) and bench.missing_scenarios({"Offline"}) == ["Server"]
+    assert "mixtral-8x7b" not in load_round("v6.1").benchmark_names

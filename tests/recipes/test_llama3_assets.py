@@ -90,7 +90,7 @@ def test_tiny_model_and_dataset_build_through_the_cli_and_come_from_the_cache_ne
     second = llama_home.cmx_json("run", "get dataset cnndm _tiny", "--input", "rows=64", "--input", "seed=5")
     assert second["steps"]["get-dataset-cnndm"]["status"] == "cached" and second["outputs"] == first["outputs"]
     logs = everything_written(llama_home)
-    assert "RANDOM weights" in logs and "summaries are random text" in logs
+    assert "RANDOM weights" in logs and "CNN/DailyMail-format samples (seed 5): their references are random text" in logs
 
 
 @pytest.mark.e2e  # real cmx processes

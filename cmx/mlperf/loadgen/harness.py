@@ -30,6 +30,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,14 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     import mlperf_loadgen as lg
 
     from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
+    from cmx.mlperf.loadgen.progress import (
+        PROGRESS_JSON,
+        SAMPLES_CSV,
+        ProgressWriter,
+        RunShape,
+        SampleClock,
+        run_shape,
+    )
     from cmx.mlperf.loadgen.sut import QSL, make_sut
     from cmx.mlperf.loadgen.compliance import write_audit_config
     from cmx.mlperf.rounds import load_round
@@ -292,14 +301,17 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     if config.rows is not None:
         dataset = dataset.limit(config.rows)
 
+    clock = SampleClock()
+    progress = ProgressWriter(config.output / PROGRESS_JSON, clock, RunShape(config.scenario, config.mode)).start()
     began = time.monotonic()
     backend = build_backend(config, logger)
     info = backend.start()
     start_seconds = time.monotonic() - began
     try:
         settings = loadgen_settings(lg, config, rules.loadgen_model, rules.loadgen_scenario)
+        progress.shape = run_shape(settings, config.scenario, config.mode, len(dataset))
         qsl = QSL(dataset, bench.performance_sample_count, logger)
-        sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger)
+        sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock)
         began = time.monotonic()
         try:
             sut.start()
@@ -313,6 +325,8 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
                 logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
         finally:
             test_seconds = time.monotonic() - began
+            progress.stop()
+            clock.write_samples(config.output / SAMPLES_CSV)
             audit.unlink(missing_ok=True)
             remove_empty_trace(config.output)
             sut.stop()
@@ -374,10 +388,15 @@ def main(argv: list[str] | None = None) -> int:
 
 # --- in the caller's process --------------------------------------------------------------------
 
+ProgressCallback = Callable[[Any], None]  # called with a cmx.mlperf.loadgen.progress.RunProgress
+
 def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: logging.Logger | None = None,
-             env: dict[str, str] | None = None) -> HarnessResult:
+             env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> HarnessResult:
     """Run one test in its own harness process and return its result (problems included; a
-    HarnessError only when the process wrote no result). Its output goes to harness.log."""
+    HarnessError only when the process wrote no result). Its output goes to harness.log;
+    `on_progress` hears the test's progress about once a second while it runs."""
+    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
+
     log = logger or logging.getLogger(__name__)
     config.output.mkdir(parents=True, exist_ok=True)
     result_path = config.output / RESULT_JSON
@@ -385,12 +404,19 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
     log_path = config.output / "harness.log"
     cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *config.argv(config.output / CONFIG_JSON)]
     log.info("harness: %s", " ".join(cmd))
+    (config.output / PROGRESS_JSON).unlink(missing_ok=True)
     with log_path.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:
-            proc = subprocess.run(cmd, check=False, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
-                                  env={**os.environ, **(env or {})})
+            follow(waiting_for(proc, timeout), config.output / PROGRESS_JSON, on_progress or (lambda p: None))
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             raise HarnessError(f"the harness ran over {timeout} s", where=str(log_path)) from None
+        except BaseException:  # Ctrl-C, or a failing callback: never leave the harness running
+            proc.kill()
+            proc.wait()
+            raise
     if not result_path.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
         raise HarnessError(f"the harness exited {proc.returncode} without a result:\n{tail}", where=str(log_path))

@@ -33,6 +33,7 @@ import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import Backend, GenRequest, GenResult
+from cmx.mlperf.loadgen.progress import SampleClock
 
 
 class SutError(CmxError):
@@ -108,11 +109,12 @@ class QSL:
 
 
 class _BaseSUT:
-    """What both SUTs share: LoadGen's handle, the outstanding-sample count, the error record."""
+    """What both SUTs share: LoadGen's handle, the outstanding-sample count, the error record, the sample clock."""
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, clock: SampleClock | None = None) -> None:
         self.lg = lg
+        self.clock = clock or SampleClock()
         self.backend = backend
         self.qsl = qsl
         self.max_tokens = max_tokens
@@ -163,6 +165,7 @@ class _BaseSUT:
         tokens = int32_tokens(token_ids)
         response = self.lg.QuerySampleResponse(query_id, _address(tokens), tokens.nbytes, len(tokens))
         self.lg.QuerySamplesComplete([response])
+        self.clock.completed(query_id, len(tokens))
         self._finished(1)
 
     def _fail(self, query_id: int, error: BaseException | str) -> None:
@@ -170,6 +173,7 @@ class _BaseSUT:
         self.log.error("sample %#x failed: %s", query_id, error)
         self.errors.append(SampleError(query_id, str(error)))
         self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
+        self.clock.failed(query_id)
         self._finished(1)
 
 
@@ -177,8 +181,8 @@ class OfflineSUT(_BaseSUT):
     """Offline: the whole query goes to `Backend.generate` at once, on a worker thread."""
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
-                 logger: logging.Logger | None = None) -> None:
-        super().__init__(lg, backend, qsl, max_tokens, logger)
+                 logger: logging.Logger | None = None, clock: SampleClock | None = None) -> None:
+        super().__init__(lg, backend, qsl, max_tokens, logger, clock)
         self._queue: queue.SimpleQueue[list[tuple[int, int]] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
@@ -192,6 +196,7 @@ class OfflineSUT(_BaseSUT):
         if self._worker is None:
             raise SutError("issue_queries before start()")
         batch = [(s.id, s.index) for s in samples]
+        self.clock.issued(query_id for query_id, _ in batch)
         self._issued(len(batch))
         self._queue.put(batch)
 
@@ -237,6 +242,7 @@ class ServerSUT(_BaseSUT):
         """Nothing to stop (the backend is stopped by its owner)."""
 
     def issue_queries(self, samples: Sequence[Any]) -> None:
+        self.clock.issued(s.id for s in samples)
         self._issued(len(samples))
         for s in samples:
             try:
@@ -245,6 +251,7 @@ class ServerSUT(_BaseSUT):
                 self._fail(s.id, exc)
 
     def on_first_token(self, request_id: int, token_id: int) -> None:
+        self.clock.first_token(request_id)
         first = int32_tokens([token_id])
         self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(request_id, _address(first), first.nbytes, 1)])
 
@@ -256,10 +263,10 @@ class ServerSUT(_BaseSUT):
 
 
 def make_sut(scenario: str, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
-             logger: logging.Logger | None = None) -> OfflineSUT | ServerSUT:
+             logger: logging.Logger | None = None, clock: SampleClock | None = None) -> OfflineSUT | ServerSUT:
     """The SUT for a benchmark scenario (Offline; Server and Interactive stream)."""
     if scenario == "Offline":
-        return OfflineSUT(lg, backend, qsl, max_tokens, logger)
+        return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock)
     if scenario in ("Server", "Interactive"):
-        return ServerSUT(lg, backend, qsl, max_tokens, logger)
+        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock)
     raise SutError(f"unknown scenario {scenario!r}", hint="Offline, Server or Interactive")

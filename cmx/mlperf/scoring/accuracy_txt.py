@@ -27,6 +27,8 @@ CHECKER_PATTERNS: dict[str, str] = {
     "gen_len": r".*'gen_len':\s([\d.]+).*",
     "tokens_per_sample": r".*'tokens_per_sample':\s([\d.]+).*",
     "exact_match": r".*'exact_match':\s([\d.]+).*",
+    "gsm8k": r".*'gsm8k':\s([\d.]+).*",  # ACC_PATTERN gsm8k_accuracy
+    "mbxp": r".*'mbxp':\s([\d.]+).*",    # ACC_PATTERN mbxp_accuracy
 }
 # not read by the checker; the same shape, so that accuracy.txt round-trips
 _COUNT_PATTERNS: dict[str, str] = {
@@ -41,10 +43,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # the checker's names for the values it reads (constants.py accuracy-target), and how people read them
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
                  "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE",
-                 "exact_match": "exact_match"}
+                 "exact_match": "exact_match", "gsm8k": "gsm8k_accuracy", "mbxp": "mbxp_accuracy"}
 LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum",
           "gen_len": "generated length (characters)", "tokens_per_sample": "tokens per sample",
-          "exact_match": "exact match (%)"}
+          "exact_match": "exact match (%)", "gsm8k": "GSM8K exact match (%)", "mbxp": "MBXP pass@1 (%)"}
 
 
 class BoundLike(Protocol):
@@ -89,7 +91,7 @@ def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
 
     Lines are split as `open().readlines()` splits them and matched with the checker's
     patterns; the first line that matches a key gives its value. Keys: rouge1, rouge2, rougeL,
-    rougeLsum, tokens_per_sample, exact_match (floats), gen_len, gen_num, gen_tok_len (ints) and hash (str);
+    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp (floats), gen_len, gen_num, gen_tok_len (ints) and hash (str);
     a key the text lacks is absent.
     """
     found: dict[str, float | int | str] = {}

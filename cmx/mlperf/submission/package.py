@@ -113,6 +113,7 @@ def package(request: PackageRequest) -> Packaged:
         for system, desc in descriptions.items():
             write_description(desc, system_json(staging, system))
         _write_code(staging / round_.layout.code_dir)
+        _write_locks(staging / round_.layout.code_dir, results)
         if request.division == "closed" or request.calibration_file:
             _write_calibration(staging / "documentation" / CALIBRATION, request, results)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +230,7 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
 
     origin = source.origin
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
+                  code_dir=round_.layout.code_dir, lock=source.lock_in_src,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
                   backend=source.facts.get("backend") or {"kind": "vllm"})
@@ -248,6 +250,14 @@ def _write_code(dest: Path) -> None:
             shutil.copyfile(CHECKOUT / name, dest / name)
     (dest / "README.md").write_text(render("submission/src-README.md.j2", version=__version__,
                                            commit=source_commit()), encoding="utf-8")
+
+
+def _write_locks(code_dir: Path, results: list[SourceResult]) -> None:
+    """Each run's lockfile, so the README's `cmx run --locked` line replays exactly what ran."""
+    for r in results:
+        if r.lock_file is not None and r.lock_in_src is not None:
+            (code_dir / r.lock_in_src).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(r.lock_file, code_dir / r.lock_in_src)
 
 
 def source_commit() -> str:

@@ -60,6 +60,21 @@ class SourceResult:
     def name(self) -> str:
         return f"{self.system}/{self.benchmark}/{self.scenario}"
 
+    @property
+    def lock_file(self) -> Path | None:
+        """The lockfile the run that made these results left beside its run.json (None when it left none)."""
+        origin = self.origin
+        if origin is None or not origin.run_record:
+            return None
+        path = Path(origin.run_record).parent / "cmx.lock"
+        return path if path.is_file() else None
+
+    @property
+    def lock_in_src(self) -> str | None:
+        """Where the packaged tree's code folder keeps that lockfile: locks/<run record folder>.lock."""
+        lock = self.lock_file
+        return None if lock is None else f"locks/{lock.parent.name}.lock"
+
     def run_dir(self, mode: str) -> Path:
         return self.path / MODE_FOLDERS[mode]
 

@@ -36,6 +36,7 @@ from cmx.mlperf.loadgen.harness import (
     verify_test06,
 )
 from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.loadgen.progress import SAMPLES_CSV, RunProgress
 from cmx.mlperf.loadgen.sut import (
     QSL,
     OfflineSUT,
@@ -302,6 +303,7 @@ class Tiny:
         )
 
         self.root = root
+        self.progress: dict[str, list[RunProgress]] = {}  # what each run's on_progress heard
         self.model = make_tiny_llama(root / "model", seed=0).path
         self.dataset = make_tiny_openorca(root / "orca.pkl", self.model, rows=ROWS, seed=0).path
 
@@ -315,7 +317,8 @@ class Tiny:
         config = HarnessConfig(model=self.model, dataset=self.dataset, scenario=scenario, mode=mode, user_conf=conf,
                                output=out, device="cpu", max_tokens=MAX_TOKENS, rows=ROWS,
                                engine=EngineSettings(max_model_len=2048))
-        return run_test(config, timeout=RUN_TIMEOUT_S, logger=LOG), out
+        seen = self.progress.setdefault(name, [])
+        return run_test(config, timeout=RUN_TIMEOUT_S, logger=LOG, on_progress=seen.append), out
 
 
 @pytest.fixture(scope="module")
@@ -393,6 +396,26 @@ def test_server_performance_is_valid_within_the_v6_0_latency_limits(server_perf:
     assert result.tpot_p99_ms is not None and result.tpot_p99_ms < 200
     assert result.completed_samples >= 459
     assert_clean_logs(out)
+
+
+@needs_vllm
+@pytest.mark.e2e
+def test_a_server_test_reports_live_progress_and_writes_each_samples_times(server_perf: tuple[HarnessResult, Path],
+                                                                           tiny: Tiny):
+    result, out = server_perf
+    seen = tiny.progress["server-perf"]
+    assert seen[0].state == "starting" and seen[-1].state == "done"
+    running = [p for p in seen if p.state == "running" and p.completed]
+    assert running, "no progress while LoadGen ran"
+    assert all((p.ttft_limit_ms, p.tpot_limit_ms, p.expected) == (2000.0, 200.0, 480) for p in running)
+    assert all(p.tokens_per_s and p.ttft_p99_ms is not None and p.eta_s is not None for p in running)
+    final = seen[-1]
+    assert final.completed == result.completed_samples and final.failed == 0
+    # the SUT times from when LoadGen handed it the sample, LoadGen from its schedule: never later
+    assert final.ttft_p99_ms is not None and result.ttft_p99_ms is not None
+    assert final.ttft_p99_ms <= result.ttft_p99_ms * 1.05
+    rows = (out / SAMPLES_CSV).read_text(encoding="utf-8").splitlines()
+    assert len(rows) == result.completed_samples + 1
 
 
 @needs_vllm

@@ -109,6 +109,17 @@ def test_a_compiled_language_is_compiled_then_run_and_a_compile_error_is_its_own
     assert broken.status == "compile-error" and "error" in broken.stderr
 
 
+@pytest.mark.skipif(shutil.which("tsc") is None, reason="tsc is not installed (Debian's node-typescript)")
+def test_typescript_runs_despite_type_errors_as_tsc_still_writes_the_javascript():
+    source = ("const assert = require('assert');\n"
+              "function add(a: number, b: number): number { return a + b; }\n"
+              "assert.deepEqual(add(1, 2), {answer});\nconsole.log('checked');\n")
+    ok = run_program(Program("typescript", source.replace("{answer}", "3")), Limits(seconds=20))
+    wrong = run_program(Program("typescript", source.replace("{answer}", "4")), Limits(seconds=20))
+    assert ok.passed and ok.stdout == "checked\n"
+    assert wrong.status == "failed" and "AssertionError" in wrong.stderr
+
+
 def test_a_language_without_its_toolchain_is_refused_by_name(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(LanguageUnavailable, match="javascript programs cannot run here: node") as caught:

