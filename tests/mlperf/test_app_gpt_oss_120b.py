@@ -55,7 +55,8 @@ def test_the_tiny_gpt_oss_runs_offline_and_server_and_packages_for_open(home: Ho
         assert sorted(r["qsl_idx"] for r in accuracy_log) == list(range(24))  # the 24 rows of the accuracy set
         facts = json.loads((folder / "cmx_run.json").read_text())
         assert facts["benchmark"] == "gpt-oss-120b"
-        assert facts["origin"]["model"]["name"] == "tiny-gpt-oss-random-seed0"  # the GptOss architecture ran
+        model = facts["origin"]["model"]
+        assert (model["name"], model["architecture"]) == ("tiny-gpt-oss-random-seed0", "GptOssForCausalLM")
     report = check_tree(submission, "v6.0")
     assert report.rules_broken() == {"loadgen.min-duration", "loadgen.sample-count", "accuracy.coverage"}, \
         format_report(report)

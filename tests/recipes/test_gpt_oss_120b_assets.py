@@ -108,7 +108,8 @@ def test_the_weights_are_downloaded_at_a_commit_with_the_token(oss_home: Home, h
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["outputs"]
-    assert (out["revision"], out["precision"], out["is_tiny"]) == (COMMIT, "bf16", False)
+    assert (out["revision"], out["precision"], out["is_tiny"], out["architecture"]) == (
+        COMMIT, "bf16", False, "GptOssForCausalLM")
     assert out["eos_token_ids"] == [4096 - 21 + 4, 4096 - 21 + 1, 4096 - 21 + 14]  # <|return|>, <|endoftext|>, <|call|>
     assert all(s.authorization == f"Bearer {TOKEN}" for s in hub.seen) and TOKEN not in proc.stdout + proc.stderr
 

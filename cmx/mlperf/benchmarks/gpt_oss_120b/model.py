@@ -25,11 +25,12 @@ class GptOssModel:
     eos_token_id: int
     eos_token_ids: tuple[int, ...]
     is_tiny: bool
+    architecture: str = "GptOssForCausalLM"  # config.json architectures[0]: what vLLM runs (cmx_run.json records it)
 
     def outputs(self) -> dict[str, object]:
         return {"path": self.path, "name": self.name, "revision": self.revision, "dtype": self.dtype,
                 "precision": self.precision, "tokenizer_path": self.path, "eos_token_id": self.eos_token_id,
-                "eos_token_ids": list(self.eos_token_ids), "is_tiny": self.is_tiny}
+                "eos_token_ids": list(self.eos_token_ids), "is_tiny": self.is_tiny, "architecture": self.architecture}
 
 
 def make_tiny(dest: Path, inputs: Mapping[str, object], *, log: logging.Logger | None = None) -> GptOssModel:
@@ -83,7 +84,8 @@ def describe(folder: Path, name: str, revision: str, *, is_tiny: bool,
                          hint="gpt-oss-120b lists [200002, 199999, 200012]; copy the original files")
     quant = config.get("quantization_config") or {}
     precision = str(quant.get("quant_method", "bf16")) if isinstance(quant, dict) else "bf16"
-    return GptOssModel(folder, name, revision, "bfloat16", precision, ends[0], ends, is_tiny)
+    architecture = str((config.get("architectures") or ["unknown"])[0])
+    return GptOssModel(folder, name, revision, "bfloat16", precision, ends[0], ends, is_tiny, architecture)
 
 
 __all__ = ["GptOssModel", "TINY_DEFAULTS", "describe", "make_tiny", "refuse_tiny_inputs", "require_model_files"]
