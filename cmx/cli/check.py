@@ -15,7 +15,7 @@ PATH is the folder that holds the division folders (closed/, open/), made by
 cmx or by anyone. cmx checks what the official MLCommons checker checks
 (layout, required files, systems/*.json, measurements.json, LoadGen logs:
 seeds, errors, durations, sample counts, token latencies; accuracy.txt,
-truncation and hash, dataset coverage; TEST06; required scenarios) and what
+truncation and hash, dataset coverage; the round's compliance tests; required scenarios) and what
 the round's rules say but that checker misses (INVALID results, the
 Interactive 450/40 ms limits). It prints a table of results, then one line per
 problem: path, [rule], what was found, what to do.

@@ -7,14 +7,14 @@ The layout, under `results_dir`:
         user.conf             the user.conf every test of the scenario ran with
         performance/run_1/    LoadGen's logs of the performance run, result.json, harness.log
         accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample)
-        TEST06/               the TEST06 audit run, and verify_accuracy.txt
+        TEST06/ (TEST07/, TEST09/)  the round's compliance runs and their verification files
         cmx_run.json          the facts: short, tiny, compliant and why not, validity, problems, and
                               where the run came from (command, versions, system, model: RunOrigin)
     summary.txt               one line per test (the table `format_table` prints)
 
 A short run (cmx's smoke profile) or one on the tiny model is never compliant, and cmx_run.json
 says so. `run_app` refuses to report success when a test is INVALID, has errors in its log, or
-(TEST06) fails a check: it raises AppRunFailed naming each test and why, after writing everything.
+(a compliance test) fails a check: it raises AppRunFailed naming each test and why, after writing everything.
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
 from cmx.secrets import Secret
 
-MODES = ("performance", "accuracy", "test06")
+MODES = ("performance", "accuracy", "test06", "test07", "test09")
 BACKENDS = ("vllm", "endpoint")
-MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", "test06": "TEST06"}
+MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", "test06": "TEST06", "test07": "TEST07",
+                "test09": "TEST09"}
 CMX_RUN_JSON = "cmx_run.json"
 SUMMARY_TXT = "summary.txt"
 SHORT_SAMPLES = 64
@@ -209,7 +210,7 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
 
 def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path, *,
           evaluate: Evaluator = evaluate_accuracy, verify: Verifier = verify_test06) -> RunSummary:
-    """A test's summary: the harness's verdict, plus ROUGE (accuracy) or the TEST06 checks."""
+    """A test's summary: the harness's verdict, plus ROUGE (accuracy) or the compliance test's checks."""
     problems = list(result.problems)
     rouge = None
     if result.mode == "accuracy" and (output / "mlperf_log_accuracy.json").is_file():
@@ -217,6 +218,8 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
         problems += more
     if result.mode == "test06" and (output / "mlperf_log_accuracy.json").is_file():
         problems += _verify_test06(output, result.scenario, verify, config.eos_token_id)
+    if result.mode in ("test07", "test09") and (output / "mlperf_log_accuracy.json").is_file():
+        problems += _verify_compliance(config, result.mode, output)
     return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=result.validity,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
                       tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details))
@@ -242,9 +245,24 @@ def _verify_test06(output: Path, scenario: str, verify: Verifier, eos_token_id: 
     return [] if verify_accuracy_txt_passes(text) else [f"TEST06 failed a check (see {output / 'verify_accuracy.txt'})"]
 
 
+def _verify_compliance(config: AppConfig, mode: str, output: Path) -> list[str]:
+    from cmx.mlperf.loadgen import test07, test09
+    from cmx.mlperf.loadgen.compliance import compliance_test
+
+    if mode == "test07":
+        path = test07.verify_run(output, config.dataset, config.tokenizer, benchmark=config.benchmark, rows=config.rows)
+    else:
+        path = test09.verify_run(output, benchmark=config.benchmark)
+    if config.tiny or compliance_test(mode).passes(path.read_text(encoding="utf-8")):
+        return []  # random weights: the score or length says nothing, so it cannot fail the run
+    return [f"{mode.upper()} failed its check (see {path})"]
+
+
 def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: UserConf,
                         runs: Sequence[RunSummary]) -> list[str]:
     """Why this scenario's results could not be submitted to the closed division (empty: they could)."""
+    from cmx.mlperf.loadgen.compliance import modes_of
+
     reasons: list[str] = []
     if config.short:
         reasons.append("short run: cmx's smoke-test profile, far below the round's minimum duration and query count")
@@ -254,7 +272,8 @@ def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: U
         reasons.append(f"only the first {config.rows} dataset rows were used")
     reasons += [f"user.conf: {n}" for n in conf.noncompliance]
     done = {r.mode for r in runs}
-    reasons += [f"no {m} run" for m in MODES if m not in done]
+    needed = ("performance", "accuracy", *modes_of(round_.benchmark(config.benchmark).compliance_tests))
+    reasons += [f"no {m} run" for m in needed if m not in done]
     reasons += [f"{r.mode}: {p}" for r in runs for p in r.problems]
     perf = config.run_dir(scenario, "performance")
     if "performance" in done and (perf / "mlperf_log_detail.txt").is_file():

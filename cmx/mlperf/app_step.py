@@ -28,10 +28,11 @@ def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]
     return (wanted,)
 
 
-def modes_for(choice: str) -> tuple[str, ...]:
-    """`valid` is what a submission needs per scenario: performance, accuracy and TEST06."""
-    table = {"performance": ("performance",), "accuracy": ("accuracy",), "compliance": ("test06",),
-             "valid": ("performance", "accuracy", "test06")}
+def modes_for(choice: str, compliance: tuple[str, ...] = ("test06",)) -> tuple[str, ...]:
+    """`valid` is what a submission needs per scenario: performance, accuracy and the round's compliance
+    tests for the benchmark (`compliance`: TEST06 for most LLMs, TEST07 and TEST09 for gpt-oss-120b)."""
+    table = {"performance": ("performance",), "accuracy": ("accuracy",), "compliance": compliance,
+             "valid": ("performance", "accuracy", *compliance)}
     if choice not in table:
         raise AppConfigError(f"unknown mode {choice!r}", hint=f"one of {', '.join(table)}")
     return table[choice]
@@ -69,14 +70,15 @@ def scenarios_from_list(listed: str, round_: Round, benchmark: str) -> tuple[str
     return tuple(s for n in names for s in scenarios_for(n.lower(), round_, benchmark))
 
 
-def modes_from_list(listed: str) -> tuple[str, ...]:
-    """`performance,accuracy` -> ("performance", "accuracy"); TEST06 may be written test06 or compliance."""
+def modes_from_list(listed: str, compliance: tuple[str, ...] = ("test06",)) -> tuple[str, ...]:
+    """`performance,accuracy` -> ("performance", "accuracy"); `compliance` stands for the round's compliance tests."""
     out: list[str] = []
     for name in (n.strip().lower() for n in listed.split(",") if n.strip()):
-        mode = "test06" if name in ("test06", "compliance") else name
-        if mode not in MODES:
-            raise AppConfigError(f"unknown mode {name!r} in modes={listed}", hint=f"modes are {', '.join(MODES)}")
-        out.append(mode)
+        modes = compliance if name == "compliance" else (name,)
+        for mode in modes:
+            if mode not in MODES:
+                raise AppConfigError(f"unknown mode {name!r} in modes={listed}", hint=f"modes are {', '.join(MODES)}")
+            out.append(mode)
     return tuple(dict.fromkeys(out))
 
 
@@ -99,7 +101,7 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
     round_ = load_round(i["round"])
     config = AppConfig(
         round=i["round"], benchmark=name, device=ctx.context["device"],
-        scenarios=chosen_scenarios(ctx, round_, name), modes=chosen_modes(ctx),
+        scenarios=chosen_scenarios(ctx, round_, name), modes=chosen_modes(ctx, round_, name),
         model=Path(model["path"]), tokenizer=Path(model["tokenizer_path"]),
         dataset=Path(ctx.deps.dataset.outputs["path"]),
         results_dir=i["results_dir"] or ctx.workdir / "results",
@@ -155,10 +157,13 @@ def chosen_scenarios(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]
     return scenarios_from_list(listed, round_, benchmark) if listed else scenarios_for(variation, round_, benchmark)
 
 
-def chosen_modes(ctx: Any) -> tuple[str, ...]:
+def chosen_modes(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]:
+    from cmx.mlperf.loadgen.compliance import modes_of
+
+    compliance = modes_of(round_.benchmark(benchmark).compliance_tests)
     variation = ctx.variation("mode")
     listed = pick(ctx.inputs["modes"], variation, "valid", group="tests", input_name="modes")
-    return modes_from_list(listed) if listed else modes_for(variation)
+    return modes_from_list(listed, compliance) if listed else modes_for(variation, compliance)
 
 
 def endpoint_settings(ctx: Any) -> Any:

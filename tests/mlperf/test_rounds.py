@@ -56,8 +56,29 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
     assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b",
-                                                  "mixtral-8x7b", "deepseek-r1")
-    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1")
+                                                  "gpt-oss-120b", "mixtral-8x7b", "deepseek-r1")
+    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1", "gpt-oss-120b")
+
+
+@pytest.mark.parametrize("round_", ["v6.0", "v6.1"])
+def test_gpt_oss_120b_has_the_checkers_targets_sample_counts_and_compliance_tests(round_: str) -> None:
+    # constants.py MODEL_CONFIG[round], loadgen/mlperf.conf and compliance/TEST07, TEST09 at b66003e
+    bench = load_round(round_).benchmark("gpt-oss-120b")
+    assert [(b.metric, b.value) for b in bench.accuracy.minimums] == [("exact_match", 83.13 * 0.99)]
+    assert [(b.metric, b.value) for b in bench.accuracy.maximums] == [("tokens_per_sample", 9999 * 1.1)]
+    assert (bench.dataset_size, bench.performance_sample_count, bench.accuracy_sample_count) == (6396, 6396, 4395)
+    server, interactive = bench.scenario("Server"), bench.scenario("Interactive")
+    assert (server.latency.ttft_p99_ms, server.latency.tpot_p99_ms) == (3000, 80)
+    assert (interactive.loadgen_model, interactive.latency.ttft_p99_ms, interactive.latency.tpot_p99_ms) == (
+        "gpt-oss-120b-interactive", 2000, 15)
+    assert bench.scenario("Offline").min_query_count is None  # mlperf.conf sets none for gpt-oss-120b
+    assert bench.compliance_tests == ("TEST07", "TEST09") and bench.missing_scenarios({"Offline"}) == [
+        "Server or Interactive"]
+
+
+def test_a_benchmark_without_its_own_accuracy_set_covers_its_dataset() -> None:
+    bench = load_round("v6.0").benchmark("llama3.1-8b")
+    assert bench.accuracy_sample_count == bench.dataset_size == 13368
 
 
 @pytest.mark.parametrize("round_", ["v5.1", "v6.0"])

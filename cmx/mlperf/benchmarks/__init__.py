@@ -10,9 +10,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
+from pathlib import Path
 
 from cmx.errors import CmxError
-from cmx.mlperf.benchmarks.base import Benchmark
+from cmx.mlperf.benchmarks.base import Benchmark, Dataset
 
 
 class UnknownBenchmark(CmxError):
@@ -38,3 +39,14 @@ def benchmark_for(name: str) -> Benchmark:
             return bench
     known = ", ".join(n for b in all_benchmarks() for n in b.names)
     raise UnknownBenchmark(f"no benchmark is called {name!r}", hint=f"cmx knows {known}")
+
+
+def dataset_for_test(bench: Benchmark, path: Path, mode: str) -> Dataset:
+    """The samples the `mode` test (performance, accuracy, a compliance test) reads from the dataset at `path`.
+
+    Most benchmarks read one set for every test (`load_dataset`); one whose tests read different
+    sets (gpt-oss-120b: a performance set, an accuracy set, TEST07's own) defines
+    `load_dataset_for(path, mode)`.
+    """
+    pick = getattr(bench, "load_dataset_for", None)
+    return pick(path, mode) if pick is not None else bench.load_dataset(path)

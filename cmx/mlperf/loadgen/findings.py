@@ -273,10 +273,13 @@ def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules
                                                       f"{name} runs with it on."))
         out += _tagged("loadgen.latency-setting", _latency_setting_problems(run, rules, name))
     else:
-        covered = s.accuracy_sample_count if s.accuracy_sample_count is not None else run.qsl_total_count
-        if covered is not None and covered != bench.dataset_size:
+        # LoadGen logs the accuracy_sample_count *setting* (effective_accuracy_sample_count) even when the QSL
+        # holds fewer samples (a 96-row set under gpt-oss-120b's 4395): it covers no more than the QSL has
+        counts = [c for c in (s.accuracy_sample_count, run.qsl_total_count) if c is not None]
+        covered = min(counts) if counts else None
+        if covered is not None and covered != bench.accuracy_sample_count:
             out.append(Finding("accuracy.coverage", f"the accuracy run covered {covered} samples, not all "
-                                                    f"{bench.dataset_size} of {bench.name}."))
+                                                    f"{bench.accuracy_sample_count} of {bench.name}."))
     return out
 
 

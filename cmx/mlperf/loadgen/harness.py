@@ -1,4 +1,4 @@
-"""Run ONE LoadGen test in this process (performance, accuracy or TEST06) on a backend, and judge its logs.
+"""Run ONE LoadGen test in this process (performance, accuracy or a compliance test) on a backend, and judge its logs.
 
 LoadGen's `TestSettings.FromConfig` may be called once per process (a second call writes
 "Multiple conf files are used" into the next run's log, which fails the accuracy check), so each
@@ -15,9 +15,10 @@ Callers use `run_test(...)`, which starts that process and returns its `HarnessR
 call FromConfig themselves. The process builds and warms up the backend before LoadGen's timed
 window, runs the test with tracing off, writes `result.json` into the output folder, prints one
 verdict line, and exits non-zero when the run has problems (INVALID, errors in the detail log,
-failed samples). TEST06 writes the audit.config into the output folder for its run only and
-removes it afterwards. `evaluate_accuracy` and `verify_test06` turn an accuracy or TEST06 run's
-log into accuracy.txt and verify_accuracy.txt.
+failed samples). A compliance test (TEST06, TEST07, TEST09) writes its audit.config into the output
+folder for its run only and removes it afterwards. `evaluate_accuracy` and `verify_test06` turn
+an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt (test07.verify_run and
+test09.verify_run do it for theirs).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 
 from cmx.errors import CmxError
 
-MODES = ("performance", "accuracy", "test06")
+MODES = ("performance", "accuracy", "test06", "test07", "test09")  # cmx.mlperf.loadgen.compliance.MODES
 SCENARIOS = ("Offline", "Server", "Interactive")
 RESULT_JSON = "result.json"
 CONFIG_JSON = "harness_config.json"
@@ -191,8 +192,8 @@ class HarnessResult:
 
     def verdict(self) -> str:
         head = f"{self.scenario} {self.mode}: {self.validity or 'no result'}"
-        if self.mode == "test06":  # a 100-query audit run; LoadGen's verdict on it is not what TEST06 checks
-            head = f"{self.scenario} TEST06 audit run (LoadGen: {self.validity or 'no result'})"
+        if self.mode.startswith("test"):  # an audit run; LoadGen's verdict on it is not what the test checks
+            head = f"{self.scenario} {self.mode.upper()} audit run (LoadGen: {self.validity or 'no result'})"
         if self.ok:
             return f"{head}, OK"
         if self.validity == "VALID":
@@ -275,7 +276,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     """Run the test in this process (the harness process's job; call it once per process)."""
     import mlperf_loadgen as lg
 
-    from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
     from cmx.mlperf.loadgen.progress import (
         PROGRESS_JSON,
         SAMPLES_CSV,
@@ -285,7 +286,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
         run_shape,
     )
     from cmx.mlperf.loadgen.sut import QSL, make_sut
-    from cmx.mlperf.loadgen.test06 import write_audit_config
+    from cmx.mlperf.loadgen.compliance import write_audit_config
     from cmx.mlperf.rounds import load_round
 
     round_ = load_round(config.round)
@@ -296,7 +297,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     if audit.exists():
         raise HarnessError(f"a stray {audit} would silently change this run",
                            hint="it belongs to a TEST06 run that did not finish; remove it")
-    dataset = benchmark_for(config.benchmark).load_dataset(config.dataset)
+    dataset = dataset_for_test(benchmark_for(config.benchmark), config.dataset, config.mode)
     if config.rows is not None:
         dataset = dataset.limit(config.rows)
 
@@ -316,8 +317,8 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             sut.start()
             qsl.construct(lg)
             sut.construct()
-            if config.mode == "test06":
-                write_audit_config(config.output)
+            if config.mode.startswith("test"):
+                write_audit_config(config.mode, config.output, config.benchmark)
             logger.info("LoadGen %s %s test starts", config.scenario, config.mode)
             lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log_settings(lg, config.output), str(audit))
             if not sut.wait_idle(IDLE_TIMEOUT_S):
@@ -347,7 +348,7 @@ def judge(config: HarnessConfig, errors: list[Any], completed: int, start_second
 
     run = read_loadgen_run(config.output)
     problems = run.problems(load_round(config.round), config.benchmark, compliant=False, scenario=config.scenario,
-                            compliance_test="TEST06" if config.mode == "test06" else None)
+                            compliance_test=config.mode.upper() if config.mode.startswith("test") else None)
     if errors:
         problems.append(f"{len(errors)} samples failed in the backend (completed empty); the first: "
                         f"{errors[0].message}")

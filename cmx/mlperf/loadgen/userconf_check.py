@@ -157,9 +157,9 @@ def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: Scena
     if key == "performance_sample_count_override" and value and value < bench.performance_sample_count:
         return (f"performance_sample_count_override = {value:g} is below {bench.performance_sample_count}, "
                 f"the {r} count for {bench.name}")
-    if key == "accuracy_sample_count_override" and value and value != bench.dataset_size:
+    if key == "accuracy_sample_count_override" and value and value != bench.accuracy_sample_count:
         return (f"accuracy_sample_count_override = {value:g}: the accuracy run must cover all "
-                f"{bench.dataset_size} samples")
+                f"{bench.accuracy_sample_count} samples")
     if key == "sample_concatenate_permutation" and bench.equal_issue and value != 1:
         return f"sample_concatenate_permutation = {value:g}: {bench.name} runs in equal-issue mode (1)"
     if key in ("performance_issue_unique", "performance_issue_same") and value:

@@ -118,6 +118,13 @@ class Benchmark:
     one_of_scenarios: tuple[tuple[str, ...], ...]  # datacenter, closed: at least one of each group
     compliance_tests: tuple[str, ...]
     accuracy: AccuracyTargets
+    # samples an accuracy run covers: constants.py accuracy-sample-count where the benchmark has its own
+    # accuracy set (gpt-oss-120b: 4395), else the dataset size (the checker's get_accuracy_sample_count)
+    accuracy_sample_count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.accuracy_sample_count:
+            object.__setattr__(self, "accuracy_sample_count", self.dataset_size)
 
     @property
     def scenario_names(self) -> tuple[str, ...]:
@@ -309,6 +316,7 @@ def _parse_benchmark(name: str, b: _Reader) -> Benchmark:
         one_of_scenarios=tuple(tuple(group) for group in datacenter.get("one_of", list, [])),
         compliance_tests=tuple(b.get("compliance", list, [])),
         accuracy=_parse_accuracy(acc, b.get("accuracy_factor", float)),
+        accuracy_sample_count=b.get("accuracy_sample_count", int, 0),
     )
     for reader in (datacenter, acc, b):
         reader.done()

@@ -175,14 +175,27 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
     _copy_files(acc, paths.accuracy, ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_TXT))
     digest = truncate_accuracy_log(acc / ACCURACY_LOG, paths.accuracy / ACCURACY_LOG)
     if request.division == "closed":
-        test06 = source.run_dir("test06")
-        _copy_files(test06, paths.test06, (VERIFY_TXT,))
-        _copy_files(test06, paths.test06 / "accuracy", (ACCURACY_LOG,))
+        for name in round_.benchmark(source.benchmark).compliance_tests:
+            _copy_compliance(source, paths, name)
     paths.measurements_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source.path / "user.conf", paths.user_conf)
     paths.measurements_json.write_text(json.dumps(dict(measured), indent=4) + "\n", encoding="utf-8")
     paths.readme.write_text(render_readme(source, round_, request, digest), encoding="utf-8")
     return PackagedResult(source.name, paths.result_dir, acc / ACCURACY_LOG, digest)
+
+
+def _copy_compliance(source: SourceResult, paths: ResultPaths, name: str) -> None:
+    """A compliance run's folder as its run_verification.py lays it out: the verification file, the accuracy log
+    in accuracy/, and (TEST07, TEST09) the run's summary and detail in performance/run_1."""
+    from cmx.mlperf.loadgen.compliance import compliance_test
+
+    test = compliance_test(name)
+    run = source.run_dir(test.mode)
+    _copy_files(run, paths.compliance(name), (test.verify_file,))
+    _copy_files(run, paths.compliance(name) / "accuracy", (ACCURACY_LOG,))
+    if test.copies_performance:
+        _copy_files(run, paths.compliance(name) / "performance" / "run_1",
+                    ("mlperf_log_summary.txt", "mlperf_log_detail.txt"))
 
 
 def _copy_files(src: Path, dest: Path, names: Iterable[str]) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from cmx.mlperf.app import MODE_FOLDERS
 from cmx.mlperf.loadgen.accuracy_log import sha256_file
 from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
-from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
+from cmx.mlperf.loadgen.compliance import compliance_test
 from cmx.mlperf.rounds import Round, RoundError
 from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
 from cmx.mlperf.submission.sources import PackageRequest, SourceResult
@@ -57,10 +57,11 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
             out.append(f"its SUT sent the samples over HTTP to a server on another host ({backend.get('url')}): the "
                        "closed division measures the system described, with LoadGen on it, and cmx does not make "
                        "network-division results; package it for open")
-    modes = ("performance", "accuracy", "test06") if closed else ("performance", "accuracy")
+    compliance = [compliance_test(t) for t in bench.compliance_tests] if closed else []
+    modes = ("performance", "accuracy", *(t.mode for t in compliance))
     for mode in modes:
         if not result.has(mode):
-            what = "TEST06 run (closed needs it for LLMs)" if mode == "test06" else f"{mode} run"
+            what = f"{mode.upper()} run (closed needs it for LLMs)" if mode.startswith("test") else f"{mode} run"
             out.append(f"there is no {what}: its {MODE_FOLDERS[mode]}/mlperf_log_detail.txt is missing")
     if not (result.path / "user.conf").is_file():
         out.append("there is no user.conf: the tree must hold the one the tests ran with")
@@ -69,12 +70,14 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
             out += _log_refusals(result, round_, mode, closed=closed)
     if result.has("accuracy"):
         out += _accuracy_refusals(result, round_, closed=closed)
-    if closed and result.has("test06"):
-        verify = result.run_dir("test06") / VERIFY_TXT
+    for test in compliance:
+        if not result.has(test.mode):
+            continue
+        verify = result.run_dir(test.mode) / test.verify_file
         if not verify.is_file():
-            out.append(f"TEST06 has no {VERIFY_TXT}: the verification did not run")
-        elif not verify_accuracy_txt_passes(verify.read_text(encoding="utf-8", errors="replace")):
-            out.append(f"TEST06 failed a check (see {verify})")
+            out.append(f"{test.name} has no {test.verify_file}: the verification did not run")
+        elif not test.passes(verify.read_text(encoding="utf-8", errors="replace")):
+            out.append(f"{test.name} failed a check (see {verify})")
     return out
 
 
@@ -95,10 +98,10 @@ def _log_refusals(result: SourceResult, round_: Round, mode: str, *, closed: boo
         run = read_loadgen_run(result.run_dir(mode))
     except LoadgenLogError as exc:
         return [f"{mode}: {exc}"]
-    test = "TEST06" if mode == "test06" else None
+    test = mode.upper() if mode.startswith("test") else None
     found = run.findings(round_, result.benchmark, compliant=closed and test is None, scenario=result.scenario,
                          compliance_test=test)
-    label = "TEST06" if test else mode
+    label = test or mode
     return [f"{label}: {f.text}" for f in found]
 
 

@@ -54,7 +54,11 @@ class ResultPaths:
 
     @property
     def test06(self) -> Path:
-        return self._under(self.layout.compliance_dir) / "TEST06"
+        return self.compliance("TEST06")
+
+    def compliance(self, test: str) -> Path:
+        """A compliance test's folder (TEST06, TEST07, TEST09)."""
+        return self._under(self.layout.compliance_dir) / test
 
     @property
     def measurements_dir(self) -> Path:

@@ -24,7 +24,7 @@ IDS = [b.family for b in BENCHMARKS]
 
 
 def test_the_benchmarks_are_found_by_family_and_by_mlperf_name():
-    assert IDS == ["deepseek-r1", "llama2-70b", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b"]
+    assert IDS == ["deepseek-r1", "gpt-oss-120b", "llama2-70b", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b"]
     assert benchmark_for("llama2-70b-99.9").family == "llama2-70b"
     assert benchmark_for("llama3.1-8b").names == ("llama3.1-8b",)
     with pytest.raises(UnknownBenchmark, match="no benchmark is called 'llama3-8b'") as info:

@@ -155,10 +155,10 @@ def _belongs_in(parts: tuple[str, ...], division: str, round_: Round) -> str | N
                round_.layout.code_dir: "the harness source (or a README pointing at a pinned commit of it)",
                "documentation": "calibration.md and other documents"}
         return top.get(name)
-    if name == "TEST06":
-        return f"the TEST06 verification ({VERIFY_TXT}) and its accuracy/ log"
-    if depth >= 2 and parts[-2] == "TEST06" and name == "accuracy":
-        return f"the TEST06 run's {ACCURACY_LOG}"
+    if name in ("TEST06", "TEST07", "TEST09"):
+        return f"the {name} verification and its accuracy/ log"
+    if depth >= 2 and parts[-2] in ("TEST06", "TEST07", "TEST09") and name == "accuracy":
+        return f"the {parts[-2]} run's {ACCURACY_LOG}"
     if name == "run_1":
         return "the performance run's LoadGen logs"
     if name == "performance":

@@ -78,8 +78,9 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
         _network_sut(perf, system, root, mine)
     _loadgen(paths.accuracy, root, round_, bench_name, folder.scenario, mine)
     accuracy = _accuracy(paths, root, round_, bench_name, closed, mine)
-    if closed and "TEST06" in round_.benchmark(bench_name).compliance_tests:
-        _test06(paths, root, mine)
+    if closed:
+        for test in round_.benchmark(bench_name).compliance_tests:
+            (_test06 if test == "TEST06" else _compliance_verdict)(paths, root, mine, test)
     problems += mine
     metric = perf.results.tokens_per_second if perf else None
     return ResultRow(division=sub.division, submitter=sub.name, system=folder.system, benchmark=folder.benchmark,
@@ -201,7 +202,31 @@ def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, clo
     return found
 
 
-def _test06(paths: ResultPaths, root: Path, out: list[Problem]) -> None:
+def _compliance_verdict(paths: ResultPaths, root: Path, out: list[Problem], name: str) -> None:
+    """TEST07, TEST09: the folder, its accuracy log, and "TEST PASS" in the verification file (compliance_check.py)."""
+    from cmx.mlperf.loadgen.compliance import compliance_test
+
+    test, folder = compliance_test(name), paths.compliance(name)
+    rule = name.lower()
+    if not folder.is_dir():
+        out.append(Problem(relative(folder, root), f"{rule}.missing", f"no {name} folder",
+                           f"the closed division needs {name} for this benchmark: run _compliance"))
+        return
+    log = folder / "accuracy" / ACCURACY_LOG
+    if not log.is_file():
+        out.append(Problem(relative(log, root), f"{rule}.missing", "missing",
+                           f"copy the {name} run's mlperf_log_accuracy.json back (cmx's packager and the official "
+                           "run_verification.py put it there)"))
+    verify = folder / test.verify_file
+    if not verify.is_file():
+        out.append(Problem(relative(verify, root), f"{rule}.missing", "missing", f"run the {name} verification"))
+        return
+    if not test.passes(verify.read_text(encoding="utf-8", errors="replace")):
+        out.append(Problem(relative(verify, root), f"{rule}.check", "it does not say TEST PASS",
+                           f"the {name} run failed its check; see the file for the numbers"))
+
+
+def _test06(paths: ResultPaths, root: Path, out: list[Problem], name: str = "TEST06") -> None:
     verify = paths.test06 / VERIFY_TXT
     if not paths.test06.is_dir():
         out.append(Problem(relative(paths.test06, root), "test06.missing", "no TEST06 folder",

@@ -1,0 +1,163 @@
+"""The gpt-oss-120b sets: the MLCommons folder (performance, accuracy and TEST07 sets), each file read and checked.
+
+MLCommons publishes one folder, fetched from
+https://inference.mlcommons-storage.org/metadata/gpt-oss-data.uri (mlcommons/mlperf-automations,
+script/get-dataset-mlperf-inference-gpt-oss/meta.yaml, the r2-downloader variation; the reference's
+README.md sends you to that script). It holds several DataFrames, each a Parquet file (the
+reference's README.md recommends it) or a pickle (still read, "for backward compatibility"):
+
+- the performance set, `perf/perf_eval_ref.parquet` (6396 rows, reasoning_effort low: README.md
+  "Compliance Testing"; mlperf.conf performance_sample_count_override 6396);
+- the accuracy set, `acc_eval_ref.parquet` (4395 rows, reasoning_effort high; mlperf.conf
+  accuracy_sample_count_override 4395). The name is the one published v6.1 submissions use
+  (MangoBoost's closed gpt-oss-120b README in mlcommons/inference_results_v6.1); the reference's
+  README.md example passes `acc_eval_inputs.parquet`, which is accepted too;
+- TEST07's GPQA set, `acc/acc_eval_compliance_gpqa.parquet` (990 rows; README.md "Compliance Testing").
+
+Each is looked for under its subfolder (perf/, acc/), as README.md writes the paths, and then at
+the top of the folder, where MangoBoost's reproduction finds the three files.
+
+The columns the reference reads (mlcommons/inference b66003e, language/gpt-oss-120b/):
+`input_tokens` (or, before v4.0, `tok_input`): the prompt as token ids, already in the harmony
+chat format with its reasoning effort (utils/tokenization.py `load_tokenized_dataset`);
+`dataset` (aime25, gpqa_diamond, livecodebench_v6: which scorer grades the row) and
+`ground_truth` (the answer: an integer for AIME, a letter for GPQA, the LiveCodeBench
+question_id), read by eval_mlperf_accuracy.py. Other columns are allowed and ignored.
+
+A pickle can run code when it is read: load only a file whose checksum was checked (the
+get-dataset-gpt-oss-120b recipe checks the md5 MLCommons lists) or one you made.
+"""
+
+from __future__ import annotations
+
+import pickle
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx.mlperf.benchmarks.base import DatasetError
+
+PERFORMANCE_FILE = "perf/perf_eval_ref"        # README.md, "Compliance Testing" (TEST09's set)
+ACCURACY_FILE = "acc/acc_eval_ref"             # published submissions' name (see above)
+ACCURACY_ALIASES = ("acc/acc_eval_inputs",)    # README.md, "Evaluate the accuracy" (--reference-data)
+TEST07_FILE = "acc/acc_eval_compliance_gpqa"   # README.md, "Compliance Testing" (TEST07's set)
+SUFFIXES = (".parquet", ".pkl")                # utils/tokenization.py: parquet, else pickle
+PERFORMANCE_SAMPLES = 6396  # mlperf.conf gpt-oss-120b.*.performance_sample_count_override
+ACCURACY_SAMPLES = 4395     # mlperf.conf gpt-oss-120b.*.accuracy_sample_count_override
+TOKEN_COLUMNS = ("input_tokens", "tok_input")  # v4.0+ name first, as load_tokenized_dataset looks
+_INT32_MAX = 2**31 - 1
+_HINT = "it is not a gpt-oss-120b set MLCommons publishes; get them with `cmx run \"get dataset gpt-oss-120b\"`"
+
+
+@dataclass(frozen=True)
+class GptOssDataset:
+    """One set: prompts as token ids, the sub-dataset of each row and its ground truth."""
+
+    token_ids: tuple[array, ...]  # array("i"): int32 prompt ids
+    datasets: tuple[str, ...]     # the `dataset` column, lower-cased as validate_dataset_name does
+    truths: tuple[str, ...]       # `ground_truth` as text ("" where the reference has NaN/None)
+    path: Path
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    def prompt_ids(self, i: int) -> list[int]:
+        """Row i's prompt ids, fed to the engine as they are (the harmony prompt is already rendered)."""
+        return self.token_ids[i].tolist()
+
+    def reference(self, i: int) -> str:
+        """Row i's ground truth as text: an integer, a letter or a LiveCodeBench question_id."""
+        return self.truths[i]
+
+    def dataset(self, i: int) -> str:
+        return self.datasets[i]
+
+    def limit(self, n: int) -> GptOssDataset:
+        """The first n rows (short test runs; a compliant run uses all of them)."""
+        if not 1 <= n <= len(self):
+            raise DatasetError(f"cannot keep {n} samples of {self.path}: it has {len(self)}",
+                               hint=f"give a number from 1 to {len(self)}")
+        return GptOssDataset(self.token_ids[:n], self.datasets[:n], self.truths[:n], self.path)
+
+
+def set_file(folder: Path, stem: str, aliases: tuple[str, ...] = ()) -> Path:
+    """The file of one set in the MLCommons folder: `<stem>.parquet`, else `.pkl`, in its subfolder or at the top."""
+    folder = Path(folder)
+    for name in (stem, *aliases):
+        for place in (name, name.rsplit("/", 1)[-1]):
+            for suffix in SUFFIXES:
+                candidate = folder / (place + suffix)
+                if candidate.is_file():
+                    return candidate
+    raise DatasetError(f"{folder} has no {stem}.parquet (nor {stem}.pkl, nor at its top)",
+                       hint="give the folder MLCommons' gpt-oss dataset download makes")
+
+
+def load_set(folder: Path, mode: str = "accuracy") -> GptOssDataset:
+    """The set a test reads: performance (and TEST09) the performance set, accuracy the accuracy set, TEST07 its own."""
+    stem = {"performance": PERFORMANCE_FILE, "accuracy": ACCURACY_FILE, "test07": TEST07_FILE,
+            "test09": PERFORMANCE_FILE}.get(mode)
+    if stem is None:
+        raise DatasetError(f"gpt-oss-120b has no set for the {mode!r} test",
+                           hint="its tests are performance, accuracy, test07 and test09")
+    return load_file(set_file(folder, stem, ACCURACY_ALIASES if stem == ACCURACY_FILE else ()))
+
+
+def load_file(path: Path) -> GptOssDataset:
+    """Read one set's DataFrame (Parquet or pickle) and check the columns the reference reads."""
+    path = Path(path)
+    frame = _read_frame(path)
+    columns = [str(c) for c in getattr(frame, "columns", [])]
+    token_column = next((c for c in TOKEN_COLUMNS if c in columns), None)
+    missing = [c for c in ("dataset", "ground_truth") if c not in columns]
+    if token_column is None or missing:
+        wanted = missing + ([] if token_column else ["input_tokens (or tok_input)"])
+        raise DatasetError(f"{path} lacks the column(s) {', '.join(wanted)}", hint=_HINT)
+    if len(frame) == 0:
+        raise DatasetError(f"{path} has no rows", hint=_HINT)
+    ids = tuple(_token_array(path, i, v) for i, v in enumerate(frame[token_column].tolist()))
+    datasets = tuple(_dataset_name(path, i, v) for i, v in enumerate(frame["dataset"].tolist()))
+    truths = tuple(_truth(v) for v in frame["ground_truth"].tolist())
+    return GptOssDataset(ids, datasets, truths, path)
+
+
+def _read_frame(path: Path):  # -> pandas.DataFrame
+    import pandas as pd
+
+    if not path.is_file():
+        raise DatasetError(f"{path} does not exist", hint=_HINT)
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        with path.open("rb") as f:
+            return pickle.load(f)
+    except ImportError as exc:  # read_parquet needs pyarrow (or fastparquet)
+        raise DatasetError(f"cannot read {path}: {exc}", hint="pip install pyarrow") from None
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+        raise DatasetError(f"cannot read {path}: {exc}", hint=_HINT) from None
+
+
+def _token_array(path: Path, row: int, value: object) -> array:
+    values = value.tolist() if hasattr(value, "tolist") else value
+    if not isinstance(values, (list, tuple)) or not values:
+        raise DatasetError(f"{path}: row {row} has no prompt token ids", hint=_HINT)
+    if not all(type(t) is int and 0 <= t <= _INT32_MAX for t in values):
+        raise DatasetError(f"{path}: row {row}'s prompt is not a list of token ids", hint=_HINT)
+    return array("i", values)
+
+
+def _dataset_name(path: Path, row: int, value: object) -> str:
+    # eval_accuracy.py validate_dataset_name: empty is an error, the rest lower-cased
+    if value is None or value != value or not str(value):
+        raise DatasetError(f"{path}: row {row} names no dataset", hint=_HINT)
+    return str(value).lower()
+
+
+def _truth(value: object) -> str:
+    if value is None or value != value:  # NaN: the reference scores the row as wrong
+        return ""
+    return str(value)
+
+
+__all__ = ["ACCURACY_FILE", "ACCURACY_SAMPLES", "GptOssDataset", "PERFORMANCE_FILE", "PERFORMANCE_SAMPLES",
+           "TEST07_FILE", "load_file", "load_set", "set_file"]

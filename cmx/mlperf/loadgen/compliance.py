@@ -1,0 +1,88 @@
+"""The compliance tests cmx runs (TEST06, TEST07, TEST09): each one's mode, folder, verification file and verdict.
+
+The round data lists a benchmark's tests (constants.py models_TEST0x); the harness runs each as a
+performance-mode run with its audit.config, the app verifies it, the packager copies its folder,
+the checker reads its verdict. This table is what those generic parts look a test up in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmx.errors import CmxError
+
+
+@dataclass(frozen=True)
+class ComplianceTest:
+    name: str                  # TEST06: the folder in the tree
+    verify_file: str           # what its verification writes beside the run
+    passes: Callable[[str], bool]
+    copies_performance: bool   # its run_verification.py copies the run's summary and detail into performance/run_1
+
+    @property
+    def mode(self) -> str:
+        """The app's and harness's name for it: test06."""
+        return self.name.lower()
+
+
+def _test06_passes(text: str) -> bool:
+    from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
+
+    return verify_accuracy_txt_passes(text)
+
+
+def _test07_passes(text: str) -> bool:
+    from cmx.mlperf.loadgen.test07 import passes
+
+    return passes(text)
+
+
+def _test09_passes(text: str) -> bool:
+    from cmx.mlperf.loadgen.test09 import passes
+
+    return passes(text)
+
+
+TESTS: dict[str, ComplianceTest] = {
+    "TEST06": ComplianceTest("TEST06", "verify_accuracy.txt", _test06_passes, False),
+    "TEST07": ComplianceTest("TEST07", "verify_accuracy.txt", _test07_passes, True),
+    "TEST09": ComplianceTest("TEST09", "verify_output_len.txt", _test09_passes, True),
+}
+MODES = tuple(t.mode for t in TESTS.values())
+
+
+class UnknownComplianceTest(CmxError):
+    """A round names a compliance test cmx does not run."""
+
+
+def compliance_test(name: str) -> ComplianceTest:
+    """The test called `name` (TEST07) or by its mode (test07)."""
+    found = TESTS.get(name.upper())
+    if found is None:
+        raise UnknownComplianceTest(f"cmx does not run compliance test {name}", hint=f"it runs {', '.join(TESTS)}")
+    return found
+
+
+def modes_of(names: Iterable[str]) -> tuple[str, ...]:
+    """The app modes of the round's compliance tests: (TEST07, TEST09) -> (test07, test09)."""
+    return tuple(compliance_test(n).mode for n in names)
+
+
+def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
+    """Write the audit.config of the compliance test `mode` into `output`, where LoadGen reads it."""
+    from cmx.mlperf.loadgen.test06 import AUDIT_CONFIG_NAME
+
+    if mode == "test06":
+        from cmx.mlperf.loadgen.test06 import write_audit_config as write_test06
+
+        return write_test06(output)
+    from cmx.mlperf.loadgen.test07 import audit_config
+
+    path = Path(output) / AUDIT_CONFIG_NAME
+    path.write_text(audit_config(compliance_test(mode).name, benchmark), encoding="utf-8")
+    return path
+
+
+__all__ = ["ComplianceTest", "MODES", "TESTS", "UnknownComplianceTest", "modes_of", "compliance_test", "write_audit_config"]
