@@ -25,7 +25,8 @@ test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
 
-# BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b or llama3.1-405b
+# BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b, llama3.1-405b, mixtral-8x7b,
+# deepseek-r1 or gpt-oss-120b
 BENCH           ?= llama2
 DEMO_SUFFIX     := $(if $(filter-out llama2,$(BENCH)),-$(BENCH))
 DEMO_RESULTS    := results/demo$(DEMO_SUFFIX)
