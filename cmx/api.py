@@ -396,7 +396,7 @@ def deploy_k8s(query: str, *, inputs: Mapping[str, Any] | None = None, context: 
     image_is_default = options.image is None
     image = options.image or docker_file(job_query, inputs=given, context=context, settings=s).tag
     from cmx.docker import profile_for
-    from cmx.mlperf.loadgen.harness import EngineSettings
+    from cmx.mlperf.loadgen.harness_config import EngineSettings
 
     spec = ServingSpec(
         name=options.name or _default_name(model.repo), profile=profile, model=model,

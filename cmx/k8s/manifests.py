@@ -33,7 +33,7 @@ from cmx.k8s.served import ServedModel
 from cmx.mlperf.backends.machine import MachineFacts, ModelFacts
 from cmx.mlperf.backends.profiles import engine_specs
 from cmx.mlperf.backends.vllm_server import engine_flags, merged_spec
-from cmx.mlperf.loadgen.harness import EngineSettings
+from cmx.mlperf.loadgen.harness_config import EngineSettings
 
 PORT = 8000
 RAY_PORT = 6379

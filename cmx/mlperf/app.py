@@ -28,16 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import StepError
-from cmx.mlperf.loadgen.harness import (
+from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_test, verify_test06
+from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
     EndpointSettings,
     EngineSettings,
     HarnessConfig,
     HarnessResult,
-    ProgressCallback,
-    evaluate_accuracy,
-    run_test,
-    verify_test06,
 )
 from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin

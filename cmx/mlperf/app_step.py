@@ -88,7 +88,7 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
     """Run the app recipe's step for the benchmark `family` (llama2-70b, llama3.1-8b) and return its outputs."""
     from cmx.mlperf.app import SHORT_TIMEOUT_S, AppConfig, run_app
     from cmx.mlperf.benchmarks import benchmark_for
-    from cmx.mlperf.loadgen.harness import EngineSettings
+    from cmx.mlperf.loadgen.harness_config import EngineSettings
     from cmx.mlperf.rounds import load_round
 
     i = ctx.inputs
@@ -168,7 +168,7 @@ def chosen_modes(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]:
 
 def endpoint_settings(ctx: Any) -> Any:
     """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one, or with _vllm."""
-    from cmx.mlperf.loadgen.harness import EndpointSettings
+    from cmx.mlperf.loadgen.harness_config import EndpointSettings
 
     i = ctx.inputs
     if ctx.variation("backend") != "endpoint":

@@ -11,7 +11,7 @@ import pytest
 from cmx.k8s.devices import PROFILES
 from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.served import ServedModel
-from cmx.mlperf.loadgen.harness import EngineSettings
+from cmx.mlperf.loadgen.harness_config import EngineSettings
 from cmx.settings import Settings
 from tests.conftest import REPO
 

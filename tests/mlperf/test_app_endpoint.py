@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cmx.mlperf.app import AppConfig, AppConfigError, RunSummary, backend_record
-from cmx.mlperf.loadgen.harness import EndpointSettings
+from cmx.mlperf.loadgen.harness_config import EndpointSettings
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.submission.check import check_tree

@@ -26,7 +26,8 @@ from cmx.mlperf.app import (
 from cmx.mlperf.app_step import modes_for, scenarios_for, system_name
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
-from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult, judge
+from cmx.mlperf.loadgen.harness import judge
+from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.test06 import Check, Test06Result, format_verify_accuracy_txt
 from cmx.mlperf.rounds import load_round
@@ -250,7 +251,8 @@ def test_submission_into_closed_from_a_tiny_run_is_refused_before_the_benchmark_
 
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
     from cmx.mlperf.app import harness_config
-    from cmx.mlperf.loadgen.harness import EngineSettings, parse_args
+    from cmx.mlperf.loadgen.harness import parse_args
+    from cmx.mlperf.loadgen.harness_config import EngineSettings
 
     engine = EngineSettings(precision="fp8", tensor_parallel_size=8, max_num_seqs=512, max_num_batched_tokens=8192,
                             gpu_memory_utilization=0.95, max_model_len=4096)

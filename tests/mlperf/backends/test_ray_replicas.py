@@ -36,12 +36,8 @@ from cmx.mlperf.backends.ray_replicas import (
 )
 from cmx.mlperf.backends.vllm import VllmBackendConfig
 from cmx.mlperf.backends.vllm_server import engine_flags
-from cmx.mlperf.loadgen.harness import (
-    EngineSettings,
-    HarnessConfig,
-    HarnessError,
-    build_backend,
-)
+from cmx.mlperf.loadgen.harness import build_backend
+from cmx.mlperf.loadgen.harness_config import EngineSettings, HarnessConfig, HarnessError
 from tests.conftest import CMX, REPO, Home, needs_vllm
 
 

@@ -22,18 +22,13 @@ import pytest
 
 from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
-from cmx.mlperf.loadgen.harness import (
+from cmx.mlperf.loadgen.harness import evaluate_accuracy, judge, parse_args, run_in_process, run_test, verify_test06
+from cmx.mlperf.loadgen.harness_config import (
     EndpointSettings,
     EngineSettings,
     HarnessConfig,
     HarnessError,
     HarnessResult,
-    evaluate_accuracy,
-    judge,
-    parse_args,
-    run_in_process,
-    run_test,
-    verify_test06,
 )
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV, RunProgress

@@ -1,0 +1,177 @@
+"""What one LoadGen test is asked to do and what it did: HarnessConfig (written to JSON for the harness process),
+its engine and endpoint settings, and HarnessResult (the process's result.json)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx.errors import CmxError
+
+MODES = ("performance", "accuracy", "test06", "test07", "test09")  # cmx.mlperf.loadgen.compliance.MODES
+SCENARIOS = ("Offline", "Server", "Interactive")
+
+
+class HarnessError(CmxError):
+    """A harness run could not be started, or its process failed before writing a result."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """vLLM engine options (in-process, or for the server cmx starts); None means the device profile's default.
+
+    replicas, ray_address: engine replicas as Ray actors (cmx.mlperf.backends.ray_replicas), each with
+    its own devices; None for both is vLLM in this process (data parallel over its GPU groups).
+    replica_cpus: CPUs each replica reserves (on a CPU, the cores its engine computes on).
+    pipeline_parallel_size, distributed_executor_backend: one model over several nodes (vLLM's own).
+    """
+
+    precision: str | None = None
+    tensor_parallel_size: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    replicas: int | None = None
+    ray_address: str | None = None
+    replica_cpus: int = 1
+    pipeline_parallel_size: int = 1
+    distributed_executor_backend: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.replicas is not None and self.replicas < 1:
+            raise HarnessError(f"replicas must be at least 1, not {self.replicas}")
+        if self.replica_cpus < 1:
+            raise HarnessError(f"replica_cpus must be at least 1, not {self.replica_cpus}")
+
+    @property
+    def on_ray(self) -> bool:
+        """Replicas as Ray actors (either input given), not engines in the harness process."""
+        return self.replicas is not None or self.ray_address is not None
+
+    def options(self, device: str) -> Any:
+        """The device profile's EngineOptions for these settings (cmx.mlperf.backends.profiles)."""
+        from cmx.mlperf.backends.profiles import EngineOptions
+
+        return EngineOptions(device=device, precision=self.precision, tensor_parallel_size=self.tensor_parallel_size,
+                             max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,
+                             gpu_memory_utilization=self.gpu_memory_utilization,
+                             pipeline_parallel_size=self.pipeline_parallel_size,
+                             distributed_executor_backend=self.distributed_executor_backend)
+
+    def replicas_config(self, engine: Any) -> Any:
+        """The Ray replicas of `engine` (a VllmBackendConfig) these settings ask for."""
+        from cmx.mlperf.backends.ray_replicas import RayReplicasConfig
+
+        return RayReplicasConfig(engine=engine, replicas=self.replicas or 1, address=self.ray_address,
+                                 cpus_per_replica=self.replica_cpus)
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """An OpenAI-compatible server to send the samples to (cmx.mlperf.backends.endpoint).
+
+    url: the API's base (http://HOST:PORT/v1); model: the served name (None: the only one it serves);
+    request_timeout_s: the most one request may take; max_concurrency: Offline requests in flight.
+    The API key travels in the environment (API_KEY_ENV), never here.
+    """
+
+    url: str
+    model: str | None = None
+    request_timeout_s: float = 600.0
+    max_concurrency: int = 256
+
+
+API_KEY_ENV = "CMX_ENDPOINT_API_KEY"
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    """One test: what to run it on, and where its logs go. Written to JSON and read back (`to_json`, `from_json`)."""
+
+    model: Path          # the checkpoint (tokenizer, and the weights for in-process vLLM)
+    dataset: Path
+    scenario: str
+    mode: str
+    user_conf: Path
+    output: Path
+    round: str = "v6.0"
+    benchmark: str = "llama2-70b-99"
+    device: str = "cpu"
+    max_tokens: int = 1024
+    rows: int | None = None
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    endpoint: EndpointSettings | None = None  # None: vLLM in this process
+
+    def __post_init__(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise HarnessError(f"unknown scenario {self.scenario!r}", hint=f"one of {', '.join(SCENARIOS)}")
+        if self.mode not in MODES:
+            raise HarnessError(f"unknown mode {self.mode!r}", hint=f"one of {', '.join(MODES)}")
+
+    @property
+    def backend(self) -> str:
+        return "endpoint" if self.endpoint else "vllm"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, default=str) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> HarnessConfig:
+        data = json.loads(text)
+        try:
+            engine = EngineSettings(**data.pop("engine", {}))
+            endpoint = data.pop("endpoint", None)
+            paths = {k: Path(data.pop(k)) for k in ("model", "dataset", "user_conf", "output")}
+            return cls(**data, **paths, engine=engine, endpoint=EndpointSettings(**endpoint) if endpoint else None)
+        except (TypeError, KeyError) as err:
+            raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
+
+    def argv(self, config_file: Path) -> list[str]:
+        """The harness command's arguments: the config, written to `config_file`."""
+        config_file.write_text(self.to_json(), encoding="utf-8")
+        return ["--config", str(config_file)]
+
+
+@dataclass(frozen=True)
+class HarnessResult:
+    """What one test did, as result.json holds it. `ok` is False when there is any problem."""
+
+    scenario: str
+    mode: str
+    validity: str | None
+    problems: list[str]
+    samples_per_second: float | None
+    tokens_per_second: float | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    completed_samples: int
+    failed_samples: int
+    start_seconds: float
+    test_seconds: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def verdict(self) -> str:
+        head = f"{self.scenario} {self.mode}: {self.validity or 'no result'}"
+        if self.mode.startswith("test"):  # an audit run; LoadGen's verdict on it is not what the test checks
+            head = f"{self.scenario} {self.mode.upper()} audit run (LoadGen: {self.validity or 'no result'})"
+        if self.ok:
+            return f"{head}, OK"
+        if self.validity == "VALID":
+            head = f"{self.scenario} {self.mode}: LoadGen said VALID, but"
+        return f"{head}, FAILED:\n" + "\n".join(f"  - {p}" for p in self.problems)
+
+    @classmethod
+    def read(cls, path: Path) -> HarnessResult:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**data)
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        return path
