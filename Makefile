@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $@
 
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
