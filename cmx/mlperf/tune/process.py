@@ -151,18 +151,9 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     backend = build_backend(h, logger)
     info = backend.start()
     engine_start = time.monotonic() - began
-    probes: list[Probe] = []
     confirm = None
     try:
-        qps: float | None = config.start_qps
-        while qps is not None:
-            out = config.folder / f"probe-{len(probes) + 1:02d}-qps-{qps:g}"
-            probe = run_probe(lg, spec, backend, dataset, qps, out, logger, config.folder / PROGRESS_JSON)
-            probes.append(probe)
-            with log_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(asdict(probe)) + "\n")
-            qps = offline_next(probes, config.target) if spec.rules.loadgen_scenario == "Offline" \
-                else next_qps(probes, limits_of(config, spec), config.policy)
+        probes = search(lg, spec, backend, dataset, config, logger, log_path)
         found = offline_target(probes[-1]) if spec.rules.loadgen_scenario == "Offline" else \
             (best.qps if (best := answer(probes)) else None)
         if found is not None and config.confirm:
@@ -171,6 +162,24 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
         backend.stop()
     return TuneOutcome(scenario=h.scenario, probes=tuple(probes), qps=found, confirm=confirm,
                        engine_start_s=round(engine_start, 2), seconds=round(time.monotonic() - began, 2))
+
+
+def search(lg: Any, spec: ProbeSpec, backend: Any, dataset: Any, config: TuneConfig, logger: logging.Logger,
+           log_path: Path | None = None) -> list[Probe]:
+    """Probe from the start QPS wherever the search says next, until it says stop; each probe is appended to
+    `log_path` (JSON lines) as it ends."""
+    probes: list[Probe] = []
+    qps: float | None = config.start_qps
+    while qps is not None:
+        out = config.folder / f"probe-{len(probes) + 1:02d}-qps-{qps:g}"
+        probe = run_probe(lg, spec, backend, dataset, qps, out, logger, config.folder / PROGRESS_JSON)
+        probes.append(probe)
+        if log_path is not None:
+            with log_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(asdict(probe)) + "\n")
+        qps = offline_next(probes, config.target) if spec.rules.loadgen_scenario == "Offline" \
+            else next_qps(probes, limits_of(config, spec), config.policy)
+    return probes
 
 
 def confirm_config(config: TuneConfig, qps: float, folder: Path) -> HarnessConfig:

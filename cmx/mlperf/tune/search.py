@@ -108,12 +108,12 @@ def next_qps(probes: Sequence[Probe], limits: Limits, policy: Policy = Policy())
     if hi - lo <= policy.tolerance * lo:
         return None
     step = policy.tolerance * lo
-    if _stalled(probes, policy):
-        return _rounded((lo + hi) / 2)
     estimate = model_estimate(probes, b, limits)
-    if estimate is None:
-        return _rounded((lo + hi) / 2)
-    return _rounded(min(max(estimate, lo + step), hi - step))
+    if estimate is None or _stalled(probes) or lo + step >= hi - step:
+        proposal = _rounded((lo + hi) / 2)
+    else:
+        proposal = _rounded(min(max(estimate, lo + step), hi - step))
+    return proposal if lo < proposal < hi and not any(p.qps == proposal for p in probes) else None
 
 
 def model_estimate(probes: Sequence[Probe], b: Bracket, limits: Limits) -> float | None:
@@ -129,7 +129,9 @@ def queue_estimate(probes: Sequence[Probe], b: Bracket, limits: Limits) -> float
     if not rates:
         return None
     mu = rates[len(rates) // 2]
-    base = b.lo.ttft_p99_ms if b.lo is not None and b.lo.ttft_p99_ms is not None else 0.0
+    # the TTFT a query sees without a backlog: the lowest p99 of a probe the engine kept up with
+    unloaded = [p.ttft_p99_ms for p in probes if not p.saturated and p.passed and p.ttft_p99_ms is not None]
+    base = min(unloaded, default=0.0)
     slack_s = max(limits.ttft_ms - base, 0.0) / 1000.0
     return highest_rate(mu, slack_s, limits.min_duration_s, limits.min_queries)
 
@@ -171,7 +173,10 @@ def _grow(lo: Probe, probes: Sequence[Probe], limits: Limits, policy: Policy) ->
     if lo.saturated:  # at capacity already: the queue model knows how far a run of this length can go
         estimate = queue_estimate(probes, Bracket(lo, None), limits)
         floor = lo.qps * (1 + 2 * policy.tolerance)
-        return max(floor, min(estimate if estimate is not None else floor, lo.qps * policy.grow_min))
+        if estimate is None:
+            return floor
+        # just above the estimate: a failure there closes the bracket around it at once
+        return max(floor, min(estimate * (1 + policy.tolerance / 2), lo.qps * policy.grow_max))
     r = headroom(lo, limits)
     factor = policy.grow_max if not r else min(max(1 / math.sqrt(r), policy.grow_min), policy.grow_max)
     return lo.qps * factor
@@ -181,13 +186,13 @@ def _shrink(hi: Probe, limits: Limits, policy: Policy) -> float:
     if hi.saturated:
         estimate = queue_estimate([hi], Bracket(None, hi), limits)
         if estimate is not None and estimate < hi.qps:
-            return max(estimate * (1 - policy.tolerance), hi.qps * policy.shrink_min)
+            return max(estimate * (1 - policy.tolerance), policy.min_qps)  # measured capacity: no floor
     r = headroom(hi, limits)
     factor = 0.5 if not r or r <= 1 else min(max(1 / r, policy.shrink_min), policy.shrink_max)
     return hi.qps * factor
 
 
-def _stalled(probes: Sequence[Probe], policy: Policy) -> bool:
+def _stalled(probes: Sequence[Probe]) -> bool:
     """The last two probes inside a bracket together did not halve it: bisect once."""
     widths = []
     for n in range(len(probes) - 2, len(probes) + 1):
