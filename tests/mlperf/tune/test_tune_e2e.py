@@ -37,7 +37,7 @@ def test_tune_prints_a_confirmed_qps_and_its_probes_and_run_reads_the_inputs_fil
     assert found, out
     qps = float(found.group(1))
     assert re.search(rf"^confirm at {found.group(1)}/s \(on the probes' engine, [\d.]+ s\): VALID", out, re.M), out
-    assert read_inputs_file(tuned) == {"target_qps_server": found.group(1)}
+    assert {k: float(v) for k, v in read_inputs_file(tuned).items()} == {"target_qps_server": qps}
     # the confirm run is LoadGen's with the app's user.conf, read once in its process: no second conf file
     confirm = next((home.root / "runs").glob("*/work/app-mlperf-inference-llama2/tune-server/confirm"))
     run = read_loadgen_run(confirm)
