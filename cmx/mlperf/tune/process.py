@@ -7,8 +7,11 @@ after the other on it, each where the search (cmx.mlperf.tune.search) says, and 
 to `probes.jsonl` as it ends, so the caller can print it at once. Then, at the answer's QPS, the
 confirm run: the user.conf the app would write for that target (cmx.mlperf.loadgen.userconf),
 read with `TestSettings.FromConfig` (no probe called it, so LoadGen sees one conf file) and judged
-exactly as the harness judges a test (cmx.mlperf.loadgen.harness.judge). `tune.json` holds the
-probes, the answer and the confirm's result.
+exactly as the harness judges a test (cmx.mlperf.loadgen.harness.judge). A short run at the edge is
+noisy: when the confirm fails where the probes passed, the target steps down by twice the tolerance
+and the same settings, with only the target QPS changed (the file cannot be read again), run again on
+the same engine, up to `confirm_tries` runs in all; each retry's user.conf is written beside its logs.
+`tune.json` holds the probes, the answer and every confirm run's result.
 
 Offline has no latency to search: one probe measures samples/s at the start target, a second at
 that rate when the first issued less than half of what the confirm run will, and the target is
@@ -59,6 +62,7 @@ class TuneConfig:
     short: ShortProfile | None     # the confirm run's user.conf profile (None: the round's full length)
     policy: Policy = Policy()
     confirm: bool = True
+    confirm_tries: int = 2
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -83,25 +87,27 @@ class TuneConfig:
 
 @dataclass(frozen=True)
 class TuneOutcome:
-    """What the tune process found: every probe, the QPS it settled on (None: nothing passed), the confirm."""
+    """What the tune process found: every probe, the QPS the search settled on (None: nothing passed), and each
+    confirm run with its QPS (the last one's QPS is the answer when it is ok)."""
 
     scenario: str
     probes: tuple[Probe, ...]
     qps: float | None
-    confirm: HarnessResult | None
+    confirms: tuple[tuple[float, HarnessResult], ...]
     engine_start_s: float
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "probes": [asdict(p) for p in self.probes], "qps": self.qps,
-                "confirm": asdict(self.confirm) if self.confirm else None, "engine_start_s": self.engine_start_s,
+                "confirms": [{"qps": q, "result": asdict(r)} for q, r in self.confirms],
+                "engine_start_s": self.engine_start_s,
                 "seconds": self.seconds}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TuneOutcome:
-        confirm = data.get("confirm")
         return cls(scenario=data["scenario"], probes=tuple(Probe(**p) for p in data["probes"]), qps=data["qps"],
-                   confirm=HarnessResult(**confirm) if confirm else None, engine_start_s=data["engine_start_s"],
+                   confirms=tuple((c["qps"], HarnessResult(**c["result"])) for c in data["confirms"]),
+                   engine_start_s=data["engine_start_s"],
                    seconds=data["seconds"])
 
 
@@ -151,16 +157,16 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     backend = build_backend(h, logger)
     info = backend.start()
     engine_start = time.monotonic() - began
-    confirm = None
+    confirms: list[tuple[float, HarnessResult]] = []
     try:
         probes = search(lg, spec, backend, dataset, config, logger, log_path)
         found = offline_target(probes[-1]) if spec.rules.loadgen_scenario == "Offline" else \
             (best.qps if (best := answer(probes)) else None)
         if found is not None and config.confirm:
-            confirm = confirm_run(lg, config, spec, backend, dataset, found, info, logger)
+            confirms = confirm_runs(lg, config, spec, backend, dataset, found, info, logger)
     finally:
         backend.stop()
-    return TuneOutcome(scenario=h.scenario, probes=tuple(probes), qps=found, confirm=confirm,
+    return TuneOutcome(scenario=h.scenario, probes=tuple(probes), qps=found, confirms=tuple(confirms),
                        engine_start_s=round(engine_start, 2), seconds=round(time.monotonic() - began, 2))
 
 
@@ -192,16 +198,32 @@ def confirm_config(config: TuneConfig, qps: float, folder: Path) -> HarnessConfi
     return replace(h, mode="performance", output=folder, user_conf=conf.write(folder / "user.conf"))
 
 
-def confirm_run(lg: Any, config: TuneConfig, spec: ProbeSpec, backend: Any, dataset: Any, qps: float, info: Any,
+def confirm_runs(lg: Any, config: TuneConfig, spec: ProbeSpec, backend: Any, dataset: Any, qps: float, info: Any,
+                 logger: logging.Logger) -> list[tuple[float, HarnessResult]]:
+    """The confirm runs on the probes' engine: the app's user.conf through FromConfig (once), then, while they
+    fail, the same settings a step lower; each judged as the harness judges a test."""
+    hc = confirm_config(config, qps, config.folder / CONFIRM_DIR)
+    settings = loadgen_settings(lg, hc, spec.rules.loadgen_model, spec.rules.loadgen_scenario)
+    done = [(qps, confirm_run(lg, hc, settings, spec, backend, dataset, info, logger))]
+    while not done[-1][1].ok and len(done) < config.confirm_tries:
+        qps = float(f"{qps * (1 - 2 * config.policy.tolerance):.3g}")
+        hc = confirm_config(config, qps, config.folder / f"{CONFIRM_DIR}-{len(done) + 1}")
+        if spec.rules.loadgen_scenario == "Offline":
+            settings.offline_expected_qps = qps
+        else:
+            settings.server_target_qps = qps
+        done.append((qps, confirm_run(lg, hc, settings, spec, backend, dataset, info, logger)))
+    return done
+
+
+def confirm_run(lg: Any, hc: HarnessConfig, settings: Any, spec: ProbeSpec, backend: Any, dataset: Any, info: Any,
                 logger: logging.Logger) -> HarnessResult:
-    """The confirm run on the probes' engine: the app's user.conf through FromConfig, judged as the harness judges."""
+    """One confirm run with `settings` into `hc.output`, judged as the harness judges a test."""
     from cmx.mlperf.loadgen.harness import RESULT_JSON, log_settings, remove_empty_trace
     from cmx.mlperf.loadgen.progress import SAMPLES_CSV, ProgressWriter, SampleClock, run_shape
     from cmx.mlperf.loadgen.sut import QSL, make_sut
 
-    hc = confirm_config(config, qps, config.folder / CONFIRM_DIR)
     clock = SampleClock()
-    settings = loadgen_settings(lg, hc, spec.rules.loadgen_model, spec.rules.loadgen_scenario)
     writer = ProgressWriter(config.folder / PROGRESS_JSON, clock,
                             run_shape(settings, hc.scenario, hc.mode, len(dataset))).start()
     qsl = QSL(dataset, spec.bench.performance_sample_count, logger)
@@ -211,7 +233,8 @@ def confirm_run(lg: Any, config: TuneConfig, spec: ProbeSpec, backend: Any, data
         sut.start()
         qsl.construct(lg)
         sut.construct()
-        logger.info("confirm: %s at %g queries/s", hc.scenario, qps)
+        logger.info("confirm: %s at %g queries/s", hc.scenario,
+                    settings.offline_expected_qps if hc.scenario == "Offline" else settings.server_target_qps)
         lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log_settings(lg, hc.output),
                                     str(hc.output / "no-audit.config"))
         sut.wait_idle(600.0)

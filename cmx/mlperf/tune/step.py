@@ -7,9 +7,8 @@ rules for in the round, and a Server-like search with no QPS to start from.
 
 `tune_step(ctx, target, request)` runs on the app step's own ctx (the same inputs, context and deps'
 outputs `cmx run` would give it, through the Runner's `root_run`): the app's AppConfig, then the
-tune process (cmx.mlperf.tune.process), then, if the confirm run on the probes' engine failed, up
-to `confirm_tries - 1` more confirm runs, each a little lower, through the app's own harness
-(one process per test, as `cmx run` does). A confirmed target is written into the inputs file.
+tune process (cmx.mlperf.tune.process: probes and confirm runs on one engine). A confirmed target is
+written into the inputs file.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any
 
 from cmx.mlperf.loadgen.harness import HarnessResult
 from cmx.mlperf.tune.probe import Length
-from cmx.mlperf.tune.process import TuneConfig, TuneError, confirm_config, run_tune
+from cmx.mlperf.tune.process import TuneConfig, TuneError, run_tune
 from cmx.mlperf.tune.search import Policy, Probe
 
 EARLY_STOPPING_QUERIES = 480  # LoadGen's early stopping at p99 needs >= 459 queries with none over the limit
@@ -126,7 +125,7 @@ def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, A
         harness = replace(harness_config(served, target.scenario, "performance", folder / "confirm" / "user.conf"),
                           output=folder)
         tconfig = TuneConfig(harness=harness, start_qps=target.start_qps or 1.0, probe=probe_len, target=full_len,
-                             short=short, confirm=request.confirm,
+                             short=short, confirm=request.confirm, confirm_tries=request.confirm_tries,
                              policy=Policy(tolerance=request.tolerance, max_probes=request.max_probes))
 
         def heard(p: Probe) -> None:
@@ -135,17 +134,8 @@ def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, A
 
         outcome = run_tune(tconfig, on_probe=heard, on_progress=lambda p: bar.update(0, None, p.detail()),
                            timeout=config.timeout_s, env=env)
-        qps = outcome.qps
-        confirms = [(qps, outcome.confirm)] if qps is not None and outcome.confirm else []
-        while qps is not None and confirms and not confirms[-1][1].ok and len(confirms) < request.confirm_tries:
-            # a full-length run failed where the probes passed: step down and confirm in a fresh harness process
-            # (this one's FromConfig is spent), as `cmx run` would run it
-            from cmx.mlperf.loadgen.harness import run_test
-
-            qps = float(f"{qps * (1 - 2 * request.tolerance):.3g}")
-            bar.update(0, None, f"confirm again at {qps:g}/s")
-            hc = confirm_config(tconfig, qps, folder / f"confirm-{len(confirms) + 1}")
-            confirms.append((qps, run_test(hc, timeout=config.timeout_s, logger=ctx.log, env=env)))
+    confirms = list(outcome.confirms)
+    qps = confirms[-1][0] if confirms else outcome.qps
     confirmed = bool(confirms) and confirms[-1][1].ok
     chosen = qps if (confirmed or not request.confirm) else None
     tuned = None
