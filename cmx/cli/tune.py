@@ -72,13 +72,21 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
             progress: str, as_json: bool) -> None:
     from cmx import api
 
+    from cmx.errors import CmxError
+
     text = join_query(query)
-    result = api.tune(text, scenario=scenario.capitalize(),
-                      inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
-                      context=parse_context(contexts), start_qps=start_qps, out=out, tolerance=tolerance,
-                      max_probes=max_probes, probe_seconds=probe_seconds, confirm=not no_confirm,
-                      jobs=jobs or api.default_jobs(), settings=app(ctx).settings(),
-                      reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]])
+    try:
+        result = api.tune(text, scenario=scenario.capitalize(),
+                          inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
+                          context=parse_context(contexts), start_qps=start_qps, out=out, tolerance=tolerance,
+                          max_probes=max_probes, probe_seconds=probe_seconds, confirm=not no_confirm,
+                          jobs=jobs or api.default_jobs(), settings=app(ctx).settings(),
+                          reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]])
+    except CmxError as exc:
+        if not as_json:
+            raise
+        echo_json({"ok": False, "query": text, "error": exc.render()})  # a script reads stdout either way
+        ctx.exit(exc.exit_code)
     if as_json:
         echo_json(result.to_json())
         ctx.exit(0 if result.ok else 1)

@@ -170,3 +170,18 @@ def test_a_server_search_needs_a_start(settings: Settings):
     assert "--start" in err.hint and "target_qps_server" in err.hint
     err = refused(settings, "app mlperf inference llama2 _cpu", "Server", start_qps=-1.0)
     assert "above 0" in err.message
+
+
+def test_the_cli_prints_a_refusal_as_a_sentence_or_as_json_and_exits_1(home):
+    import json
+
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
+                                             encoding="utf-8")
+    text = home.cmx("tune", "app mlperf inference llama2 _tiny _short", "--scenario", "server")
+    assert text.returncode == 1 and text.stderr.startswith("error: the query names no device")
+    assert "hint: add one of _cpu, _cuda, _rocm" in text.stderr
+    as_json = home.cmx("tune", "app mlperf inference llama2 _tiny _short", "--scenario", "Server", "--json")
+    data = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and data["ok"] is False and "names no device" in data["error"]
+    usage = home.cmx("tune", "app mlperf inference llama2 _cpu _tiny", "--scenario", "Batch")
+    assert usage.returncode == 2 and "Batch" in usage.stderr
