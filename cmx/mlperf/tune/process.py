@@ -224,7 +224,7 @@ def confirm_run(lg: Any, hc: HarnessConfig, settings: Any, spec: ProbeSpec, back
     from cmx.mlperf.loadgen.sut import QSL, make_sut
 
     clock = SampleClock()
-    writer = ProgressWriter(config.folder / PROGRESS_JSON, clock,
+    writer = ProgressWriter(hc.output.parent / PROGRESS_JSON, clock,  # the tune folder, where the caller looks
                             run_shape(settings, hc.scenario, hc.mode, len(dataset))).start()
     qsl = QSL(dataset, spec.bench.performance_sample_count, logger)
     sut = make_sut(hc.scenario, lg, backend, qsl, hc.max_tokens, logger, clock)
