@@ -107,12 +107,14 @@ def next_qps(probes: Sequence[Probe], limits: Limits, policy: Policy = Policy())
     lo, hi = b.lo.qps, b.hi.qps
     if hi - lo <= policy.tolerance * lo:
         return None
-    step = policy.tolerance * lo
+    # an estimate is kept a tolerance above lo, and a tolerance or 15 % of the bracket below hi: on a noisy
+    # machine an estimate that keeps landing just under a failure would cut the bracket by a sliver each time
+    up, down = policy.tolerance * lo, max(policy.tolerance * lo, 0.15 * (hi - lo))
     estimate = model_estimate(probes, b, limits)
-    if estimate is None or _stalled(probes) or lo + step >= hi - step:
+    if estimate is None or _stalled(probes) or lo + up >= hi - down:
         proposal = _rounded((lo + hi) / 2)
     else:
-        proposal = _rounded(min(max(estimate, lo + step), hi - step))
+        proposal = _rounded(min(max(estimate, lo + up), hi - down))
     return proposal if lo < proposal < hi and not any(p.qps == proposal for p in probes) else None
 
 
