@@ -183,3 +183,20 @@ def test_the_cli_prints_a_refusal_as_a_sentence_or_as_json_and_exits_1(home):
     assert as_json.returncode == 1 and data["ok"] is False and "names no device" in data["error"]
     usage = home.cmx("tune", "app mlperf inference llama2 _cpu _tiny", "--scenario", "Batch")
     assert usage.returncode == 2 and "Batch" in usage.stderr
+
+
+def test_probes_are_the_short_profile_with_short_and_30_s_of_a_600_s_run_without():
+    from types import SimpleNamespace
+
+    from cmx.mlperf.tune.step import TuneRequest, TuneTarget, lengths
+
+    server = TuneTarget(family="llama2-70b", benchmark="llama2-70b-99", round="v6.0", scenario="Server",
+                        input_name="target_qps_server", start_qps=20.0, has_limits=True)
+    probe, full, short = lengths(SimpleNamespace(short=True, rows=None), server, TuneRequest("Server"))
+    assert probe == full == Length(4000, 480, 64) and short is not None and short.min_query_count == 480
+    probe, full, short = lengths(SimpleNamespace(short=False, rows=None), server, TuneRequest("Server"))
+    assert (probe.min_duration_ms, probe.min_queries) == (30_000, 480) and short is None
+    assert (full.min_duration_ms, full.samples) == (600_000, 24576)
+    offline = replace(server, scenario="Offline", input_name="target_qps_offline", has_limits=False)
+    probe, full, _ = lengths(SimpleNamespace(short=False, rows=None), offline, TuneRequest("Offline"))
+    assert (probe.min_duration_ms, probe.min_queries, full.min_queries) == (30_000, 480, 24576)
