@@ -44,7 +44,8 @@ __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "l
            "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_update", "default_jobs", "lock", "lock_plan", "check", "check_text",
            "check_expectation",
-           "write_check_csv", "report", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather"]
+           "write_check_csv", "report", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather",
+           "TuneResult", "tune", "read_inputs_file"]
 
 
 class PlanResult(NamedTuple):
@@ -80,6 +81,25 @@ class SweepResult(NamedTuple):
                            for p, o in zip(self.points, self.outcomes)],
                 "done": self.rows is not None,
                 "rows": [asdict(r) for r in self.rows] if self.rows is not None else None}
+
+
+class TuneResult(NamedTuple):
+    """A tune's run record folder, the tune's outputs (probes, confirm runs, the answer, the inputs file; {} when
+    the tune failed) and its error."""
+
+    run_dir: Path
+    outputs: dict[str, Any]
+    error: Any  # a StepFailed, or None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """A target was found (and confirmed, unless the tune was asked not to confirm)."""
+        return self.error is None and self.outputs.get("qps") is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "run_dir": str(self.run_dir), "seconds": round(self.seconds, 3),
+                **to_json(self.outputs), "error": self.error.render() if self.error is not None else None}
 
 
 class DockerOptions(NamedTuple):
@@ -193,6 +213,47 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
     if check and result.error is not None:
         raise result.error
     return result
+
+
+def read_inputs_file(path: str | os.PathLike) -> dict[str, str]:
+    """The NAME -> VALUE pairs of an inputs file (YAML), as text, as if each were given with --input."""
+    from cmx.recipe.inputs_file import read_inputs_file as read
+
+    return read(path)
+
+
+def tune(query: str, *, scenario: str, inputs: Mapping[str, Any] | None = None,
+         context: Mapping[str, Any] | None = None, start_qps: float | None = None,
+         out: str | os.PathLike | None = None, tolerance: float = 0.04, max_probes: int = 10, confirm: bool = True,
+         confirm_tries: int = 2, probe_seconds: float = 30.0, jobs: int = 1, settings: Settings | None = None,
+         reporter: "Reporter | None" = None, environ: Mapping[str, str] | None = None,
+         argv: list[str] | None = None, install_missing: bool | None = None,
+         fetch: Fetcher | None = _announce_fetch) -> TuneResult:
+    """`cmx tune`: for an MLPerf app query, the highest target QPS of `scenario` (Server, Interactive) that stays
+    VALID under the round's latency limits, or (Offline) the measured throughput, confirmed by one run of the
+    query's length and written into the inputs file `out` (merged into it when it exists).
+
+    The plan is the one `run` would run; what cannot be tuned (not an app, no device in the query, a scenario
+    the benchmark lacks, no QPS to start from) is refused before any step runs. The deps run as in `run`; the
+    app's step is replaced by the tune (cmx.mlperf.tune), which keeps one engine for every probe."""
+    from cmx.cache.store import Store
+    from cmx.execute.runner import Runner
+    from cmx.mlperf.tune.step import TuneRequest, tune_step, tune_target
+    from cmx.resolve.resolver import resolve
+
+    s = _settings(settings)
+    p = resolve(index(s, fetch=fetch), query, inputs=inputs, context=context, environ=environ)
+    request = TuneRequest(scenario=scenario, start_qps=start_qps, out=Path(out).absolute() if out else None,
+                          tolerance=tolerance, max_probes=max_probes, confirm=confirm, confirm_tries=confirm_tries,
+                          probe_seconds=probe_seconds)
+    target = tune_target(p.root_step, query_of(query).variations, dict(context or {}), request)
+    env = os.environ if environ is None else environ
+    if install_missing is None:
+        install_missing = env.get("CMX_INSTALL_MISSING", "").lower() in ("1", "true", "yes")
+    runner = Runner(Store(s.cache), s.runs, jobs=jobs, reporter=reporter, install_missing=install_missing,
+                    root_run=lambda ctx: tune_step(ctx, target, request))
+    result = runner.run(p, argv=argv)
+    return TuneResult(result.run_dir, dict(result.outputs), result.error, result.seconds)
 
 
 def _replay(path: str | os.PathLike, given: Mapping[str, Any], s: Settings) -> tuple["Lock", frozenset[str]]:

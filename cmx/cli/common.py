@@ -75,3 +75,18 @@ def query_arg(fn: Callable) -> Callable:
 
 def join_query(words: tuple[str, ...]) -> str:
     return " ".join(words)
+
+
+def inputs_file_option(fn: Callable) -> Callable:
+    return click.option("--inputs-file", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
+                        help="YAML of NAME: VALUE inputs, each as if given with --input (an explicit --input "
+                             "wins); `cmx tune` writes one.")(fn)
+
+
+def with_inputs_file(given: dict[str, str], inputs_file: str | None) -> dict[str, str]:
+    """The --inputs-file's pairs under the explicit --input ones (which win)."""
+    if not inputs_file:
+        return given
+    from cmx import api
+
+    return {**api.read_inputs_file(inputs_file), **given}

@@ -11,10 +11,12 @@ import click
 from cmx.cli.common import (
     app,
     echo_json,
+    inputs_file_option,
     join_query,
     parse_context,
     parse_pairs,
     registry_option,
+    with_inputs_file,
 )
 from cmx.cli.docker_options import docker_options, docker_options_of
 from cmx.cli.slurm_options import (
@@ -76,6 +78,7 @@ given; after the run, a step that built other files than the lock records fails 
               help="Replay a lockfile exactly (no QUERY), or refuse at its first difference.")
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
               help="An input of the root recipe; RECIPE.NAME=VALUE sets it on every step of RECIPE.")
+@inputs_file_option
 @click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE",
               help="A run-wide context value, as a variation would set it (device=rocm).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
@@ -95,7 +98,7 @@ given; after the run, a step that built other files than the lock records fails 
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inputs: tuple[str, ...],
-            contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None,
+            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None,
             progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool, **options: object) -> None:
     if bool(query) == bool(locked):
         raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
@@ -104,7 +107,7 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
         raise click.UsageError("--locked replays the lock's query and context natively: it goes with neither "
                                "--context, --dry-run, --slurm nor --docker")
     text = join_query(query)
-    given = parse_pairs(inputs, "--input")
+    given = with_inputs_file(parse_pairs(inputs, "--input"), inputs_file)
     context = parse_context(contexts)
     slurm = {k: options.pop(k) for k in ("partition", "account", "time_limit", "gpus_per_node", "nodes",
                                          "cpus_per_task", "mem", "job_name")}

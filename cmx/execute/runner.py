@@ -28,8 +28,13 @@ class Runner:
 
     def __init__(self, store: Store, runs_dir: Path, *, jobs: int = 1, reporter: Reporter | None = None,
                  rerun_prefix: str = "cmx run", install_missing: bool = False,
-                 before_root: Callable[[Path], None] | None = None) -> None:
+                 before_root: Callable[[Path], None] | None = None,
+                 root_run: Callable[["StepContext"], dict[str, Any]] | None = None) -> None:
         self.store = store
+        # runs in place of the root recipe's run.py, on the same ctx (inputs, context, deps' outputs): how
+        # `cmx tune` measures an app's engine with the app's own choices. Its outputs are returned as they are,
+        # and never cached: they are not the recipe's declared outputs
+        self.root_run = root_run
         # called with the run record's folder when the root step is about to run (its deps are done): where a
         # run records what it ran on (its lockfile) before a benchmark step packages its results
         self.before_root = before_root
@@ -153,9 +158,10 @@ class Runner:
         try:
             if step.id == plan.root and self.before_root is not None:
                 self.before_root(self._record.path)
-            if not step.cacheable:
+            override = self.root_run if step.id == plan.root else None
+            if not step.cacheable or override is not None:
                 workdir = self._record.workdir(step.id)
-                outputs = self._invoke(step, workdir, log, results)
+                outputs = self._invoke(step, workdir, log, results, run=override)
                 result = StepResult(step.id, step.name, step.key, "ran", outputs, time.monotonic() - started,
                                     str(log_path))
             else:
@@ -199,15 +205,15 @@ class Runner:
             log.close()
 
     def _invoke(self, step: Step, workdir: Path, log: "StepLog", results: dict[str, StepResult],
-                scratch: Path | None = None) -> dict[str, Any]:
+                scratch: Path | None = None, run: Callable[["StepContext"], Any] | None = None) -> dict[str, Any]:
         from cmx.execute.context import DepView, StepContext
 
         workdir.mkdir(parents=True, exist_ok=True)
         views = {e.as_: DepView(results[e.step].outputs, results[e.step].key, e.step) for e in step.deps if e.as_}
         log.logger.info("step %s (recipe %s, key %s)", step.id, step.name, step.key)
-        if not step.recipe.has_run:
+        if not step.recipe.has_run and run is None:
             return {}
-        fn = self._load(step.recipe)
+        fn = run or self._load(step.recipe)
         ctx = StepContext(step_id=step.id, recipe=step.name, inputs=dict(step.inputs), context=dict(step.context),
                           deps=views, workdir=workdir, log=log, variations=step.variations,
                           install_missing=self.install_missing,
@@ -219,7 +225,7 @@ class Runner:
                           chosen={group: v.name for group, options in step.recipe.groups.items() for v in options
                                   if v.name in step.variations})
         returned = fn(ctx)
-        return check_outputs(step.recipe, returned, workdir)
+        return dict(returned) if run is not None else check_outputs(step.recipe, returned, workdir)
 
     def _load(self, recipe: Recipe) -> Callable[["StepContext"], Any]:
         fn = self._modules.get(recipe.digest)

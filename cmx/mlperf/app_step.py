@@ -86,7 +86,24 @@ def modes_from_list(listed: str, compliance: tuple[str, ...] = ("test06",)) -> t
 
 def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
     """Run the app recipe's step for the benchmark `family` (llama2-70b, llama3.1-8b) and return its outputs."""
-    from cmx.mlperf.app import SHORT_TIMEOUT_S, AppConfig, run_app
+    from cmx.mlperf.app import run_app
+
+    if ctx.flag("submission"):  # before the hours of benchmarking, not after
+        from cmx.mlperf.benchmarks import benchmark_for
+
+        check_submission_inputs(ctx, benchmark_of(benchmark_for(family).names, ctx), short=ctx.flag("short"),
+                                tiny=bool(ctx.deps.model.outputs["is_tiny"]))
+    config = app_config(ctx, family)
+    result = run_app(config, logger=ctx.log, on_progress=ProgressLines(ctx))
+    ctx.log.info("results in %s\n%s", result.results_dir, result.table)
+    return {"results_dir": result.results_dir, "system": config.system, "benchmark": config.benchmark,
+            "summary": [asdict(r) for r in result.runs], "table": result.table,
+            "submission": submission(ctx, config.results_dir) if ctx.flag("submission") else {}}
+
+
+def app_config(ctx: Any, family: str) -> Any:
+    """The AppConfig the app recipe's choices, inputs and deps make (what `run_benchmark` runs, and `cmx tune` tunes)."""
+    from cmx.mlperf.app import SHORT_TIMEOUT_S, AppConfig
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.harness_config import EngineSettings
     from cmx.mlperf.rounds import load_round
@@ -96,10 +113,8 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
     name = benchmark_of(bench.names, ctx)
     model = ctx.deps.model.outputs
     short, tiny = ctx.flag("short"), bool(model["is_tiny"])
-    if ctx.flag("submission"):  # before the hours of benchmarking, not after
-        check_submission_inputs(ctx, name, short=short, tiny=tiny)
     round_ = load_round(i["round"])
-    config = AppConfig(
+    return AppConfig(
         round=i["round"], benchmark=name, device=ctx.context["device"],
         scenarios=chosen_scenarios(ctx, round_, name), modes=chosen_modes(ctx, round_, name),
         model=Path(model["path"]), tokenizer=Path(model["tokenizer_path"]),
@@ -118,11 +133,6 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
         backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
         server_log_dir=ctx.workdir, eos_token_id=model.get("eos_token_id"),
         timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))
-    result = run_app(config, logger=ctx.log, on_progress=ProgressLines(ctx))
-    ctx.log.info("results in %s\n%s", result.results_dir, result.table)
-    return {"results_dir": result.results_dir, "system": config.system, "benchmark": name,
-            "summary": [asdict(r) for r in result.runs], "table": result.table,
-            "submission": submission(ctx, config.results_dir) if ctx.flag("submission") else {}}
 
 
 class ProgressLines:

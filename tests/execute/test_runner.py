@@ -785,3 +785,40 @@ def test_a_run_py_reads_its_chosen_variations_and_flags_from_the_context(home: H
     assert "has no variation group 'scenario' (its groups: size, device)" in default["missing"]
     chosen = home.cmx_json("run", "pick _tiny _cuda _short")["outputs"]
     assert (chosen["size"], chosen["device"], chosen["short"]) == ("tiny", "cuda", True)
+
+
+# --- a function in place of the root step (what `cmx tune` runs) -------------------------------------
+
+def test_root_run_replaces_the_root_step_on_its_own_ctx_and_is_never_cached(home: Home, tmp_path: Path) -> None:
+    from cmx.cache.store import Store
+    from cmx.execute.runner import Runner
+
+    counter = tmp_path / "count.txt"
+    _count_recipe(home, counter)
+    home.recipe("top", """
+        name: top
+        summary: a cached root with a dep
+        tags: [top]
+        inputs:
+          k: {type: int, default: 5}
+        deps:
+          - tags: count
+            with: {n: 21}
+            as: count
+        cache: true
+        outputs:
+          total: {type: int}
+        """, "def run(ctx):\n    raise AssertionError('the recipe run.py must not run')\n")
+    seen = {}
+
+    def instead(ctx) -> dict:
+        seen.update(k=ctx.inputs["k"], doubled=ctx.deps.count.outputs["doubled"], workdir=ctx.workdir)
+        return {"anything": [1, 2]}
+
+    s = home.settings
+    plan = api.plan("top", settings=s).plan
+    result = Runner(Store(s.cache), s.runs, root_run=instead).run(plan)
+    assert result.error is None and result.outputs == {"anything": [1, 2]}
+    assert seen["k"] == 5 and seen["doubled"] == 42 and runs(counter) == 1
+    assert result.steps["top"].status == "ran" and result.steps["count"].status == "built"
+    assert not any(e.recipe == "top" for e in Store(s.cache).entries())  # its outputs are not the recipe's

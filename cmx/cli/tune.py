@@ -1,0 +1,161 @@
+"""`cmx tune QUERY --scenario Server`: the highest target QPS that stays VALID, its probes as a table, the inputs file."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+import click
+
+from cmx.cli.common import (
+    app,
+    echo_json,
+    inputs_file_option,
+    join_query,
+    parse_context,
+    parse_pairs,
+    query_arg,
+    registry_option,
+    with_inputs_file,
+)
+
+
+@click.command("tune", help="""Find the target QPS of an MLPerf app query's scenario.
+
+Server and Interactive: the highest target QPS that LoadGen judges VALID under the
+round's latency limits (TTFT and TPOT p99, early stopping). One engine serves every
+probe: short LoadGen tests whose QPS the search picks from what the last ones
+measured (a bracket, then the QPS the measured capacity and latencies predict,
+bisecting when they cannot), until the bracket is narrower than --tolerance. Then
+one run of the query's full length (the _short profile's with _short) confirms it.
+Offline: the measured samples/s (LoadGen's own 10 % margin covers the rest).
+
+The answer goes into an inputs file (NAME: VALUE YAML; merged into --out when it
+exists) that `cmx run` and `cmx plan` read with --inputs-file. The query must name
+its device (_cpu, _cuda, _rocm). Probes are not submission runs: only the confirm
+run reads a user.conf, exactly as `cmx run` would.
+
+\b
+    cmx tune "app mlperf inference llama2 _cpu _tiny _short" --scenario Server
+    cmx tune "app mlperf inference llama2 _rocm" --scenario Interactive --start 20 \\
+        --input model_path=/models/Llama-2-70b-chat-hf --out tuned.yaml
+    cmx run "app mlperf inference llama2 _rocm _interactive" --inputs-file tuned.yaml
+""")
+@query_arg
+@click.option("--scenario", "-s", required=True, type=click.Choice(["Offline", "Server", "Interactive"],
+                                                                   case_sensitive=False),
+              help="The scenario to tune.")
+@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help="An input of the root recipe.")
+@inputs_file_option
+@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help="A run-wide context value.")
+@click.option("--start", "start_qps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="QPS",
+              help="The first probe's QPS (default: the query's target_qps_<scenario> input).")
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="The inputs file to write or update (default: tuned.yaml in the tune's folder).")
+@click.option("--tolerance", type=click.FloatRange(min=0.005, max=0.5), default=0.04, show_default=True,
+              help="Stop when the bracket is narrower than this fraction of its lower end.")
+@click.option("--max-probes", type=click.IntRange(min=1), default=10, show_default=True, help="The most probes.")
+@click.option("--probe-seconds", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="Each probe's minimum duration when the query runs the round's full length (with _short, "
+                   "probes are as long as the short profile).")
+@click.option("--no-confirm", "no_confirm", is_flag=True, help="Skip the confirm run (the answer is then a guess).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Steps to run at once.")
+@click.option("--progress", type=click.Choice(["auto", "live", "plain", "none"]), default="auto", show_default=True,
+              help="Live display on a terminal, plain lines otherwise.")
+@click.option("--json", "as_json", is_flag=True, help="Print the probes, the confirm runs and the answer as JSON.")
+@registry_option
+@click.pass_context
+def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
+            inputs_file: str | None, contexts: tuple[str, ...], start_qps: float | None, out: str | None,
+            tolerance: float, max_probes: int, probe_seconds: float, no_confirm: bool, jobs: int | None,
+            progress: str, as_json: bool) -> None:
+    from cmx import api
+
+    from cmx.errors import CmxError
+
+    text = join_query(query)
+    try:
+        result = api.tune(text, scenario=scenario.capitalize(),
+                          inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
+                          context=parse_context(contexts), start_qps=start_qps, out=out, tolerance=tolerance,
+                          max_probes=max_probes, probe_seconds=probe_seconds, confirm=not no_confirm,
+                          jobs=jobs or api.default_jobs(), settings=app(ctx).settings(),
+                          reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]])
+    except CmxError as exc:
+        if not as_json:
+            raise
+        echo_json({"ok": False, "query": text, "error": exc.render()})  # a script reads stdout either way
+        ctx.exit(exc.exit_code)
+    if as_json:
+        echo_json(result.to_json())
+        ctx.exit(0 if result.ok else 1)
+    if result.error is not None:
+        raise result.error
+    o = result.outputs
+    click.echo(heading(o))
+    for line in table(o):
+        click.echo(line)
+    click.echo("")
+    for row in o["confirms"]:
+        click.echo(confirm_line(row))
+    if o["qps"] is None:
+        found = o["found_qps"]
+        raise click.ClickException(
+            f"no target QPS for {o['scenario']}: " + ("no probe passed" if found is None else
+                                                        f"the probes passed up to {found:g}, but no confirm run did")
+            + f" (logs in {o['tune_dir']})")
+    click.echo(f"{o['input']} = {o['qps']:g}" + ("" if o["confirmed"] else "  (NOT confirmed: --no-confirm)"))
+    click.echo(f"inputs file: {o['tuned_file']}")
+    use = scenario_query(text, o["scenario"])
+    click.echo(f"  use it: cmx run {shlex.quote(use)} --inputs-file {shlex.quote(o['tuned_file'])}")
+    click.echo(f"record: {result.run_dir}/run.json; probes' logs: {o['tune_dir']}")
+
+
+def heading(o: dict[str, Any]) -> str:
+    limits = o.get("limits")
+    against = (f"TTFT p99 < {limits['ttft_p99_ms']:g} ms, TPOT p99 < {limits['tpot_p99_ms']:g} ms"
+               if limits else "no latency limits: the target is the measured throughput")
+    length = "the _short profile (probes as long as the confirm run)" if o.get("short") else "the round's full length"
+    return (f"tune {o['benchmark']} {o['scenario']} ({against}); confirm at {length}; engine started once in "
+            f"{o['engine_start_s']:.0f} s, {len(o['probes'])} probe(s) and the confirm in {o['seconds']:.0f} s")
+
+
+HEADER = ("probe", "target qps", "LoadGen", "early stop", "TTFT p99 ms", "TPOT p99 ms", "completed/s", "seconds",
+          "verdict")
+
+
+def table(o: dict[str, Any]) -> list[str]:
+    rows = [HEADER]
+    for n, p in enumerate(o["probes"], start=1):
+        verdict = "pass" if p["passed"] else f"FAIL: {p['reason']}" if p["reason"] else "FAIL"
+        rows.append((str(n), f"{p['qps']:g}", p["validity"] or "-", _yes(p["early_stopping_met"]),
+                     _num(p["ttft_p99_ms"], 0), _num(p["tpot_p99_ms"], 1), _num(p["completed_qps"], 1),
+                     f"{p['seconds']:.1f}", verdict))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
+    return ["  ".join(c.rjust(w) if 0 < i < len(widths) and i != 2 else c.ljust(w)
+                      for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1] for r in rows]
+
+
+def confirm_line(c: dict[str, Any]) -> str:
+    where = "on the probes' engine" if c["same_engine"] else "in a fresh harness process"
+    head = f"confirm at {c['qps']:g}/s ({where}, {c['seconds']:.1f} s): {c['validity'] or 'no result'}"
+    if c["ttft_p99_ms"] is not None:
+        head += f", TTFT p99 {c['ttft_p99_ms']:.0f} ms, TPOT p99 {c['tpot_p99_ms']:.1f} ms"
+    if c["samples_per_second"] is not None:
+        head += f", {c['samples_per_second']:.1f} samples/s"
+    return head + ("" if c["ok"] else "; FAILED: " + "; ".join(c["problems"]))
+
+
+def scenario_query(query: str, scenario: str) -> str:
+    """The query with the tuned scenario's variation, as `cmx run` needs it to run that scenario."""
+    words = [w for w in query.split() if w not in ("_offline", "_server", "_interactive", "_all-scenarios")]
+    return " ".join([*words, f"_{scenario.lower()}"])
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "NO"
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

@@ -1,0 +1,185 @@
+"""`cmx tune`'s step: what to tune, checked on the plan before anything runs, and the run in place of the app's root step.
+
+`tune_target` reads the plan's root step (an MLPerf app recipe: its benchmark family is one of its
+tags) and refuses, before any dep is built, a query that names no device (a tune measures one
+machine's engine: the recipe's default device would be a guess), a scenario the benchmark has no
+rules for in the round, and a Server-like search with no QPS to start from.
+
+`tune_step(ctx, target, request)` runs on the app step's own ctx (the same inputs, context and deps'
+outputs `cmx run` would give it, through the Runner's `root_run`): the app's AppConfig, then the
+tune process (cmx.mlperf.tune.process: probes and confirm runs on one engine). A confirmed target is
+written into the inputs file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cmx.mlperf.loadgen.harness import HarnessResult
+from cmx.mlperf.tune.probe import Length
+from cmx.mlperf.tune.process import TuneConfig, TuneError, run_tune
+from cmx.mlperf.tune.search import Policy, Probe
+
+EARLY_STOPPING_QUERIES = 480  # LoadGen's early stopping at p99 needs >= 459 queries with none over the limit
+PROBE_SECONDS = 30.0          # a probe's minimum duration when the confirm run is the round's full length
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What the user asked: the scenario, where to start, where the inputs file goes, how far to search."""
+
+    scenario: str
+    start_qps: float | None = None
+    out: Path | None = None        # the inputs file (default: tuned.yaml in the tune's folder)
+    tolerance: float = 0.04
+    max_probes: int = 10
+    confirm: bool = True
+    confirm_tries: int = 2
+    probe_seconds: float = PROBE_SECONDS
+
+
+@dataclass(frozen=True)
+class TuneTarget:
+    """The app, benchmark and scenario a tune is for, as the plan fixes them."""
+
+    family: str
+    benchmark: str
+    round: str
+    scenario: str
+    input_name: str            # the app input the answer sets: target_qps_server
+    start_qps: float | None
+    has_limits: bool           # a Server-like scenario (Offline has none)
+
+
+def tune_target(step: Any, query_variations: tuple[str, ...], context: dict[str, Any],
+                request: TuneRequest) -> TuneTarget:
+    """Check the plan's root `step` (a resolve.plan.Step) can be tuned as asked; raise TuneError saying why not."""
+    from cmx.mlperf.benchmarks import all_benchmarks
+    from cmx.mlperf.rounds import RoundError, load_round
+
+    recipe = step.recipe
+    bench = next((b for b in all_benchmarks() if b.family in recipe.tags), None)
+    if bench is None or "round" not in step.inputs:
+        raise TuneError(f"{recipe.name} is not an MLPerf benchmark app cmx can tune",
+                        hint="tune an app recipe: `cmx find app mlperf inference` lists them")
+    devices = {v.name for group in recipe.groups.values() for v in group if any(k == "device" for k, _ in v.context)}
+    if devices and not set(query_variations) & devices and "device" not in context:
+        raise TuneError("the query names no device: a tune measures one machine's engine, and the recipe's default "
+                        "device would be a guess",
+                        hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
+    names = bench.names
+    name = names[0] if len(names) == 1 else next((n for n in names if any(n.endswith(f"-{v}") for v in
+                                                                          step.variations)), names[0])
+    round_name = str(step.inputs["round"])
+    scenario = request.scenario.strip().capitalize()
+    rules_bench = load_round(round_name).benchmark(name)
+    try:
+        rules = rules_bench.scenario(scenario)
+    except RoundError:
+        raise TuneError(f"{name} has no {scenario} scenario in round {round_name}: no rules or latency limits to "
+                        "tune it against", hint=f"its scenarios are {', '.join(rules_bench.scenario_names)}") from None
+    input_name = f"target_qps_{scenario.lower()}"
+    start = request.start_qps if request.start_qps is not None else step.inputs.get(input_name)
+    if start is None and rules.latency is not None:
+        raise TuneError(f"no QPS to start the {scenario} search from",
+                        hint=f"give --start QPS (a guess; the search finds the rest) or --input {input_name}=QPS")
+    if start is not None and start <= 0:
+        raise TuneError(f"the start QPS must be above 0, not {start}")
+    return TuneTarget(family=bench.family, benchmark=name, round=round_name, scenario=scenario,
+                      input_name=input_name, start_qps=float(start) if start is not None else None,
+                      has_limits=rules.latency is not None)
+
+
+def lengths(config: Any, target: TuneTarget, request: TuneRequest) -> tuple[Length, Length, Any]:
+    """(each probe's length, the confirm run's length, the confirm's short profile or None)."""
+    from cmx.mlperf.app import _short_profile
+    from cmx.mlperf.rounds import load_round
+
+    rules = load_round(target.round).benchmark(target.benchmark).scenario(target.scenario)
+    psc = load_round(target.round).benchmark(target.benchmark).performance_sample_count
+    if config.short:
+        short = _short_profile(target.scenario, config.rows)
+        full = Length(short.min_duration_ms, short.min_query_count, short.samples)
+        return full, full, short  # the short profile is as short as a probe can be and still meet early stopping
+    full = Length(rules.min_duration_ms, rules.min_query_count or 0, psc)
+    probe_ms = min(rules.min_duration_ms, int(request.probe_seconds * 1000))
+    queries = min(full.min_queries, EARLY_STOPPING_QUERIES) if not target.has_limits else EARLY_STOPPING_QUERIES
+    return Length(probe_ms, queries, psc), full, None
+
+
+def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, Any]:
+    """The tune, on the app step's ctx; its outputs (probes, confirms, the answer, the inputs file)."""
+    from cmx.mlperf.app import harness_config, serving
+    from cmx.mlperf.app_step import app_config
+    from cmx.mlperf.loadgen.harness import API_KEY_ENV
+
+    config = app_config(ctx, target.family)
+    folder = ctx.workdir / f"tune-{target.scenario.lower()}"
+    probe_len, full_len, short = lengths(config, target, request)
+    env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
+    bar = ctx.progress(None, f"tune {target.scenario}")
+    with serving(config, ctx.log) as served:
+        harness = replace(harness_config(served, target.scenario, "performance", folder / "confirm" / "user.conf"),
+                          output=folder)
+        tconfig = TuneConfig(harness=harness, start_qps=target.start_qps or 1.0, probe=probe_len, target=full_len,
+                             short=short, confirm=request.confirm, confirm_tries=request.confirm_tries,
+                             policy=Policy(tolerance=request.tolerance, max_probes=request.max_probes))
+
+        def heard(p: Probe) -> None:
+            ctx.log.info("probe %s", probe_line(p))
+            bar.update(0, None, f"probe at {p.qps:g}/s: {'pass' if p.passed else 'FAIL'}")
+
+        outcome = run_tune(tconfig, on_probe=heard, on_progress=lambda p: bar.update(0, None, p.detail()),
+                           timeout=config.timeout_s, env=env)
+    confirms = list(outcome.confirms)
+    qps = confirms[-1][0] if confirms else outcome.qps
+    confirmed = bool(confirms) and confirms[-1][1].ok
+    chosen = qps if (confirmed or not request.confirm) else None
+    tuned = None
+    if chosen is not None:
+        tuned = write_tuned(request.out or folder / "tuned.yaml", target, chosen, [c for _, c in confirms], ctx)
+    return {"scenario": target.scenario, "benchmark": target.benchmark, "input": target.input_name, "qps": chosen,
+            "found_qps": outcome.qps, "confirmed": confirmed, "short": config.short,
+            "probes": [asdict(p) for p in outcome.probes],
+            "confirms": [confirm_row(c, q) for q, c in confirms],
+            "tuned_file": str(tuned) if tuned else None, "tune_dir": str(folder),
+            "engine_start_s": outcome.engine_start_s, "seconds": outcome.seconds,
+            "limits": limits_row(target)}
+
+
+def confirm_row(result: HarnessResult, qps: float) -> dict[str, Any]:
+    return {"qps": qps, "ok": result.ok, "validity": result.validity, "problems": list(result.problems),
+            "ttft_p99_ms": result.ttft_p99_ms, "tpot_p99_ms": result.tpot_p99_ms,
+            "samples_per_second": result.samples_per_second, "tokens_per_second": result.tokens_per_second,
+            "seconds": result.test_seconds, "same_engine": bool(result.details.get("same_engine_as_probes"))}
+
+
+def limits_row(target: TuneTarget) -> dict[str, float] | None:
+    from cmx.mlperf.rounds import load_round
+
+    latency = load_round(target.round).benchmark(target.benchmark).scenario(target.scenario).latency
+    return {"ttft_p99_ms": latency.ttft_p99_ms, "tpot_p99_ms": latency.tpot_p99_ms} if latency else None
+
+
+def write_tuned(path: Path, target: TuneTarget, qps: float, confirms: list[HarnessResult], ctx: Any) -> Path:
+    from cmx.recipe.inputs_file import write_inputs_file
+
+    last = confirms[-1] if confirms else None
+    verdict = (f"confirmed {last.validity} by one run of the confirm length" if last and last.ok
+               else "NOT confirmed (tuned with --no-confirm)")
+    command = " ".join(ctx.run_argv) or "cmx tune"
+    header = [f"inputs tuned by cmx for {target.benchmark} {target.scenario} ({target.round}), "
+              f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+              f"{target.input_name} = {qps:g}: {verdict}", f"made by: {command}",
+              "use: cmx run QUERY --inputs-file THIS_FILE  (an explicit --input wins)"]
+    return write_inputs_file(path, {target.input_name: qps}, header)
+
+
+def probe_line(p: Probe) -> str:
+    ttft = "-" if p.ttft_p99_ms is None else f"{p.ttft_p99_ms:.0f}"
+    tpot = "-" if p.tpot_p99_ms is None else f"{p.tpot_p99_ms:.1f}"
+    return (f"{p.qps:g}/s {p.validity or '-'} {'pass' if p.passed else 'FAIL'} TTFT p99 {ttft} ms TPOT p99 {tpot} ms "
+            f"completed {p.completed_qps or 0:g}/s {p.seconds:.1f} s" + (f" ({p.reason})" if p.reason else ""))
