@@ -50,7 +50,7 @@ demo: $(STAMP)  ## run MLPerf llama2-70b (BENCH=llama3.1-8b: llama3.1-8b; tiny m
 	@echo "--- results: $(DEMO_RESULTS)/ (table: summary.txt); submission tree: $(DEMO_SUBMISSION)/open/cmx-demo/, \
 	archive: $(DEMO_SUBMISSION).tar.gz, checker CSV: $(DEMO_SUBMISSION).csv, report: $(DEMO_RESULTS)/report.html"
 
-bench: $(STAMP)
+bench: $(STAMP)  ## start-up, plan and cached-run figures (bench/README.md has the others: harness, endpoint, tune)
 	$(PY) bench/plan_speed.py
 
 clean:

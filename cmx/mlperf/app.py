@@ -161,11 +161,11 @@ def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserC
         raise AppConfigError(f"no target_qps for {config.benchmark} {scenario}",
                              hint=f"give --input target_qps_{scenario.lower()}=N: the throughput you expect "
                                   "(samples/s); LoadGen sizes the run from it")
-    short = _short_profile(scenario, config.rows) if config.short else None
+    short = short_profile(scenario, config.rows) if config.short else None
     return user_conf(round_, config.benchmark, scenario, target_qps=qps, short=short)
 
 
-def _short_profile(scenario: str, rows: int | None) -> ShortProfile:
+def short_profile(scenario: str, rows: int | None) -> ShortProfile:
     profile = SHORT_PROFILES[scenario]
     if rows is not None and rows < profile.samples:
         return ShortProfile(min_duration_ms=profile.min_duration_ms, samples=rows,

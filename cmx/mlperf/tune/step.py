@@ -95,13 +95,13 @@ def tune_target(step: Any, query_variations: tuple[str, ...], context: dict[str,
 
 def lengths(config: Any, target: TuneTarget, request: TuneRequest) -> tuple[Length, Length, Any]:
     """(each probe's length, the confirm run's length, the confirm's short profile or None)."""
-    from cmx.mlperf.app import _short_profile
+    from cmx.mlperf.app import short_profile
     from cmx.mlperf.rounds import load_round
 
     rules = load_round(target.round).benchmark(target.benchmark).scenario(target.scenario)
     psc = load_round(target.round).benchmark(target.benchmark).performance_sample_count
     if config.short:
-        short = _short_profile(target.scenario, config.rows)
+        short = short_profile(target.scenario, config.rows)
         full = Length(short.min_duration_ms, short.min_query_count, short.samples)
         return full, full, short  # the short profile is as short as a probe can be and still meet early stopping
     full = Length(rules.min_duration_ms, rules.min_query_count or 0, psc)
