@@ -19,11 +19,9 @@ numbers (cmx.mlperf.scoring.accuracy_txt).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
 from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import (
@@ -34,6 +32,7 @@ from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import (
 )
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
+from cmx.mlperf.scoring.decode import reference_decoder  # noqa: F401 (the benchmark's decoder)
 
 
 @dataclass(frozen=True)
@@ -137,34 +136,6 @@ def _mean(values: list[float]) -> float:
     import numpy as np
 
     return float(np.sum(np.asarray(values, dtype=np.float64)) / len(values))
-
-
-def reference_decoder(tokenizer_dir: Path | str) -> Callable[[list[int]], str]:
-    """`batch_decode(skip_special_tokens=True)` with the folder's fast tokenizer (DeepSeek-R1 has no slow one, so
-    eval_accuracy.py's use_fast=False still gets it), cleaning up spaces when tokenizer_config.json asks."""
-    from tokenizers import Tokenizer
-
-    folder = Path(tokenizer_dir)
-    if not (folder / "tokenizer.json").is_file():
-        raise AccuracyError(f"{folder} has no tokenizer.json", hint="give the model folder (its tokenizer decodes "
-                                                                   "the outputs)")
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    config_path = folder / "tokenizer_config.json"
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        raise AccuracyError(f"cannot read {config_path}: {exc}") from None
-    clean_up = bool(config.get("clean_up_tokenization_spaces", False))
-
-    def decode(ids: list[int]) -> str:
-        text = tokenizer.decode(ids, skip_special_tokens=True)
-        if clean_up:  # transformers' clean_up_tokenization
-            for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                                  (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
-                text = text.replace(before, after)
-        return text
-
-    return decode
 
 
 __all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder"]

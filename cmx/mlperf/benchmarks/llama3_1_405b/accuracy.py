@@ -37,17 +37,16 @@ Sentences are split by cmx.mlperf.scoring.rouge.split_sentences unless `split=` 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from cmx.mlperf.loadgen.accuracy_log import (
     AccuracyError,
     AccuracyRecord,
     unique_samples,
 )
+from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder  # noqa: F401 (the benchmark's decoder)
 from cmx.mlperf.scoring.rouge import rouge_fmeasures, split_sentences
 
 _UUID = re.compile(r"[\w]{8}-[\w]{4}-[\w]{4}-[\w]{4}-[\w]{12}")  # evaluate-accuracy.py niah_em
@@ -147,39 +146,6 @@ def _mean(values: list[float]) -> float:
     import numpy as np
 
     return float(np.sum(np.asarray(values, dtype=np.float64)) / len(values))
-
-
-# --- decoding as the reference does ------------------------------------------------------------------
-
-def clean_up_tokenization(text: str) -> str:
-    """transformers 4.46's `clean_up_tokenization`, which it applies when tokenizer_config.json asks."""
-    return (text.replace(" .", ".").replace(" ?", "?").replace(" !", "!").replace(" ,", ",").replace(" ' ", "'")
-            .replace(" n't", "n't").replace(" 'm", "'m").replace(" 's", "'s").replace(" 've", "'ve")
-            .replace(" 're", "'re"))
-
-
-def reference_decoder(tokenizer_dir: Path | str) -> Callable[[list[int]], str]:
-    """Decode as evaluate-accuracy.py does with transformers 4.46.2: the fast tokenizer without special
-    tokens, then clean_up_tokenization when the folder's tokenizer_config.json sets it (Llama 3.1's does)."""
-    from tokenizers import Tokenizer
-
-    folder = Path(tokenizer_dir)
-    if not (folder / "tokenizer.json").is_file():
-        raise AccuracyError(f"{folder} has no tokenizer.json", hint="give the model folder (its tokenizer decodes "
-                                                                   "the outputs)")
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    config_path = folder / "tokenizer_config.json"
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        raise AccuracyError(f"cannot read {config_path}: {exc}") from None
-    clean_up = bool(config.get("clean_up_tokenization_spaces", False))
-
-    def decode(ids: list[int]) -> str:
-        text = tokenizer.decode(ids, skip_special_tokens=True)
-        return clean_up_tokenization(text) if clean_up else text
-
-    return decode
 
 
 __all__ = ["AccuracyResult", "clean_up_tokenization", "evaluate", "niah_em", "qa_em", "reference_decoder"]

@@ -36,12 +36,10 @@ Where llama3.1-8b differs from llama2-70b:
 
 from __future__ import annotations
 
-import json
 import sys
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from cmx.mlperf.loadgen.accuracy_log import (
@@ -50,6 +48,7 @@ from cmx.mlperf.loadgen.accuracy_log import (
     AccuracyRecord,
     unique_samples,
 )
+from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder  # noqa: F401 (the benchmark's decoder)
 from cmx.mlperf.scoring.rouge import (
     ROUGE_TYPES,
     mean_percent,
@@ -158,40 +157,6 @@ def _reference(references: Sequence[str], record: AccuracyRecord) -> str:
     if not isinstance(target, str):
         raise AccuracyError(f"the reference for qsl_idx {record.qsl_idx} is a {type(target).__name__}, not text")
     return target
-
-
-# --- decoding as the reference does ------------------------------------------------------------------
-
-def clean_up_tokenization(text: str) -> str:
-    """transformers 4.46's `clean_up_tokenization`: spaces before punctuation and English contractions removed."""
-    return (text.replace(" .", ".").replace(" ?", "?").replace(" !", "!").replace(" ,", ",").replace(" ' ", "'")
-            .replace(" n't", "n't").replace(" 'm", "'m").replace(" 's", "'s").replace(" 've", "'ve")
-            .replace(" 're", "'re"))
-
-
-def reference_decoder(tokenizer_dir: Path | str) -> Callable[[list[int]], str]:
-    """Decode token ids as evaluation.py does with transformers 4.46: the fast tokenizer's decode without
-    special tokens, then clean_up_tokenization when the folder's tokenizer_config.json asks for it."""
-    from tokenizers import Tokenizer
-
-    folder = Path(tokenizer_dir)
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise AccuracyError(f"{folder} has no tokenizer.json", hint="give the model folder (its tokenizer decodes "
-                                                                   "the outputs)")
-    tokenizer = Tokenizer.from_file(str(path))
-    config_path = folder / "tokenizer_config.json"
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        raise AccuracyError(f"cannot read {config_path}: {exc}") from None
-    clean_up = bool(config.get("clean_up_tokenization_spaces", False))  # transformers 4.46's default: False
-
-    def decode(ids: list[int]) -> str:
-        text = tokenizer.decode(ids, skip_special_tokens=True)
-        return clean_up_tokenization(text) if clean_up else text
-
-    return decode
 
 
 __all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "token_ids"]
