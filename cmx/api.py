@@ -174,7 +174,8 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
         jobs: int = 1, settings: Settings | None = None, reporter: "Reporter | None" = None,
         environ: Mapping[str, str] | None = None, check: bool = True, argv: list[str] | None = None,
         rerun_prefix: str = "cmx run", install_missing: bool | None = None,
-        fetch: Fetcher | None = _announce_fetch, locked: str | os.PathLike | None = None) -> "RunResult":
+        fetch: Fetcher | None = _announce_fetch, locked: str | os.PathLike | None = None,
+        memo: bool = False) -> "RunResult":
     """Resolve and run a query. With `check` (the default) a failed step raises StepFailed;
     otherwise the RunResult carries it in `.error`. `install_missing` lets steps install what
     they lack (Python packages); by default it follows CMX_INSTALL_MISSING=1. A pinned git
@@ -183,7 +184,11 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
 
     `locked`: a lockfile to replay (`query` is ignored: the lock's is used; `inputs` may only move outputs).
     The run is refused (LockMismatch) at the first difference in packages, recipes, inputs, context, cache
-    keys or cached files, and fails afterwards if a step built other files than the lock records."""
+    keys or cached files, and fails afterwards if a step built other files than the lock records.
+
+    `memo`: when the root comes from the cache, leave a memo from which the command line `cmx run QUERY
+    [--input NAME=VALUE]...` (with the settings of the environment) is answered next time without resolving,
+    while nothing the answer depended on changes (cmx.execute.memo)."""
     from cmx.cache.store import Store
     from cmx.execute.runner import Runner
     from cmx.resolve.resolver import resolve
@@ -194,7 +199,13 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
     if locked is not None:
         lock, moved = _replay(locked, inputs or {}, s)
         query, inputs, context = lock.query, {**lock.inputs, **(inputs or {})}, dict(lock.context)
-    p = resolve(index(s, fetch=fetch), query, inputs=inputs, context=context, environ=environ)
+    read = None
+    if memo and lock is None and isinstance(query, str) and not context:
+        from cmx.execute.memo import ReadEnviron
+
+        read = ReadEnviron(os.environ if environ is None else environ)
+    idx = index(s, fetch=fetch)
+    p = resolve(idx, query, inputs=inputs, context=context, environ=environ if read is None else read)
     if lock is not None:
         from cmx.execute.lockfile import check_lock
 
@@ -210,6 +221,10 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
         from cmx.execute.lockfile import check_artefacts
 
         check_artefacts(lock, store)
+    if read is not None and result.error is None:
+        from cmx.execute.memo import remember
+
+        remember(str(query), inputs or {}, result, idx, store, read)
     if check and result.error is not None:
         raise result.error
     return result

@@ -6,8 +6,11 @@ import os
 from pathlib import Path
 from typing import Mapping, NamedTuple
 
+from cmx.home import CHECKOUT as _CHECKOUT
+from cmx.home import locations
+
 # the checkout that holds this package: registry.yaml, recipes/, cache/ live beside cmx/
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(_CHECKOUT)
 
 
 class Settings(NamedTuple):  # a NamedTuple: on the `cmx find` path, where dataclasses cost ~10 ms to import
@@ -31,15 +34,5 @@ def load_settings(registry: str | os.PathLike | None = None,
     Without CMX_HOME the home is the cmx checkout (where registry.yaml sits beside cmx/),
     or ~/.cmx for an installed package.
     """
-    env = os.environ if environ is None else environ
-    if env.get("CMX_HOME"):
-        home = Path(env["CMX_HOME"]).expanduser().absolute()
-    elif (CHECKOUT / "registry.yaml").is_file():
-        home = CHECKOUT
-    else:
-        home = Path.home() / ".cmx"
-    reg = registry or env.get("CMX_REGISTRY") or home / "registry.yaml"
-    cache = env.get("CMX_CACHE") or home / "cache"
-    runs = env.get("CMX_RUNS") or home / "runs"
-    return Settings(registry=Path(reg).expanduser().absolute(), cache=Path(cache).expanduser().absolute(),
-                    runs=Path(runs).expanduser().absolute())
+    reg, cache, runs = locations(registry, environ)
+    return Settings(registry=Path(reg), cache=Path(cache), runs=Path(runs))

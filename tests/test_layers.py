@@ -15,7 +15,7 @@ CMX = REPO / "cmx"
 # design.md, "Layers": top to bottom
 ORDER = ("cli", "api", "sweep", "slurm", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe",
          "cache", "tools")
-FLOOR = {"errors", "settings", "secrets", "container", "templates", "__version__", "__main__"}
+FLOOR = {"errors", "settings", "home", "secrets", "container", "templates", "__version__", "__main__"}
 
 
 def imports(path: Path) -> list[str]:
@@ -69,10 +69,12 @@ def test_the_backends_know_nothing_of_loadgen_benchmarks_or_submissions():
 
 
 def test_the_cli_reaches_the_library_only_through_the_api():
+    """One exception: the start-up path of a cached run (cmx.cli.main) answers from its memo before the API,
+    which costs more to import than that whole answer."""
     allowed = {"cmx.api", "cmx.errors", "cmx.__version__"}
     found = [f"{path.relative_to(REPO)} imports {m}" for path in (CMX / "cli").rglob("*.py") for m in imports(path)
              if m not in allowed and not m.startswith("cmx.cli")]
-    assert found == []
+    assert found == ["cmx/cli/__init__.py imports cmx.execute.memo"]
 
 
 def test_the_package_imports_form_no_circle():

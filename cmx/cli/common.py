@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -10,6 +9,7 @@ from typing import Any, Callable
 import click
 
 from cmx.api import Settings, load_settings
+from cmx.cli.run_output import json_text
 
 
 @dataclass
@@ -65,8 +65,7 @@ def parse_scalar(text: str) -> Any:
 
 
 def echo_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(data))
 
 
 def query_arg(fn: Callable) -> Callable:

@@ -19,6 +19,7 @@ from cmx.cli.common import (
     with_inputs_file,
 )
 from cmx.cli.docker_options import docker_options, docker_options_of
+from cmx.cli.run_output import done_lines, result_json
 from cmx.cli.slurm_options import (
     any_slurm_option,
     slurm_options,
@@ -137,7 +138,6 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
         raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
                                "--docker")
     from cmx import api
-    from cmx.api import to_json
     from cmx.errors import CmxError
 
     state = app(ctx)
@@ -147,36 +147,26 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                          settings=state.settings(), reporter=api.reporter("none" if as_json else progress),
                          check=False, argv=["cmx", *sys.argv[1:]], rerun_prefix=prefix,
                          install_missing=True if install_missing else None,  # None: CMX_INSTALL_MISSING decides
-                         locked=locked)
+                         locked=locked,
+                         # the next identical command line may be answered from a memo (cmx.cli.main), which
+                         # knows only a query and --input pairs, with the home from the environment
+                         memo=not (locked or context or inputs_file or state.registry))
     except CmxError as exc:
         if not as_json:
             raise
         echo_json({"ok": False, "query": text, "error": exc.render()})  # a script reads stdout either way
         ctx.exit(exc.exit_code)
+    steps, outputs = result.steps_json(), api.to_json(result.outputs)
     if as_json:
-        echo_json({
-            "ok": result.ok,
-            "query": result.plan.query,
-            "root": result.plan.root,
-            "run_dir": str(result.run_dir),
-            "seconds": round(result.seconds, 3),
-            "outputs": to_json(result.outputs),
-            "steps": {sid: {"recipe": r.recipe, "key": r.key, "status": r.status, "seconds": round(r.seconds, 3),
-                            "outputs": to_json(r.outputs), "log": r.log, "entry": r.entry}
-                      for sid, r in result.steps.items()},
-            "error": result.error.render() if result.error else None,
-        })
+        echo_json(result_json(ok=result.ok, query=result.plan.query, root=result.plan.root,
+                              run_dir=str(result.run_dir), seconds=result.seconds, outputs=outputs, steps=steps,
+                              error=result.error.render() if result.error else None))
         if result.error:
             ctx.exit(1)
         return
     if result.error is not None:
         raise result.error
-    counts: dict[str, int] = {}
-    for r in result.steps.values():
-        counts[r.status] = counts.get(r.status, 0) + 1
-    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    click.echo(f"ok: {result.plan.root} in {result.seconds:.2f}s ({summary}); record: {result.run_dir}/run.json")
-    for line in output_lines(to_json(result.outputs)):
+    for line in done_lines(result.plan.root, result.seconds, steps, str(result.run_dir), outputs):
         click.echo(line)
 
 
@@ -208,21 +198,3 @@ def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, *,
     if code != 0:
         click.echo(f"error: the run in the container exited with status {code} (its error is above)", err=True)
         ctx.exit(code)
-
-
-def output_lines(outputs: dict) -> list[str]:
-    """Outputs for a person: a multi-line text as an indented block, a long list or mapping
-    shortened (`--json` has every value whole)."""
-    import json
-
-    lines = []
-    for name, value in outputs.items():
-        if isinstance(value, str) and "\n" in value:
-            lines.append(f"  {name}:")
-            lines.extend(f"    {line}" for line in value.splitlines())
-        elif isinstance(value, (list, dict)):
-            text = json.dumps(value)
-            lines.append(f"  {name} = {text}" if len(text) <= 100 else f"  {name} = {text[:80]}…  (whole: --json)")
-        else:
-            lines.append(f"  {name} = {value}")
-    return lines

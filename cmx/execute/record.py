@@ -3,43 +3,30 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cmx import __version__
 from cmx.container import container_facts
 from cmx.errors import CmxError
-from cmx.execute.result import RunResult
-from cmx.recipe.types import to_json
+from cmx.execute.result import RunResult, recorded_results
+from cmx.execute.rundir import header, new_run_dir
 from cmx.resolve.plan import Plan
 from cmx.secrets import Secret
 
 
 class RunRecord:
-    def __init__(self, path: Path, plan: Plan, argv: list[str]) -> None:
+    def __init__(self, path: Path, plan: Plan, argv: list[str], started: str) -> None:
         self.path = path
         self.plan = plan
         self.argv = redact_argv(argv, plan)
-        self.started = datetime.now().astimezone()
+        self.started = started  # ISO 8601, local time
         self._plan_json: dict[str, Any] | None = None
 
     @classmethod
     def create(cls, runs_dir: Path, plan: Plan, argv: list[str]) -> "RunRecord":
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = f"{stamp}-{plan.root_step.name}"
         try:
-            runs_dir.mkdir(parents=True, exist_ok=True)
-            for n in range(1, 1000):
-                path = runs_dir / (base if n == 1 else f"{base}-{n}")
-                try:
-                    path.mkdir()
-                    break
-                except FileExistsError:
-                    continue
-            record = cls(path, plan, argv)
+            path, started = new_run_dir(str(runs_dir), plan.root_step.name)
+            record = cls(Path(path), plan, argv, started)
             record._write({"status": "running"})
         except OSError as exc:
             raise CmxError(f"cannot write the run record under {runs_dir}: {exc.strerror or exc}",
@@ -60,28 +47,13 @@ class RunRecord:
             "status": "ok" if result.ok else "failed",
             "seconds": round(result.seconds, 3),
             "error": result.error.render() if result.error else None,
-            "results": {
-                sid: {"status": r.status, "seconds": round(r.seconds, 3), "outputs": to_json(r.outputs),
-                      "log": r.log, "entry": r.entry}
-                for sid, r in result.steps.items()
-            },
+            "results": recorded_results(result.steps_json()),
         })
 
     def _write(self, extra: dict[str, Any]) -> None:
         if self._plan_json is None:
             self._plan_json = self.plan.to_json()
-        uname = os.uname()  # platform.platform() would spawn `uname -p`: too slow for every run
-        data = {
-            "cmx": __version__,
-            "python": sys.version.split()[0],
-            "platform": f"{uname.sysname} {uname.release} {uname.machine}",
-            "argv": self.argv,
-            "cwd": os.getcwd(),
-            "started": self.started.isoformat(timespec="seconds"),
-            "container": container_facts(),  # the image, its base and Dockerfile, in a `cmx run --docker` container
-            "plan": self._plan_json,
-            **extra,
-        }
+        data = {**header(self.argv, self.started, container_facts()), "plan": self._plan_json, **extra}
         tmp = self.path / "run.json.tmp"
         tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
         tmp.replace(self.path / "run.json")

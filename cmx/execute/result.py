@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cmx.errors import StepFailed
+from cmx.recipe.types import to_json
 from cmx.resolve.plan import Plan
 
 StepStatus = Literal[
@@ -47,3 +48,17 @@ class RunResult:
     @property
     def outputs(self) -> dict[str, Any]:
         return self.steps[self.plan.root].outputs if self.plan.root in self.steps else {}
+
+    def steps_json(self) -> dict[str, dict[str, Any]]:
+        """Each step's result as JSON data: what `run --json` prints and run.json records."""
+        return {sid: {"recipe": r.recipe, "key": r.key, "status": r.status, "seconds": round(r.seconds, 3),
+                      "outputs": to_json(r.outputs), "log": r.log, "entry": r.entry}
+                for sid, r in self.steps.items()}
+
+
+RECORDED = ("status", "seconds", "outputs", "log", "entry")  # what run.json keeps of each step's result
+
+
+def recorded_results(steps: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """run.json's "results": `steps_json` less what the plan beside it already says (recipe, key)."""
+    return {sid: {k: step[k] for k in RECORDED} for sid, step in steps.items()}

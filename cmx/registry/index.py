@@ -49,8 +49,11 @@ class RecipeIndex:
 
     def __init__(self, sources: tuple[Source, ...], entries: dict[str, _Entry], blobs_file: Path | None,
                  generation: str = "", blobs: dict[str, bytes] | None = None,
-                 by_tag: dict[str, list[str]] | None = None) -> None:
+                 by_tag: dict[str, list[str]] | None = None, registry: Path | None = None,
+                 roots: tuple[Path, ...] = ()) -> None:
         self.sources = sources
+        self.registry = registry  # the registry file, and the recipe folders of its sources, for `stamps`
+        self.roots = roots
         self._by_folder = entries
         self._blobs_file = blobs_file
         self._generation = generation
@@ -113,6 +116,22 @@ class RecipeIndex:
             self._loaded[name] = recipe
         return recipe
 
+    def stamps(self, whole: set[str]) -> list[FileStamp]:
+        """(path, st_mtime_ns, st_size) of what a resolution read: the registry file; each source's folder and
+        each of its subfolders that holds no recipe (adding a recipe changes one of them); every recipe.yaml
+        (tags and names decide what a query finds); and every file of the recipes named in `whole` (their
+        digests enter cache keys). A missing file is (path, 0, -1), as stamp_files has it."""
+        out: list[FileStamp] = []
+        if self.registry is not None:
+            out.append(_stamp(self.registry))
+        for root in self.roots:
+            out.append(_stamp(root))
+            out += [_stamp(Path(folder)) for folder in _recipe_folders(root) if folder not in self._by_folder]
+        for folder, entry in self._by_folder.items():
+            files = entry[4] if entry[0] in whole else entry[4][:1]  # stamp_files puts recipe.yaml first
+            out += [(f"{folder}/{name}", mtime, size) for name, mtime, size in files]
+        return out
+
     def blobs(self) -> dict[str, bytes]:
         if self._blobs is None:
             data = _read_pickle(self._blobs_file) if self._blobs_file else None
@@ -154,8 +173,10 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
 
     entries: dict[str, _Entry] = {}
     stale: list[tuple[str, str]] = []  # (folder, source) to parse
+    roots: list[Path] = []
     for source in sources:
         root = _source_root(source, settings, fetch)
+        roots.append(root)
         for folder in _recipe_folders(root):
             prev = old_entries.get(folder)
             if prev is not None and stamp_files(folder, tuple(s[0] for s in prev[4])) == prev[4]:
@@ -165,7 +186,8 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
     parsed = _parse_all(stale)
     changed = old is None or old.get("registry") != reg_stamp or bool(parsed) or set(entries) != set(old_entries)
     if not changed:
-        return RecipeIndex(sources, entries, blobs_file, old["generation"], by_tag=old.get("by_tag"))  # type: ignore[index]
+        return RecipeIndex(sources, entries, blobs_file, old["generation"], by_tag=old.get("by_tag"),  # type: ignore[index]
+                           registry=settings.registry, roots=tuple(roots))
 
     blobs: dict[str, bytes] = {}
     if old is not None and entries:  # carry the unchanged recipes over from the previous generation
@@ -175,7 +197,8 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
         blobs[folder] = blob
     blobs = {folder: blobs[folder] for folder in entries if folder in blobs}
     generation = os.urandom(8).hex()
-    index = RecipeIndex(sources, entries, blobs_file, generation, blobs)
+    index = RecipeIndex(sources, entries, blobs_file, generation, blobs, registry=settings.registry,
+                        roots=tuple(roots))
     # the recipes file first: a reader that sees the new small file finds its generation
     _write_pickle(blobs_file, {"generation": generation, "blobs": blobs})
     _write_pickle(index_file, {"format": INDEX_FORMAT, "cmx": __version__, "code": code_stamp,
@@ -276,7 +299,7 @@ def _recipe_folders(root: Path) -> Iterable[str]:
         return sorted(e.path for e in it if e.is_dir() and not e.name.startswith((".", "_")))
 
 
-def _stamp(path: Path) -> tuple[str, int, int]:
+def _stamp(path: Path) -> FileStamp:
     st = os.stat(path)
     return (str(path), st.st_mtime_ns, st.st_size)
 

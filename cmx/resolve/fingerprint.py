@@ -1,29 +1,42 @@
-"""Machine fingerprints for cache keys: stat calls and environment reads only, no subprocess."""
+"""Machine fingerprints for cache keys: stat calls and environment reads only, no subprocess.
+
+Imports nothing but os and sys: a cached `cmx run` answered from its memo (cmx.execute.memo)
+takes every fingerprint again before it trusts the memo.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from typing import Any, Mapping
 
-from cmx.recipe.model import Fingerprint
+TYPE_CHECKING = False  # typing itself costs ~8 ms to import; type checkers read this name as typing's
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from cmx.recipe.model import Fingerprint
 
 
 def take(fp: Fingerprint, environ: Mapping[str, str]) -> dict[str, Any]:
     """The facts `fp` names, as JSON-friendly data for a key. Cheap: a few stat calls."""
+    return facts(fp.files, fp.programs, fp.env, fp.machine, environ)
+
+
+def facts(files: tuple[str, ...], programs: tuple[str, ...], env: tuple[str, ...], machine: bool,
+          environ: Mapping[str, str]) -> dict[str, Any]:
+    """`take` on a fingerprint's fields."""
     out: dict[str, Any] = {}
-    if fp.files:
-        out["files"] = {path: _stat(path) for path in fp.files}
-    if fp.programs:
+    if files:
+        out["files"] = {path: _stat(path) for path in files}
+    if programs:
         search = environ.get("PATH", os.defpath)
         out["programs"] = {}
-        for name in fp.programs:
-            found = shutil.which(name, path=search)
+        for name in programs:
+            found = which(name, search)
             out["programs"][name] = [found, *_stat(found)] if found else None
-    if fp.env:
-        out["env"] = {name: environ.get(name) for name in fp.env}
-    if fp.machine:
+    if env:
+        out["env"] = {name: environ.get(name) for name in env}
+    if machine:
         uname = os.uname()
         out["machine"] = {"system": uname.sysname, "release": uname.release, "version": uname.version,
                           "arch": uname.machine, "host": uname.nodename, "cpus": os.cpu_count(),
@@ -31,6 +44,27 @@ def take(fp: Fingerprint, environ: Mapping[str, str]) -> dict[str, Any]:
                           # the interpreter running cmx: a detection that reports it must re-run in another venv
                           "python": [sys.executable, sys.version]}
     return out
+
+
+def which(name: str, search: str) -> str | None:
+    """shutil.which(name, path=search) on POSIX, without shutil's imports (fnmatch, re)."""
+    if os.path.dirname(name):
+        return name if _runnable(name) else None
+    if not search:  # PATH='' finds nothing; PATH=':' looks in the current folder
+        return None
+    seen: set[str] = set()
+    for folder in search.split(os.pathsep):
+        if folder in seen:
+            continue
+        seen.add(folder)
+        path = os.path.join(folder, name)
+        if _runnable(path):
+            return path
+    return None
+
+
+def _runnable(path: str) -> bool:
+    return os.path.exists(path) and os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path)
 
 
 def _stat(path: str) -> list[int] | None:

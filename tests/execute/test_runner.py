@@ -743,7 +743,7 @@ def test_steps_that_fetch_start_after_the_checks_that_do_not(home: Home) -> None
 
 
 def test_run_prints_a_multiline_output_as_a_block_and_shortens_long_lists() -> None:
-    from cmx.cli.run import output_lines
+    from cmx.cli.run_output import output_lines
 
     lines = output_lines({"table": "a  b\n1  2", "n": 3, "rows": list(range(100)), "few": [1, 2]})
     assert lines[:3] == ["  table:", "    a  b", "    1  2"]
