@@ -104,12 +104,14 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
         raise click.ClickException(
             f"no target QPS for {o['scenario']}: " + ("no probe passed" if found is None else
                                                         f"the probes passed up to {found:g}, but no confirm run did")
-            + f" (logs in {o['tune_dir']})")
+            + f" (logs in {o['tune_dir']}; the probes drawn: cmx report {shlex.quote(o['results_dir'])})")
     click.echo(f"{o['input']} = {o['qps']:g}" + ("" if o["confirmed"] else "  (NOT confirmed: --no-confirm)"))
     click.echo(f"inputs file: {o['tuned_file']}")
     use = scenario_query(text, o["scenario"])
     click.echo(f"  use it: cmx run {shlex.quote(use)} --inputs-file {shlex.quote(o['tuned_file'])}")
     click.echo(f"record: {result.run_dir}/run.json; probes' logs: {o['tune_dir']}")
+    click.echo(f"results (the confirm run, the probes in cmx_tune.json): {o['results_dir']}")
+    click.echo(f"  report: cmx report {shlex.quote(o['results_dir'])}")
 
 
 def heading(o: dict[str, Any]) -> str:
