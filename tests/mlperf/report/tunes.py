@@ -35,10 +35,12 @@ def probes_from_jsonl(path: Path) -> tuple[Probe, ...]:
     return tuple(Probe(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines())
 
 
-def write_tune(root: Path, *, system: str = "my-box", confirmed: bool = True) -> Path:
+def write_tune(root: Path, *, results_dir: Path | None = None, system: str = "my-box", confirmed: bool = True) -> Path:
     """A tune's results folder under `root` (its results_dir; the tune's own folder beside it): five probes, and,
-    when `confirmed`, a confirm run at 230/s that failed and one a step lower, at 212/s, that passed."""
-    config = app_config(root, scenarios=("Server",), modes=("performance",), system=system)
+    when `confirmed`, a confirm run at 230/s that failed and one a step lower, at 212/s, that passed; else a tune
+    with --no-confirm, whose answer is the search's, 230/s."""
+    config = app_config(root, scenarios=("Server",), modes=("performance",), system=system,
+                        results_dir=results_dir or root / "results")
     tune_dir = root / "tune-server"
     tune_dir.mkdir(parents=True)
     (tune_dir / "probes.jsonl").write_text(PROBES_JSONL, encoding="utf-8")
@@ -55,11 +57,11 @@ def write_tune(root: Path, *, system: str = "my-box", confirmed: bool = True) ->
             hc.__class__(**{**hc.__dict__, "output": confirm_folder(tune_dir, 2)}))
         write_samples(confirm_folder(tune_dir, 2), streamed=True)
         confirms = [(230.0, failed), (212.0, passed)]
-    outcome = TuneOutcome(scenario="Server", probes=probes, qps=230.0 if confirmed else None,
+    outcome = TuneOutcome(scenario="Server", probes=probes, qps=230.0,
                           confirms=tuple(confirms), engine_start_s=24.6, seconds=71.3)
     target = TuneTarget(family="llama2", benchmark="llama2-70b-99", round="v6.0", scenario="Server",
                         input_name="target_qps_server", start_qps=80.0, has_limits=True)
-    record = tune_record(target, outcome, 212.0 if confirmed else None, short=True,
-                         tuned=root / "tuned.yaml" if confirmed else None, folder=tune_dir, command=COMMAND)
+    record = tune_record(target, outcome, 212.0 if confirmed else 230.0, short=True, tuned=root / "tuned.yaml",
+                         folder=tune_dir, command=COMMAND)
     return write_tune_results(config, "Server", record, confirms[-1][1] if confirms else None,
                               confirm_folder(tune_dir, len(confirms)) if confirms else None)
