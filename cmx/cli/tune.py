@@ -32,7 +32,9 @@ one run of the query's full length (the _short profile's with _short) confirms i
 Offline: the measured samples/s (LoadGen's own 10 % margin covers the rest).
 
 The answer goes into an inputs file (NAME: VALUE YAML; merged into --out when it
-exists) that `cmx run` and `cmx plan` read with --inputs-file. The query must name
+exists) that `cmx run` and `cmx plan` read with --inputs-file; the last confirm
+run and the probes (cmx_tune.json) into the app's results_dir, which
+`cmx report` draws. The query must name
 its device (_cpu, _cuda, _rocm). Probes are not submission runs: only the confirm
 run reads a user.conf, exactly as `cmx run` would.
 

@@ -10,8 +10,9 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.report.collect import ResultRow, ResultsReport, TuneRecord, collect
+from cmx.mlperf.report.collect import ResultRow, ResultsReport, TuneConfirm, TuneRecord, collect
 from cmx.mlperf.report.plots import comparison, latency_distribution, throughput_over_time, tune_probes
+from cmx.mlperf.tune.search import Probe
 from cmx.templates import render
 
 TEMPLATE = "report/report.html.j2"
@@ -95,26 +96,32 @@ def _tune(t: TuneRecord) -> dict[str, object]:
     took = (f"{len(t.probes)} probe(s) and {len(t.confirms)} confirm run(s) on one engine"
             + (f" in {t.seconds:.0f} s (the engine's start {t.engine_start_s:.0f} s)"
                if t.seconds is not None and t.engine_start_s is not None else ""))
-    rows: list[list[Cell]] = []
-    for n, p in enumerate(t.probes, start=1):
-        chosen = not t.confirms and p.qps == t.qps  # --no-confirm: the search's answer is the choice
-        mark = " (chosen)" if chosen else " (the search's answer)" if p.qps == t.found_qps and p.passed else ""
-        verdict = ("pass" if p.passed else f"FAIL: {p.reason}" if p.reason else "FAIL") + mark
-        rows.append([Cell(f"probe {n}", "chosen" if chosen else ""), Cell(f"{p.qps:g}", "chosen" if chosen else ""), Cell(p.validity or "-", _ok(p.validity == "VALID")),
-                     Cell(_yes(p.early_stopping_met)), _limited(p.ttft_p99_ms, t.ttft_limit_ms),
-                     _limited(p.ttft_projected_ms, t.ttft_limit_ms), _limited(p.tpot_p99_ms, t.tpot_limit_ms),
-                     Cell(_num(p.completed_qps, 2)), Cell(f"{p.seconds:.1f}"), Cell(verdict, _ok(p.passed))])
-    for n, c in enumerate(t.confirms, start=1):
-        chosen = c.qps == t.qps and n == len(t.confirms)
-        verdict = ("pass" if c.ok else "FAIL: " + "; ".join(c.problems)) + (" (chosen)" if chosen else "")
-        rows.append([Cell(f"confirm {n}", "chosen" if chosen else ""), Cell(f"{c.qps:g}", "chosen" if chosen else ""),
-                     Cell(c.validity or "-", _ok(c.validity == "VALID")), Cell("-"),
-                     _limited(c.ttft_p99_ms, t.ttft_limit_ms), Cell("-"), _limited(c.tpot_p99_ms, t.tpot_limit_ms),
-                     Cell(_num(c.samples_per_second, 2)), Cell("-" if c.seconds is None else f"{c.seconds:.1f}"),
-                     Cell(verdict, _ok(c.ok))])
+    rows = [_probe_row(t, n, p) for n, p in enumerate(t.probes, start=1)]
+    rows += [_confirm_row(t, n, c) for n, c in enumerate(t.confirms, start=1)]
     svg = tune_probes(t)
     return {"label": t.label, "answer": answer, "limits": limits, "took": took, "command": t.command,
             "short": t.short, "figure": Figure(f"{t.label}: cmx tune's probes", svg) if svg else None, "rows": rows}
+
+
+def _probe_row(t: TuneRecord, n: int, p: Probe) -> list[Cell]:
+    chosen = not t.confirms and p.qps == t.qps  # --no-confirm: the search's answer is the choice
+    mark = " (chosen)" if chosen else " (the search's answer)" if p.qps == t.found_qps and p.passed else ""
+    verdict = ("pass" if p.passed else f"FAIL: {p.reason}" if p.reason else "FAIL") + mark
+    kind = "chosen" if chosen else ""
+    return [Cell(f"probe {n}", kind), Cell(f"{p.qps:g}", kind), Cell(p.validity or "-", _ok(p.validity == "VALID")),
+            Cell(_yes(p.early_stopping_met)), _limited(p.ttft_p99_ms, t.ttft_limit_ms),
+            _limited(p.ttft_projected_ms, t.ttft_limit_ms), _limited(p.tpot_p99_ms, t.tpot_limit_ms),
+            Cell(_num(p.completed_qps, 2)), Cell(f"{p.seconds:.1f}"), Cell(verdict, _ok(p.passed))]
+
+
+def _confirm_row(t: TuneRecord, n: int, c: TuneConfirm) -> list[Cell]:
+    chosen = c.qps == t.qps and n == len(t.confirms)  # the last confirm run's QPS is the one written
+    verdict = "pass" if c.ok else "FAIL: " + "; ".join(why.rstrip(".") for why in c.problems)
+    kind = "chosen" if chosen else ""
+    return [Cell(f"confirm {n}", kind), Cell(f"{c.qps:g}", kind), Cell(c.validity or "-", _ok(c.validity == "VALID")),
+            Cell("-"), _limited(c.ttft_p99_ms, t.ttft_limit_ms), Cell("-"), _limited(c.tpot_p99_ms, t.tpot_limit_ms),
+            Cell(_num(c.samples_per_second, 2)), Cell("-" if c.seconds is None else f"{c.seconds:.1f}"),
+            Cell(verdict + (" (chosen)" if chosen else ""), _ok(c.ok))]
 
 
 def _ok(good: bool) -> str:

@@ -14,6 +14,7 @@ written into the inputs file; the probes and the last confirm run into the app's
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -145,7 +146,7 @@ def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, A
     if chosen is not None:
         tuned = write_tuned(request.out or folder / "tuned.yaml", target, chosen, [c for _, c in confirms], ctx)
     record = tune_record(target, outcome, chosen, short=config.short, tuned=tuned, folder=folder,
-                         command=" ".join(ctx.run_argv) or "cmx tune")
+                         command=shlex.join(ctx.run_argv) or "cmx tune")
     results = write_tune_results(served, target.scenario, record, confirms[-1][1] if confirms else None,
                                  confirm_folder(folder, len(confirms)) if confirms else None)
     return {**record, "results_dir": str(results)}

@@ -35,7 +35,8 @@ def test_a_tunes_results_folder_is_the_apps_tree_of_its_last_confirm_run_with_th
     assert facts["target_qps"] == 212.0 and facts["compliant"] is False and "no accuracy run" in facts["noncompliance"]
     record = json.loads((scenario / CMX_TUNE_JSON).read_text())
     assert record["probes"] == [json.loads(line) for line in PROBES_JSONL.splitlines()]  # as probes.jsonl had them
-    assert (record["qps"], record["found_qps"], [c["qps"] for c in record["confirms"]]) == (212.0, 230.0, [230.0, 212.0])
+    confirms = [c["qps"] for c in record["confirms"]]
+    assert (record["qps"], record["found_qps"], confirms) == (212.0, 230.0, [230.0, 212.0])
 
 
 def test_collect_reads_the_confirm_run_as_a_test_and_the_tune_with_every_probe_and_confirm(tuned: Path, tmp_path: Path):
