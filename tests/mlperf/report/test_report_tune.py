@@ -91,3 +91,29 @@ def test_a_damaged_tune_record_is_refused_naming_the_file(tuned: Path):
     with pytest.raises(ReportError, match=f"{CMX_TUNE_JSON} is not a tune record cmx can read") as err:
         collect(tuned)
     assert "cmx tune" in err.value.hint
+
+
+def test_an_offline_tune_is_drawn_against_the_target_alone_with_no_latency_limits(tmp_path: Path):
+    from cmx.mlperf.tune.process import TuneOutcome
+    from cmx.mlperf.tune.record import write_tune_results
+    from cmx.mlperf.tune.search import Probe
+    from cmx.mlperf.tune.step import TuneTarget, tune_record
+    from tests.mlperf.test_app_llama2 import app_config
+
+    # Offline probes as the tune writes them: no token latencies; a second probe at the first's measured rate
+    probes = tuple(Probe(qps=q, passed=True, validity="VALID", early_stopping_met=None, ttft_p99_ms=None,
+                         tpot_p99_ms=None, ttft_projected_ms=None, completed_qps=done, queries=n, seconds=s)
+                   for q, done, n, s in ((600.0, 171.3, 64, 2.4), (171.0, 168.9, 377, 2.3)))
+    target = TuneTarget(family="llama2", benchmark="llama2-70b-99", round="v6.0", scenario="Offline",
+                        input_name="target_qps_offline", start_qps=600.0, has_limits=False)
+    outcome = TuneOutcome(scenario="Offline", probes=probes, qps=169.0, confirms=(), engine_start_s=22.0, seconds=30.0)
+    record = tune_record(target, outcome, 169.0, short=True, tuned=None, folder=tmp_path / "tune-offline",
+                         command="cmx tune q --scenario Offline --no-confirm")
+    results = write_tune_results(app_config(tmp_path), "Offline", record, None, None)
+    (tune,) = collect(results).tunes
+    assert (tune.ttft_limit_ms, tune.tpot_limit_ms, tune.qps) == (None, None, 169.0)
+    section = _tune_section(api.report(results).read_text(encoding="utf-8"))
+    assert "no latency limits: the target is the measured throughput" in section
+    svg = re.search(r"<svg\b.*?</svg>", section, re.S).group(0)
+    assert "completed queries/s" in svg and "TTFT p99" not in svg and "p99 limit" not in svg
+    assert "chosen 169/s" in svg
