@@ -11,13 +11,15 @@ from cmx.cli.common import echo_json
 
 @click.command("report", help="""Write a benchmark's results as one HTML page, or compare two.
 
-RESULTS is the results_dir of an `app mlperf inference ...` run. The page has
+RESULTS is the results_dir of an `app mlperf inference ...` run, or the one a
+`cmx tune` wrote (it prints it: its confirm run, and its probes). The page has
 one row per LoadGen test (validity; tokens/s and samples/s; TTFT and TPOT
 p50/p90/p99 against the round's limits; accuracy against the closed
 division's targets; whether the run was short, tiny, compliant), plots of
 every sample's token latencies and of throughput over time (from the
 harness's cmx_samples.csv), and how the run was made: the command, cmx,
-vLLM, torch and LoadGen versions, the system. With OTHER, the page holds
+vLLM, torch and LoadGen versions, the system. A tune's probes are plotted
+against their target QPS and listed, the chosen QPS marked. With OTHER, the page holds
 both and a table of each metric of B against A with the ratio B/A.
 
 The page needs no network to view: its plots are inline SVG drawn with

@@ -32,7 +32,9 @@ one run of the query's full length (the _short profile's with _short) confirms i
 Offline: the measured samples/s (LoadGen's own 10 % margin covers the rest).
 
 The answer goes into an inputs file (NAME: VALUE YAML; merged into --out when it
-exists) that `cmx run` and `cmx plan` read with --inputs-file. The query must name
+exists) that `cmx run` and `cmx plan` read with --inputs-file; the last confirm
+run and the probes (cmx_tune.json) into the app's results_dir, which
+`cmx report` draws. The query must name
 its device (_cpu, _cuda, _rocm). Probes are not submission runs: only the confirm
 run reads a user.conf, exactly as `cmx run` would.
 
@@ -104,12 +106,14 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
         raise click.ClickException(
             f"no target QPS for {o['scenario']}: " + ("no probe passed" if found is None else
                                                         f"the probes passed up to {found:g}, but no confirm run did")
-            + f" (logs in {o['tune_dir']})")
+            + f" (logs in {o['tune_dir']}; the probes drawn: cmx report {shlex.quote(o['results_dir'])})")
     click.echo(f"{o['input']} = {o['qps']:g}" + ("" if o["confirmed"] else "  (NOT confirmed: --no-confirm)"))
     click.echo(f"inputs file: {o['tuned_file']}")
     use = scenario_query(text, o["scenario"])
     click.echo(f"  use it: cmx run {shlex.quote(use)} --inputs-file {shlex.quote(o['tuned_file'])}")
     click.echo(f"record: {result.run_dir}/run.json; probes' logs: {o['tune_dir']}")
+    click.echo(f"results (the confirm run, the probes in cmx_tune.json): {o['results_dir']}")
+    click.echo(f"  report: cmx report {shlex.quote(o['results_dir'])}")
 
 
 def heading(o: dict[str, Any]) -> str:

@@ -3,14 +3,16 @@
 A results folder is what `app mlperf inference ...` writes: `<system>/<benchmark>/<Scenario>/`
 holding `cmx_run.json` (the tests, their validity and problems, the run's origin) beside each
 test's folder with LoadGen's logs, accuracy.txt, and the harness's per-sample `cmx_samples.csv`.
-Nothing here is computed anew: the figures are LoadGen's (its summary and detail logs), the
-accuracy the evaluator's accuracy.txt, the limits and targets the round's.
+`cmx tune` writes the same tree for its confirm run, with `cmx_tune.json` (its probes) beside
+cmx_run.json: each becomes a TuneRecord. Nothing here is computed anew: the figures are LoadGen's
+(its summary and detail logs), the accuracy the evaluator's accuracy.txt, the limits and targets
+the round's, the probes what the tune recorded.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from cmx.errors import CmxError
 from cmx.mlperf.loadgen.log import Latencies, LoadgenLogError, read_loadgen_run
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV
 from cmx.mlperf.provenance import RunOrigin
+from cmx.mlperf.tune.record import CMX_TUNE_JSON
+from cmx.mlperf.tune.search import Probe
 
 CMX_RUN_JSON = "cmx_run.json"
 
@@ -113,8 +117,76 @@ class ResultRow:
 
 
 @dataclass(frozen=True)
+class TuneConfirm:
+    """One confirm run of a tune, as cmx_tune.json keeps it."""
+
+    qps: float
+    ok: bool
+    validity: str | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    samples_per_second: float | None
+    seconds: float | None
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TuneRecord:
+    """A `cmx tune` of one scenario: its probes in order, its confirm runs, the QPS it chose (None: none
+    confirmed), the QPS the search settled on, and the round's p99 limits (None: Offline)."""
+
+    path: Path
+    benchmark: str
+    scenario: str
+    input: str
+    qps: float | None
+    found_qps: float | None
+    confirmed: bool
+    short: bool
+    probes: tuple[Probe, ...]
+    confirms: tuple[TuneConfirm, ...]
+    ttft_limit_ms: float | None
+    tpot_limit_ms: float | None
+    seconds: float | None
+    engine_start_s: float | None
+    command: str
+    round: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} {self.scenario}"
+
+    @classmethod
+    def read(cls, path: Path) -> TuneRecord:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            limits = data.get("limits") or {}
+            return cls(path=path, benchmark=data["benchmark"], scenario=data["scenario"], input=data["input"],
+                       qps=data.get("qps"), found_qps=data.get("found_qps"), confirmed=bool(data.get("confirmed")),
+                       short=bool(data.get("short")), probes=tuple(_known(Probe, p) for p in data["probes"]),
+                       confirms=tuple(TuneConfirm(qps=c["qps"], ok=bool(c["ok"]), validity=c.get("validity"),
+                                                  ttft_p99_ms=c.get("ttft_p99_ms"), tpot_p99_ms=c.get("tpot_p99_ms"),
+                                                  samples_per_second=c.get("samples_per_second"),
+                                                  seconds=c.get("seconds"), problems=tuple(c.get("problems") or ()))
+                                      for c in data.get("confirms", [])),
+                       ttft_limit_ms=limits.get("ttft_p99_ms"), tpot_limit_ms=limits.get("tpot_p99_ms"),
+                       seconds=data.get("seconds"), engine_start_s=data.get("engine_start_s"),
+                       command=data.get("command", ""), round=data.get("round", ""))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ReportError(f"{path} is not a tune record cmx can read ({type(err).__name__}: {err})",
+                              hint=f"{CMX_TUNE_JSON} is written by `cmx tune`; remove the file if it is not one") \
+                from None
+
+
+def _known(cls: type, data: dict[str, Any]) -> Any:
+    """`cls(**data)` with the fields `cls` has (a record from a later cmx may carry more)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
 class ResultsReport:
-    """A results folder's tests and where they came from (the command, cmx, the software, the system)."""
+    """A results folder's tests, its tunes, and where they came from (the command, cmx, the software, the system)."""
 
     path: Path
     tests: tuple[ResultRow, ...]
@@ -123,18 +195,20 @@ class ResultsReport:
     software: dict[str, str]
     system: dict[str, Any]
     round: str
+    tunes: tuple[TuneRecord, ...] = ()
 
 
 def collect(results_dir: Path) -> ResultsReport:
-    """Every test under `results_dir`, in the order the run made them; ReportError when there is none."""
+    """Every test and tune under `results_dir`, in the order the run made them; ReportError when there is none."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ReportError(f"{results_dir} is not a folder", hint="give the results_dir a benchmark run wrote")
     runs = sorted(results_dir.rglob(CMX_RUN_JSON))
-    if not runs:
-        raise ReportError(f"no benchmark results under {results_dir} (no {CMX_RUN_JSON} in any folder)",
-                          hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
-                               "results/demo)")
+    tunes = tuple(TuneRecord.read(p) for p in sorted(results_dir.rglob(CMX_TUNE_JSON)))
+    if not runs and not tunes:
+        raise ReportError(f"no benchmark results under {results_dir} (no {CMX_RUN_JSON} or {CMX_TUNE_JSON} in any "
+                          "folder)", hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
+                                          "results/demo) or of a `cmx tune` (it prints it)")
     tests: list[ResultRow] = []
     origin: RunOrigin | None = None
     round_name = ""
@@ -144,12 +218,13 @@ def collect(results_dir: Path) -> ResultsReport:
             origin = RunOrigin.from_json(facts["origin"])
         round_name = round_name or facts.get("round", "")
         tests += [_record(facts, run) for run in facts.get("runs", [])]
-    if origin is None:
-        return ResultsReport(path=results_dir, tests=tuple(tests), command="", cmx_version="", software={}, system={},
-                             round=round_name)
+    round_name = round_name or next((t.round for t in tunes if t.round), "")
+    if origin is None:  # a tune with no confirm run has only its own record of the command
+        return ResultsReport(path=results_dir, tests=tuple(tests), command=next((t.command for t in tunes), ""),
+                             cmx_version="", software={}, system={}, round=round_name, tunes=tunes)
     return ResultsReport(path=results_dir, tests=tuple(tests), command=origin.command_line,
                          cmx_version=origin.cmx_version, software=dict(origin.software), system=dict(origin.system),
-                         round=round_name)
+                         round=round_name, tunes=tunes)
 
 
 def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:

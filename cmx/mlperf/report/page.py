@@ -10,8 +10,9 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.report.collect import ResultRow, ResultsReport, collect
-from cmx.mlperf.report.plots import comparison, latency_distribution, throughput_over_time
+from cmx.mlperf.report.collect import ResultRow, ResultsReport, TuneConfirm, TuneRecord, collect
+from cmx.mlperf.report.plots import comparison, latency_distribution, throughput_over_time, tune_probes
+from cmx.mlperf.tune.search import Probe
 from cmx.templates import render
 
 TEMPLATE = "report/report.html.j2"
@@ -46,7 +47,8 @@ def write_report(results: Path, out: Path, *, other: Path | None = None) -> Path
     """Write the page for `results` (and, given `other`, its comparison with it) to `out`; return `out`."""
     a = collect(results)
     b = collect(other) if other is not None else None
-    page = render(TEMPLATE, esc=html.escape, header=HEADER, title=_title(a, b), reports=[_section(r) for r in (a, b) if r],
+    page = render(TEMPLATE, esc=html.escape, header=HEADER, tune_header=TUNE_HEADER, title=_title(a, b),
+                  reports=[_section(r) for r in (a, b) if r],
                   comparison=_comparison(a, b) if b else None)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -71,7 +73,69 @@ def _section(report: ResultsReport) -> dict[str, object]:
             "round": report.round, "software": report.software, "system": _system_lines(report.system),
             "rows": [_cells(r) for r in report.tests], "problems": [(r.label, p) for r in report.tests
                                                                     for p in r.problems],
-            "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures}
+            "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures,
+            "tunes": [_tune(t) for t in report.tunes]}
+
+
+TUNE_HEADER = ("run", "target qps", "LoadGen", "early stop", "TTFT p99 (ms)", "TTFT projected (ms)", "TPOT p99 (ms)",
+               "completed/s", "seconds", "verdict")
+
+
+def _tune(t: TuneRecord) -> dict[str, object]:
+    """A tune's section: what it chose and why, its plot, and one table row per probe and per confirm run."""
+    if t.qps is not None:
+        answer = f"{t.input} = {t.qps:g}" + (", confirmed by the last confirm run" if t.confirmed
+                                              else ", NOT confirmed (tuned with --no-confirm)")
+    elif t.found_qps is not None:
+        answer = f"no {t.input}: the probes passed up to {t.found_qps:g}/s, but no confirm run did"
+    else:
+        answer = f"no {t.input}: no probe passed"
+    limits = (f"TTFT p99 under {t.ttft_limit_ms:g} ms, TPOT p99 under {t.tpot_limit_ms:g} ms"
+              if t.ttft_limit_ms is not None and t.tpot_limit_ms is not None else
+              "no latency limits: the target is the measured throughput")
+    took = (f"{len(t.probes)} probe(s) and {len(t.confirms)} confirm run(s) on one engine"
+            + (f" in {t.seconds:.0f} s (the engine's start {t.engine_start_s:.0f} s)"
+               if t.seconds is not None and t.engine_start_s is not None else ""))
+    rows = [_probe_row(t, n, p) for n, p in enumerate(t.probes, start=1)]
+    rows += [_confirm_row(t, n, c) for n, c in enumerate(t.confirms, start=1)]
+    svg = tune_probes(t)
+    return {"label": t.label, "answer": answer, "limits": limits, "took": took, "command": t.command,
+            "short": t.short, "figure": Figure(f"{t.label}: cmx tune's probes", svg) if svg else None, "rows": rows}
+
+
+def _probe_row(t: TuneRecord, n: int, p: Probe) -> list[Cell]:
+    chosen = not t.confirms and p.qps == t.qps  # --no-confirm: the search's answer is the choice
+    mark = " (chosen)" if chosen else " (the search's answer)" if p.qps == t.found_qps and p.passed else ""
+    verdict = ("pass" if p.passed else f"FAIL: {p.reason}" if p.reason else "FAIL") + mark
+    kind = "chosen" if chosen else ""
+    return [Cell(f"probe {n}", kind), Cell(f"{p.qps:g}", kind), Cell(p.validity or "-", _ok(p.validity == "VALID")),
+            Cell(_yes(p.early_stopping_met)), _limited(p.ttft_p99_ms, t.ttft_limit_ms),
+            _limited(p.ttft_projected_ms, t.ttft_limit_ms), _limited(p.tpot_p99_ms, t.tpot_limit_ms),
+            Cell(_num(p.completed_qps, 2)), Cell(f"{p.seconds:.1f}"), Cell(verdict, _ok(p.passed))]
+
+
+def _confirm_row(t: TuneRecord, n: int, c: TuneConfirm) -> list[Cell]:
+    chosen = c.qps == t.qps and n == len(t.confirms)  # the last confirm run's QPS is the one written
+    verdict = "pass" if c.ok else "FAIL: " + "; ".join(why.rstrip(".") for why in c.problems)
+    kind = "chosen" if chosen else ""
+    return [Cell(f"confirm {n}", kind), Cell(f"{c.qps:g}", kind), Cell(c.validity or "-", _ok(c.validity == "VALID")),
+            Cell("-"), _limited(c.ttft_p99_ms, t.ttft_limit_ms), Cell("-"), _limited(c.tpot_p99_ms, t.tpot_limit_ms),
+            Cell(_num(c.samples_per_second, 2)), Cell("-" if c.seconds is None else f"{c.seconds:.1f}"),
+            Cell(verdict + (" (chosen)" if chosen else ""), _ok(c.ok))]
+
+
+def _ok(good: bool) -> str:
+    return "ok" if good else "bad"
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "NO"
+
+
+def _limited(value: float | None, limit: float | None) -> Cell:
+    if value is None:
+        return Cell("-")
+    return Cell(_ms(value), "" if limit is None else _ok(value < limit))
 
 
 def _system_lines(system: dict[str, object]) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 Each function returns one `<svg>` element, or None when the data for it is not there (an
 Offline test has no token latencies; a results folder from before the harness wrote
-cmx_samples.csv has no per-sample times).
+cmx_samples.csv has no per-sample times; a tune that ran no probe has none to draw).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.report.collect import ResultRow
+from cmx.mlperf.report.collect import ResultRow, TuneRecord
 
 WIDTH_IN, HEIGHT_IN = 7.0, 2.8
 CDF_POINTS = 2000  # the most points a distribution's curve is drawn with
@@ -135,6 +135,62 @@ def _bin_width(span_s: float) -> float:
         if span_s / width <= 60:
             return float(width)
     return 120.0
+
+
+PASS, VALID_FAIL, INVALID = "#2ca02c", "#ff7f0e", "#d62728"
+
+
+def tune_probes(tune: TuneRecord) -> str | None:
+    """Each probe at its target QPS: the QPS LoadGen completed, and (Server-like) the TTFT and TPOT p99 against
+    their limits; passes, VALID probes the tune failed (a projected TTFT, failed samples) and INVALID ones
+    marked apart, each numbered in the order it ran; the confirm runs as stars and the chosen QPS as a line."""
+    if not tune.probes:
+        return None
+    plt = _pyplot()
+    panels = [("completed queries/s", lambda p: p.completed_qps, lambda c: c.samples_per_second, None)]
+    if tune.ttft_limit_ms is not None or tune.tpot_limit_ms is not None:
+        panels += [("TTFT p99 (ms)", lambda p: p.ttft_p99_ms, lambda c: c.ttft_p99_ms, tune.ttft_limit_ms),
+                   ("TPOT p99 (ms)", lambda p: p.tpot_p99_ms, lambda c: c.tpot_p99_ms, tune.tpot_limit_ms)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), HEIGHT_IN), squeeze=False)
+    top = max(p.qps for p in tune.probes) * 1.08
+    for ax, (name, probe_value, confirm_value, limit) in zip(axes[0], panels):
+        for kind, colour, marker, keep in (("pass", PASS, "o", lambda p: p.passed),
+                                           ("VALID, failed", VALID_FAIL, "o",
+                                            lambda p: not p.passed and p.validity == "VALID"),
+                                           ("INVALID", INVALID, "x", lambda p: not p.passed and p.validity != "VALID")):
+            shown = [(p.qps, probe_value(p)) for p in tune.probes if keep(p) and probe_value(p) is not None]
+            if shown:
+                ax.scatter(*zip(*shown), color=colour, marker=marker, s=30, zorder=3, label=f"probe: {kind}")
+        for n, p in enumerate(tune.probes, start=1):
+            if probe_value(p) is not None:
+                ax.annotate(str(n), (p.qps, probe_value(p)), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        if name.startswith("TTFT"):  # the p99 the probe projected to the confirm run's length, where it grew
+            grown = [(p.qps, p.ttft_projected_ms) for p in tune.probes
+                     if p.ttft_projected_ms is not None and p.ttft_p99_ms is not None
+                     and p.ttft_projected_ms > p.ttft_p99_ms * 1.01]
+            if grown:
+                ax.scatter(*zip(*grown), facecolors="none", edgecolors="#7f7f7f", s=30, label="TTFT projected")
+        confirms = [(c.qps, confirm_value(c), c.ok) for c in tune.confirms if confirm_value(c) is not None]
+        for ok in (True, False):
+            shown = [(q, v) for q, v, good in confirms if good is ok]
+            if shown:
+                ax.scatter(*zip(*shown), color="#1f77b4" if ok else INVALID, marker="*", s=90, zorder=4,
+                           label="confirm run" + ("" if ok else ": failed"))
+        if name.startswith("completed"):
+            ax.plot([0, top], [0, top], color="#bbbbbb", ls=":", lw=1, label="completed = target")
+        if limit is not None:
+            ax.axhline(limit, color=INVALID, lw=1.2, label="the round's p99 limit")
+        if tune.qps is not None:
+            ax.axvline(tune.qps, color="#1f77b4", ls="--", lw=1, label=f"chosen {tune.qps:g}/s")
+        ax.set_xlim(0, top)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("target queries/s")
+        ax.set_ylabel(name)
+    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.suptitle(f"{tune.label}: cmx tune's probes")
+    fig.tight_layout()
+    return _svg(fig)
 
 
 def comparison(labels: Sequence[str], a: Sequence[float | None], b: Sequence[float | None], name_a: str, name_b: str,

@@ -188,6 +188,11 @@ def search(lg: Any, spec: ProbeSpec, backend: Any, dataset: Any, config: TuneCon
     return probes
 
 
+def confirm_folder(tune_folder: Path, n: int) -> Path:
+    """Where the `n`th confirm run (from 1) writes its logs: confirm/, then confirm-2/, ..."""
+    return tune_folder / (CONFIRM_DIR if n == 1 else f"{CONFIRM_DIR}-{n}")
+
+
 def confirm_config(config: TuneConfig, qps: float, folder: Path) -> HarnessConfig:
     """The harness config of a confirm run at `qps` into `folder`, with the user.conf the app would write."""
     from cmx.mlperf.rounds import load_round
@@ -202,12 +207,12 @@ def confirm_runs(lg: Any, config: TuneConfig, spec: ProbeSpec, backend: Any, dat
                  logger: logging.Logger) -> list[tuple[float, HarnessResult]]:
     """The confirm runs on the probes' engine: the app's user.conf through FromConfig (once), then, while they
     fail, the same settings a step lower; each judged as the harness judges a test."""
-    hc = confirm_config(config, qps, config.folder / CONFIRM_DIR)
+    hc = confirm_config(config, qps, confirm_folder(config.folder, 1))
     settings = loadgen_settings(lg, hc, spec.rules.loadgen_model, spec.rules.loadgen_scenario)
     done = [(qps, confirm_run(lg, hc, settings, spec, backend, dataset, info, logger))]
     while not done[-1][1].ok and len(done) < config.confirm_tries:
         qps = float(f"{qps * (1 - 2 * config.policy.tolerance):.3g}")
-        hc = confirm_config(config, qps, config.folder / f"{CONFIRM_DIR}-{len(done) + 1}")
+        hc = confirm_config(config, qps, confirm_folder(config.folder, len(done) + 1))
         if spec.rules.loadgen_scenario == "Offline":
             settings.offline_expected_qps = qps
         else:

@@ -8,11 +8,13 @@ rules for in the round, and a Server-like search with no QPS to start from.
 `tune_step(ctx, target, request)` runs on the app step's own ctx (the same inputs, context and deps'
 outputs `cmx run` would give it, through the Runner's `root_run`): the app's AppConfig, then the
 tune process (cmx.mlperf.tune.process: probes and confirm runs on one engine). A confirmed target is
-written into the inputs file.
+written into the inputs file; the probes and the last confirm run into the app's results_dir
+(cmx.mlperf.tune.record), where `cmx report` finds them.
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +22,8 @@ from typing import Any
 
 from cmx.mlperf.loadgen.harness import HarnessResult
 from cmx.mlperf.tune.probe import Length
-from cmx.mlperf.tune.process import TuneConfig, TuneError, run_tune
+from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
+from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Policy, Probe
 
 EARLY_STOPPING_QUERIES = 480  # LoadGen's early stopping at p99 needs >= 459 queries with none over the limit
@@ -112,11 +115,12 @@ def lengths(config: Any, target: TuneTarget, request: TuneRequest) -> tuple[Leng
 
 def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, Any]:
     """The tune, on the app step's ctx; its outputs (probes, confirms, the answer, the inputs file)."""
-    from cmx.mlperf.app import harness_config, serving
+    from cmx.mlperf.app import harness_config, refuse_old_results, serving
     from cmx.mlperf.app_step import app_config
     from cmx.mlperf.loadgen.harness import API_KEY_ENV
 
     config = app_config(ctx, target.family)
+    refuse_old_results(config.scenario_dir(target.scenario))  # the tune's results folder, before the engine starts
     folder = ctx.workdir / f"tune-{target.scenario.lower()}"
     probe_len, full_len, short = lengths(config, target, request)
     env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
@@ -141,13 +145,24 @@ def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, A
     tuned = None
     if chosen is not None:
         tuned = write_tuned(request.out or folder / "tuned.yaml", target, chosen, [c for _, c in confirms], ctx)
-    return {"scenario": target.scenario, "benchmark": target.benchmark, "input": target.input_name, "qps": chosen,
-            "found_qps": outcome.qps, "confirmed": confirmed, "short": config.short,
-            "probes": [asdict(p) for p in outcome.probes],
-            "confirms": [confirm_row(c, q) for q, c in confirms],
+    record = tune_record(target, outcome, chosen, short=config.short, tuned=tuned, folder=folder,
+                         command=shlex.join(ctx.run_argv) or "cmx tune")
+    results = write_tune_results(served, target.scenario, record, confirms[-1][1] if confirms else None,
+                                 confirm_folder(folder, len(confirms)) if confirms else None)
+    return {**record, "results_dir": str(results)}
+
+
+def tune_record(target: TuneTarget, outcome: TuneOutcome, chosen: float | None, *, short: bool, tuned: Path | None,
+                folder: Path, command: str) -> dict[str, Any]:
+    """The tune's outputs, as its run record and cmx_tune.json keep them (`chosen`: the QPS written, None: none)."""
+    confirms = outcome.confirms
+    return {"scenario": target.scenario, "benchmark": target.benchmark, "round": target.round,
+            "input": target.input_name, "qps": chosen, "found_qps": outcome.qps,
+            "confirmed": bool(confirms) and confirms[-1][1].ok, "short": short,
+            "probes": [asdict(p) for p in outcome.probes], "confirms": [confirm_row(c, q) for q, c in confirms],
             "tuned_file": str(tuned) if tuned else None, "tune_dir": str(folder),
-            "engine_start_s": outcome.engine_start_s, "seconds": outcome.seconds,
-            "limits": limits_row(target)}
+            "engine_start_s": outcome.engine_start_s, "seconds": outcome.seconds, "limits": limits_row(target),
+            "command": command}
 
 
 def confirm_row(result: HarnessResult, qps: float) -> dict[str, Any]:

@@ -135,6 +135,9 @@ if _NO_BROWSER and os.environ.get("CMX_REQUIRE_BROWSER") == "1":
 def test_the_page_renders_in_a_real_browser_with_every_plot_and_no_console_error(results: Path, tmp_path: Path):
     from playwright import sync_api
 
+    from tests.mlperf.report.tunes import write_tune
+
+    write_tune(tmp_path / "tune", results_dir=results, system="tuned-box")  # a tune's confirm run and probes too
     page_path = api.report(results, tmp_path / "report.html")
     errors: list[str] = []
     with sync_api.sync_playwright() as pw:
@@ -144,6 +147,7 @@ def test_the_page_renders_in_a_real_browser_with_every_plot_and_no_console_error
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(page_path.as_uri())
+            tune_plots = page.eval_on_selector_all("section.tune figure svg", "els => els.length")
             sizes = page.eval_on_selector_all(
                 "figure svg", "els => els.map(e => [e.getBoundingClientRect().width, "
                               "e.getBoundingClientRect().height, e.querySelectorAll('path, line, text').length])")
@@ -151,6 +155,6 @@ def test_the_page_renders_in_a_real_browser_with_every_plot_and_no_console_error
         finally:
             browser.close()
     assert errors == []
-    assert len(sizes) == 3
+    assert len(sizes) == 6 and tune_plots == 1  # Server: 2, Offline: 1, the tune's confirm run: 2, its probes: 1
     assert all(w > 200 and h > 100 and shapes > 10 for w, h, shapes in sizes), sizes
     assert (tmp_path / "report.png").stat().st_size > 10_000

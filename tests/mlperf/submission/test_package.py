@@ -82,6 +82,29 @@ def test_compliant_results_package_into_a_closed_tree_that_cmx_check_passes(tmp_
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["closed"]  # nothing else at the root
 
 
+def test_a_tunes_record_beside_the_results_never_reaches_the_submission_tree(tmp_path: Path, results: Path):
+    pytest.importorskip("matplotlib")  # the tune is built with the report tests' helpers
+    from cmx.mlperf.tune.record import CMX_TUNE_JSON
+    from tests.mlperf.report.tunes import write_tune
+
+    tune = write_tune(tmp_path / "tune", confirmed=False)  # a real cmx_tune.json, as `cmx tune` writes it
+    record = next(tune.rglob(CMX_TUNE_JSON))
+    for scenario in ("Server", "Interactive"):
+        (results / SYSTEM / BENCHMARK / scenario / CMX_TUNE_JSON).write_bytes(record.read_bytes())
+    package(request(tmp_path, results))
+    report = check_tree(tmp_path / "out", "v6.0")
+    assert report.problems == [], format_report(report)
+    assert list((tmp_path / "out").rglob(CMX_TUNE_JSON)) == []
+
+
+def test_a_tunes_own_results_folder_is_refused_its_confirm_run_is_no_submission(tmp_path: Path):
+    pytest.importorskip("matplotlib")
+    from tests.mlperf.report.tunes import write_tune
+
+    tune = write_tune(tmp_path / "tune")
+    assert "there is no accuracy run" in refusal(request(tmp_path, tune, division="open"))
+
+
 def test_the_system_description_joins_detection_and_the_user_file_as_text(tmp_path: Path, results: Path):
     package(request(tmp_path, results))
     desc = json.loads((tmp_path / "out/closed/cmx-test/systems" / f"{SYSTEM}.json").read_text())

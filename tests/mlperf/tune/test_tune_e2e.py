@@ -2,8 +2,8 @@
 
 Kept short (about a minute after the deps): it starts at 80 queries/s with a wide tolerance and at most 4
 probes, so it shows the whole path (deps, one engine for the probes, the confirm run through FromConfig on the
-same engine, the table, the inputs file) without searching finely; the search's precision is unit-tested in
-test_search.py and measured by bench/tune.py.
+same engine, the table, the inputs file, the results folder `cmx report` reads) without searching finely; the
+search's precision is unit-tested in test_search.py and measured by bench/tune.py.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.report.collect import collect
 from cmx.recipe.inputs_file import read_inputs_file
 from tests.conftest import REPO, Home, needs_vllm
 
@@ -46,6 +47,11 @@ def test_tune_prints_a_confirmed_qps_and_its_probes_and_run_reads_the_inputs_fil
     assert run.results.validity == "VALID" and run.settings.target_qps == pytest.approx(qps)
     assert all(not read_loadgen_run(c).multiple_conf_files and read_loadgen_run(c).errors == () for c in confirms)
     assert "SHORT PROFILE" in (confirms[-1] / "user.conf").read_text()
+    # the confirm run as the app's results tree, the probes beside it: what `cmx report` draws
+    results = Path(re.search(r"^  report: cmx report (\S+)$", out, re.M).group(1))
+    report = collect(results)
+    assert [(t.mode, t.target_qps) for t in report.tests] == [("performance", qps)]
+    assert [p.qps for p in report.tunes[0].probes] == [float(q) for _, q, _ in probes] and report.tunes[0].qps == qps
     # the live progress of each probe on the app step's line
     assert any("tune Server" in line and "TTFT p99" in line for line in proc.stderr.splitlines()), proc.stderr
     # the inputs file is what `cmx run` / `cmx plan` read
