@@ -31,7 +31,9 @@ from cmx.cli.slurm_options import (
 @click.command("run", help="""Resolve QUERY and run it.
 
 Steps run in dependency order, independent ones in parallel (--jobs). A step whose
-cache key is already in the cache is not run again. Each run writes
+cache key is already in the cache is not run again. A run whose root step is cached
+is answered again from a memo while none of the files, environment variables or
+machine facts its plan read has changed (docs/cli.md § cmx run). Each run writes
 runs/<time>-<recipe>/run.json and one log per step. When a step fails, cmx names the
 chain of steps that led to it, prints the end of its log and a command that re-runs
 just that step.

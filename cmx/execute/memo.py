@@ -5,14 +5,14 @@ A run whose root step came from the cache leaves a memo, keyed by its request (t
 --input pairs, the working folder, the home). The memo lists what the answer depended on:
 - the stamps (mtime, size) of the registry file, of every recipe.yaml, of every file of the
   plan's recipes, of the recipe folders, and of cmx's own resolution code;
-- the environment variables that resolution read, and each fingerprint's facts (programs on
-  PATH, files, the machine);
+- the environment variables that resolution read, each fingerprint's facts (programs on PATH,
+  files, the machine), and each path input's (a folder's entries, one level down);
 - the stamp of the root's cache entry.
 
 It also holds the answer itself: the plan and the step results run.json records.
 
 The next identical command (cmx.cli.main) checks all of it again: about 1,100 stat calls for
-1,000 recipes, and each fingerprint taken anew. When all of it matches, it writes the run record
+1,000 recipes, and each fingerprint and path input taken anew. When all of it matches, it writes the run record
 and prints the answer that resolving would have given. This costs a few ms, where importing and
 resolving costs ~90 ms. Any difference, or anything the memo cannot vouch for, falls through to
 the full path, which writes a fresh memo.
@@ -91,7 +91,7 @@ def answer(query: str, inputs: Mapping[str, str], argv: list[str],
     if memo is None or memo.get("format") != FORMAT or memo.get("request") != req:
         return None
     if not _unchanged(memo["stamps"]) or not _same_environ(memo["environ"], env) \
-            or not _same_fingerprints(memo["fingerprints"], env):
+            or not _same_facts(memo["fingerprints"], memo["paths"], env):
         return None
     from cmx.execute.rundir import new_run_dir
 
@@ -127,12 +127,15 @@ def _same_environ(read: dict[str, str | None], env: Mapping[str, str]) -> bool:
     return all(env.get(name) == value for name, value in read.items())
 
 
-def _same_fingerprints(fingerprints: list[tuple[tuple, dict]], env: Mapping[str, str]) -> bool:
-    if not fingerprints:
+def _same_facts(fingerprints: list[tuple[tuple, dict]], paths: list[tuple[str, list]], env: Mapping[str, str]
+               ) -> bool:
+    """Each fingerprint, and each path input (a folder with its entries), taken again: as keys take them."""
+    if not fingerprints and not paths:
         return True
-    from cmx.resolve.fingerprint import facts
+    from cmx.resolve.fingerprint import facts, path_facts
 
-    return all(facts(*fields, env) == taken for fields, taken in fingerprints)
+    return all(facts(*fields, env) == taken for fields, taken in fingerprints) and \
+        all(path_facts(path) == taken for path, taken in paths)
 
 
 # run.json is kept in the memo as text, with these in place of what differs from run to run: json.dumps
@@ -248,28 +251,31 @@ def remember(query: str, inputs: Mapping[str, Any], result: RunResult, index: Re
         return False  # the run was given other settings than a command line can repeat
     from cmx.cache.store import META
     from cmx.execute.result import recorded_results
+    from cmx.recipe.types import to_json
+    from cmx.resolve.fingerprint import facts, path_facts
 
+    steps = result.steps_json()
+    record = _record_template(plan.to_json(), recorded_results(steps))
+    if record is None:
+        return False
     entry_meta = os.path.join(str(store.entry_dir(root.name, root.key)), META)
-    stamps = index.stamps({step.name for step in plan}) + _code_stamps() + [_stamp(entry_meta)]
     fingerprints = []
     for step in plan:
         fp = step.recipe.cache.fingerprint
         if fp is not None:
             fields = (tuple(fp.files), tuple(fp.programs), tuple(fp.env), bool(fp.machine))
-            from cmx.resolve.fingerprint import facts
-
             fingerprints.append((fields, facts(*fields, environ)))
-    steps = result.steps_json()
-    from cmx.recipe.types import to_json
-
-    record = _record_template(plan.to_json(), recorded_results(steps))
-    if record is None:
-        return False
-
+    paths = sorted({str(value) for step in plan for name, value in step.inputs.items()
+                    if value is not None and step.recipe.inputs[name].type == "path"})
     req = request(query, inputs, registry, cache, runs)
     memo = {
-        "format": FORMAT, "request": req, "stamps": stamps, "environ": dict(environ.read),
-        "fingerprints": fingerprints, "query": plan.query, "root": plan.root, "root_name": root.name,
+        "format": FORMAT, "request": req,
+        # what the answer depends on
+        "stamps": index.stamps({step.name for step in plan}) + _code_stamps() + [_stamp(entry_meta)],
+        "environ": dict(environ.read), "fingerprints": fingerprints,
+        "paths": [(path, path_facts(path)) for path in paths],
+        # the answer
+        "query": plan.query, "root": plan.root, "root_name": root.name,
         "label": " ".join([root.id, *(f"_{v}" for v in root.variations)]),  # as the plain display names it
         "record": record, "outputs": to_json(result.outputs), "steps": steps,
     }

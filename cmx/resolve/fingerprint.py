@@ -1,7 +1,8 @@
-"""Machine fingerprints for cache keys: stat calls and environment reads only, no subprocess.
+"""Facts of the machine that enter cache keys (fingerprints, path inputs): stat calls and environment
+reads only, no subprocess.
 
 Imports nothing but os and sys: a cached `cmx run` answered from its memo (cmx.execute.memo)
-takes every fingerprint again before it trusts the memo.
+takes every one of these facts again before it trusts the memo.
 """
 
 from __future__ import annotations
@@ -44,6 +45,27 @@ def facts(files: tuple[str, ...], programs: tuple[str, ...], env: tuple[str, ...
                           # the interpreter running cmx: a detection that reports it must re-run in another venv
                           "python": [sys.executable, sys.version]}
     return out
+
+
+def path_facts(path: str) -> list[Any]:
+    """What a path input is keyed by: its path, size and mtime; a folder also by the sorted (name, size,
+    mtime) of its entries, one level down. [path, None, None] when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [str(path), None, None]
+    facts: list[Any] = [str(path), st.st_size, st.st_mtime_ns]
+    if os.path.isdir(path):
+        entries = []
+        with os.scandir(path) as it:
+            for entry in it:
+                try:
+                    est = entry.stat()
+                    entries.append((entry.name, est.st_size, est.st_mtime_ns))
+                except OSError:
+                    entries.append((entry.name, None, None))
+        facts.append(sorted(entries))
+    return facts
 
 
 def which(name: str, search: str) -> str | None:

@@ -401,23 +401,11 @@ def _key_inputs(recipe: Recipe, inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 def _path_stamp(path: Any) -> list[Any]:
     """A path input is used in place, never copied or hashed: it is keyed by its path, size and
-    mtime; a folder also by the names, sizes and mtimes of its entries (one level down)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [str(path), None, None]
-    stamp: list[Any] = [str(path), st.st_size, st.st_mtime_ns]
-    if os.path.isdir(path):
-        entries = []
-        with os.scandir(path) as it:
-            for entry in it:
-                try:
-                    est = entry.stat()
-                    entries.append((entry.name, est.st_size, est.st_mtime_ns))
-                except OSError:
-                    entries.append((entry.name, None, None))
-        stamp.append(_digest(sorted(entries)))
-    return stamp
+    mtime; a folder also by the names, sizes and mtimes of its entries (one level down), digested."""
+    from cmx.resolve.fingerprint import path_facts
+
+    facts = path_facts(path)
+    return facts[:3] + [_digest(facts[3])] if len(facts) > 3 else facts
 
 
 def _full_digest(recipe: Recipe, variations: tuple[str, ...], key_inputs: dict[str, Any],

@@ -223,3 +223,33 @@ def test_which_finds_what_shutil_which_finds(tmp_path: Path) -> None:
     for search in (f"{a}:{b}", f"{b}:{a}", f"{a}:{a}:{b}", "", f"{a}", ":"):
         for name in ("tool", "plain", "missing", str(b / "tool"), str(a / "plain")):
             assert which(name, search) == shutil.which(name, path=search), (name, search)
+
+
+def test_a_changed_path_input_is_another_answer(home: Home, monkeypatch, tmp_path: Path) -> None:
+    """A path input keys its step by its stamp, and a folder's by its entries: so does the memo."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "weights.bin").write_bytes(b"1")
+    home.recipe("memo-path", """
+        name: memo-path
+        summary: uses a folder in place
+        tags: [memo, app]
+        inputs:
+          model: {type: path}
+        cache: true
+        outputs:
+          files: {type: int}
+        """, """
+        import os
+
+        def run(ctx):
+            return {"files": len(os.listdir(ctx.inputs["model"]))}
+        """)
+    monkeypatch.chdir(home.root)
+    given = {"model": str(model)}
+    for _ in range(2):
+        api.run(QUERY, inputs=given, settings=home.settings, environ=home.env, memo=True)
+    assert answer(QUERY, given, ["cmx"], environ=home.env) is not None
+    (model / "tokenizer.json").write_text("{}")  # one level down: the step's key changes
+    assert answer(QUERY, given, ["cmx"], environ=home.env) is None
+    assert api.run(QUERY, inputs=given, settings=home.settings, environ=home.env).outputs["files"] == 2
