@@ -95,16 +95,20 @@ def answer(query: str, inputs: Mapping[str, str], argv: list[str],
         return None
     from cmx.execute.rundir import new_run_dir
 
+    run_dir = ""
     try:
         run_dir, begun = new_run_dir(runs, memo["root_name"])
-    except OSError:
-        return None  # the full path says what is wrong with the runs folder
-    seconds = time.monotonic() - started
-    record = _fill(memo["record"], argv=argv, started=begun, seconds=round(seconds, 3))
-    tmp = os.path.join(run_dir, "run.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(record)
-    os.replace(tmp, os.path.join(run_dir, "run.json"))
+        record = _fill(memo["record"], argv=argv, started=begun, seconds=round(time.monotonic() - started, 3))
+        tmp = os.path.join(run_dir, "run.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(record)
+        os.replace(tmp, os.path.join(run_dir, "run.json"))
+    except OSError:  # the full path says what is wrong with the runs folder
+        if run_dir:
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return None
     return Replay(memo["query"], memo["root"], memo["label"], run_dir, time.monotonic() - started,
                   memo["outputs"], memo["steps"])
 

@@ -1,0 +1,63 @@
+"""One row per LoadGen test of an app run, and the table of them: summary.txt, and the step's output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One test of the app run, as the summary table shows it."""
+
+    scenario: str
+    mode: str
+    folder: str
+    validity: str | None
+    tokens_per_second: float | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    rouge: dict[str, float] | None
+    problems: list[str]
+    details: dict[str, Any] = field(default_factory=dict)  # the harness's: backend, engines, server
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "accuracy", "tok/sample")
+# the metrics of the accuracy column: every one the round has a target for, but tokens per sample (its own column)
+_OWN_COLUMN = ("tokens_per_sample",)
+
+
+def format_row(r: RunSummary) -> str:
+    return "  ".join(_cells(r))
+
+
+def _cells(r: RunSummary) -> tuple[str, ...]:
+    rouge = r.rouge or {}  # the accuracy metrics with a target (ROUGE, exact match, ...), as accuracy.txt gave them
+    rouges = " ".join(f"{k} {v:.2f}" for k, v in rouge.items() if k not in _OWN_COLUMN) or "-"
+    verdict = (r.validity or "-") if r.ok else f"{r.validity or 'FAILED'} ({len(r.problems)} problem(s))"
+    if not r.ok and r.validity == "VALID":  # LoadGen saw every sample answered; failed ones were answered empty
+        verdict = f"FAILED ({len(r.problems)} problem(s); LoadGen said VALID)"
+    if r.mode != "performance":  # LoadGen's VALID/INVALID speaks of performance only
+        verdict = "OK" if r.ok else f"FAILED ({len(r.problems)} problem(s))"
+    return (r.scenario, r.mode, verdict, _num(r.tokens_per_second if r.mode == "performance" else None),
+            _num(r.ttft_p99_ms if r.mode == "performance" else None),
+            _num(r.tpot_p99_ms if r.mode == "performance" else None), rouges,
+            _num(rouge.get("tokens_per_sample")))
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def format_table(runs: Sequence[RunSummary], *, short: bool = False) -> str:
+    rows = [HEADER, *(_cells(r) for r in runs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    if short:
+        lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")
+    return "\n".join(lines)
