@@ -563,15 +563,25 @@ def main(argv: list[str] | None = None) -> int:
                          "cmx's cached runs (set it up with bench/setup-cm.sh)")
     ap.add_argument("--cm-repos", metavar="DIR",
                     help="CM's home for --cm (default: $CM_REPOS, else cm-repos/ beside the cm virtualenv)")
+    ap.add_argument("--mlc", type=Path, metavar="PATH/TO/mlc",
+                    help="also time MLCFlow's cached `mlc run script --tags=get,python3 --quiet` (its scripts "
+                         "come from GitHub: see bench/README.md)")
+    ap.add_argument("--mlc-repos", metavar="DIR",
+                    help="MLCFlow's home for --mlc (default: $MLC_REPOS, else mlc-repos/ beside the mlc virtualenv)")
     args = ap.parse_args(argv)
     if args.runs < 1 or args.recipes < CHAIN + HELPERS:
         ap.error(f"--runs must be >= 1 and --recipes >= {CHAIN + HELPERS}")
-    if args.cm and not os.access(args.cm, os.X_OK):
-        ap.error(f"--cm {args.cm}: not an executable; bench/setup-cm.sh makes one (/tmp/cm-bench/bin/cm)")
-    try:
-        cm_repos = side_by_side.cm_repos_of(args.cm, args.cm_repos) if args.cm else None
-    except side_by_side.SetupError as exc:
-        ap.error(str(exc))
+    tools = []
+    for tool, exe, given in ((side_by_side.CM, args.cm, args.cm_repos), (side_by_side.MLC, args.mlc, args.mlc_repos)):
+        if exe is None:
+            continue
+        if not os.access(exe, os.X_OK):
+            ap.error(f"{exe}: not an executable" + ("; bench/setup-cm.sh makes one (/tmp/cm-bench/bin/cm)"
+                                                  if tool is side_by_side.CM else ""))
+        try:
+            tools.append((tool, exe, side_by_side.home_of(tool, exe, given)))
+        except side_by_side.SetupError as exc:
+            ap.error(str(exc))
 
     cmx = find_cmx()
     python = script_python(cmx)
@@ -603,11 +613,11 @@ def main(argv: list[str] | None = None) -> int:
         load_after = os.getloadavg()[0]
         cached_imports = imports(b, [str(cmx), "run", CHAIN_QUERY, "--progress", "none"])
         side = None
-        if args.cm:
+        if tools:
             chain = side_by_side.Command(f"cmx run <{CHAIN}-deep> (all cached, synthetic)",
                                          (str(cmx), "run", CHAIN_QUERY, "--progress", "none"), env, home)
             side = side_by_side.compare(str(cmx), python, Path(__file__).resolve().parents[1], tmp, env, chain,
-                                        args.cm, cm_repos, args.runs, b.say)
+                                        tools, args.runs, b.say)
             side["load_1min_after"] = os.getloadavg()[0]
     except (BenchError, side_by_side.SetupError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
@@ -629,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
                         "load_1min_before": load_before, "load_1min_after": load_after},
             "sanity": facts, "measurements": results, "reference_not_measured": REFERENCE,
             "cached_run_imports": cached_imports,
-            "side_by_side_cm": side,
+            "side_by_side": side,
             "home": str(home) if args.keep else None,
         }, indent=2))
         return 0
@@ -648,8 +658,8 @@ def main(argv: list[str] | None = None) -> int:
           f"heaviest first-level imports: {heaviest}")
     if side:
         print()
-        print(f"side by side with CM, median of {args.runs} rounds (every command once a round, after one "
-              f"warm-up round); both sides served from their caches (checked before and after)")
+        print(f"side by side with {' and '.join(side['tools'])}, median of {args.runs} rounds (every command once "
+              f"a round, after one warm-up round); every side served from its cache (checked before and after)")
         print(side_by_side.table(side))
         print(f"load average (1 min) {side['load_1min_after']:.2f} after the side-by-side timing")
     over = [r["name"] for r in results if r["verdict"] == "OVER"]

@@ -1,10 +1,10 @@
-"""cmx's cached runs side by side with MLCommons CM's cached `cm run script --tags=get,python3` (plan_speed.py --cm).
+"""cmx's cached runs side by side with CM's (and MLCFlow's) cached `run script --tags=get,python3` (plan_speed.py --cm).
 
 Both sides are timed the same way, in the same rounds: whole processes, one untimed warm-up of each
 command, then `runs` rounds in which every command runs once, the starting command rotating from
 round to round so that a load change on a shared machine falls on all of them alike. Before timing
-it checks that each side's run is served from its cache, and after timing that CM's cache did not
-grow (no run detected Python again).
+it checks that each side's run is served from its cache, and after timing that CM's (MLCFlow's)
+cache did not change (no run detected Python again).
 """
 
 from __future__ import annotations
@@ -46,37 +46,53 @@ def call(cmd: Command, *extra: str) -> subprocess.CompletedProcess:
     return proc
 
 
-def cm_repos_of(cm: Path, given: str | None) -> Path:
-    """CM's home: --cm-repos, else $CM_REPOS, else the cm-repos/ that bench/setup-cm.sh made beside the venv."""
-    for candidate in (given, os.environ.get("CM_REPOS"), str(cm.resolve().parent.parent / "cm-repos")):
+@dataclass(frozen=True)
+class Tool:
+    """How to drive one of MLCommons' automation CLIs: CM (`cm`) or MLCFlow (`mlc`)."""
+    label: str
+    home_var: str  # the environment variable naming its home (repos.json, repos/, the cache)
+    home_dir: str  # bench/setup-cm.sh's name for that home beside the virtualenv
+    list_cache: tuple[str, ...]  # the command listing cache entries by tags
+    entry: str  # a regex whose group is an entry's path in that listing
+
+
+CM = Tool("CM", "CM_REPOS", "cm-repos", ("show", "cache"), r"^\s*Path:\s*(\S+)")
+MLC = Tool("MLCFlow", "MLC_REPOS", "mlc-repos", ("find", "cache"), r"Item path:\s*(\S+)")
+
+
+def home_of(tool: Tool, exe: Path, given: str | None) -> Path:
+    """The tool's home: the option, else its environment variable, else <venv>/<home_dir> (bench/setup-cm.sh)."""
+    for candidate in (given, os.environ.get(tool.home_var), str(exe.resolve().parent.parent / tool.home_dir)):
         if candidate and (Path(candidate) / "repos.json").is_file():
             return Path(candidate)
-    raise SetupError(f"no CM home (repos.json) for {cm}: pass --cm-repos DIR or set CM_REPOS; "
-                     "bench/setup-cm.sh makes one")
+    raise SetupError(f"no {tool.label} home (a folder with repos.json) for {exe}: pass --{exe.name}-repos DIR "
+                     f"or set {tool.home_var}; bench/setup-cm.sh makes CM's")
 
 
-def cm_cache_entries(cm: Command) -> list[str]:
-    """The paths of CM's cache entries tagged get,python3 (`cm show cache`)."""
-    shown = subprocess.run([cm.argv[0], "show", "cache", f"--tags={CM_TAGS}"], env=cm.env, cwd=cm.cwd,
+def cache_entries(tool: Tool, cmd: Command) -> list[str]:
+    """The paths of the tool's cache entries tagged get,python3."""
+    shown = subprocess.run([cmd.argv[0], *tool.list_cache, f"--tags={CM_TAGS}"], env=cmd.env, cwd=cmd.cwd,
                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
-    return re.findall(r"^\s*Path:\s*(\S+)", shown.stdout, flags=re.M)
+    return re.findall(tool.entry, shown.stdout + shown.stderr, flags=re.M)
 
 
-def check_cm(cm: Command) -> dict:
-    """CM's version, its get,python3 cache entry (filled by one run when absent), and a verbose run that loads it."""
-    version = call(Command(cm.name, (cm.argv[0], "version"), cm.env, cm.cwd)).stdout.strip().splitlines()[-1]
-    entries = cm_cache_entries(cm)
+def check_tool(tool: Tool, cmd: Command) -> dict:
+    """Its version, its get,python3 cache entry (filled by one untimed run when absent), and a verbose run
+    that reports loading it."""
+    said = call(Command(cmd.name, (cmd.argv[0], "version"), cmd.env, cmd.cwd))
+    version = (said.stdout + said.stderr).strip().splitlines()[-1]
+    entries = cache_entries(tool, cmd)
     filled = False
     if not entries:  # the first run detects Python and fills the cache; it is not timed
-        call(cm)
-        entries, filled = cm_cache_entries(cm), True
+        call(cmd)
+        entries, filled = cache_entries(tool, cmd), True
     if len(entries) != 1:
-        raise SetupError(f"`cm show cache --tags={CM_TAGS}` lists {len(entries)} entries, not 1: {entries}")
-    verbose = call(cm, "-v")
-    said = verbose.stdout + verbose.stderr
-    if "Found cached script output" not in said:
-        raise SetupError(f"CM's run with -v did not report a cached output:\n{said[-3000:]}")
-    return {"cm_version": version, "cm_repos": cm.env["CM_REPOS"], "cache_entry": entries[0],
+        raise SetupError(f"{tool.label}'s cache lists {len(entries)} get,python3 entries, not 1: {entries}")
+    verbose = call(cmd, "-v")
+    said_v = verbose.stdout + verbose.stderr
+    if "Found cached script output" not in said_v:
+        raise SetupError(f"{tool.label}'s run with -v did not report a cached output:\n{said_v[-3000:]}")
+    return {"version": version, "home": cmd.env[tool.home_var], "cache_entry": entries[0],
             "cache_filled_by_this_bench": filled, "cached_run_verified": True}
 
 
@@ -127,49 +143,72 @@ def time_rounds(commands: list[Command], runs: int) -> list[dict]:
 
 
 def compare(cmx: str, python: str, root: Path, tmp: Path, base_env: dict[str, str], chain: Command,
-            cm_path: Path, cm_repos: Path, runs: int, say) -> dict:
-    """Check both sides' cached runs, time them side by side, and return the rows and the cmx/CM ratios."""
-    plain = {k: v for k, v in base_env.items() if not k.startswith(("CMX_", "CM_"))}
+            tools: list[tuple[Tool, Path, Path]], runs: int, say) -> dict:
+    """Check every side's cached run, time them side by side, and return the rows and the ratios to each tool.
+
+    tools: (CM or MLC, its executable, its home)."""
+    plain = {k: v for k, v in base_env.items() if not k.startswith(("CMX_", "CM_", "MLC_"))}
     repo_home = tmp / "repo-registry"
     cmx_env = {**plain, "CMX_HOME": str(root), "CMX_CACHE": str(repo_home / "cache"),
                "CMX_RUNS": str(repo_home / "runs")}
-    cm_cwd = tmp / "cm-cwd"  # CM may write tmp-run files into its working folder
-    cm_cwd.mkdir(parents=True, exist_ok=True)
-    cm = Command(f"cm run script --tags={CM_TAGS} --quiet (cached)",
-                 (str(cm_path), "run", "script", f"--tags={CM_TAGS}", "--quiet"),
-                 {**plain, "CM_REPOS": str(cm_repos)}, cm_cwd)
+    # their processes get no PYTHONPATH: one pointing at a cmx checkout (to time it) is no part of their set-up
+    foreign = {k: v for k, v in plain.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    theirs = []
+    for tool, exe, home in tools:
+        cwd = tmp / f"{tool.home_dir}-cwd"  # they may write tmp-run files into their working folder
+        cwd.mkdir(parents=True, exist_ok=True)
+        theirs.append((tool, Command(f"{exe.name} run script --tags={CM_TAGS} --quiet (cached)",
+                                     (str(exe), "run", "script", f"--tags={CM_TAGS}", "--quiet"),
+                                     {**foreign, tool.home_var: str(home)}, cwd)))
     one = Command(f'cmx run "{CMX_ONE_STEP}" (cached, shipped registry)',
                   (cmx, "run", CMX_ONE_STEP, "--progress", "none"), cmx_env, root)
     detect_python = Command(f'cmx run "{CMX_PYTHON}" (not cached by design)',
                             (cmx, "run", CMX_PYTHON, "--progress", "none"), cmx_env, root)
     floor = Command("python -c pass (floor)", (python, "-c", "pass"), plain, root)
 
-    facts = {"cm": check_cm(cm), "cmx_one_step": check_cmx_cached(one), "cmx_registry": str(root / "registry.yaml")}
-    say(f"CM {facts['cm']['cm_version']} ({cm_path}, CM_REPOS={facts['cm']['cm_repos']}): cached entry "
-        f"{facts['cm']['cache_entry']}" + (" (filled now by one untimed run)" if facts['cm']['cache_filled_by_this_bench']
-                                          else "") + "; a run with -v reports 'Found cached script output'")
+    facts: dict = {"cmx_registry": str(root / "registry.yaml")}
+    for tool, cmd in theirs:
+        f = facts[tool.label] = check_tool(tool, cmd)
+        say(f"{tool.label} {f['version']} ({cmd.argv[0]}, {tool.home_var}={f['home']}): cached entry "
+            f"{f['cache_entry']}" + (" (filled now by one untimed run)" if f["cache_filled_by_this_bench"] else "")
+            + "; a run with -v reports 'Found cached script output'")
+    facts["cmx_one_step"] = check_cmx_cached(one)
     say(f'cmx run "{CMX_ONE_STEP}" on {facts["cmx_registry"]}: first run {facts["cmx_one_step"]["first_run"]}, '
         f'second {facts["cmx_one_step"]["second_run"]}')
-    say(f"timing side by side: {runs} rounds of 5 commands after one warm-up round ...")
-    rows = time_rounds([floor, cm, one, chain, detect_python], runs)
-    after = cm_cache_entries(cm)
-    if after != [facts["cm"]["cache_entry"]]:
-        raise SetupError(f"CM's get,python3 cache changed while timing (a run was not cached): {after}")
-    cm_row = rows[1]
+    commands = [floor, *(cmd for _, cmd in theirs), one, chain, detect_python]
+    say(f"timing side by side: {runs} rounds of {len(commands)} commands after one warm-up round ...")
+    rows = time_rounds(commands, runs)
+    for tool, cmd in theirs:
+        after = cache_entries(tool, cmd)
+        if after != [facts[tool.label]["cache_entry"]]:
+            raise SetupError(f"{tool.label}'s get,python3 cache changed while timing (a run was not cached): {after}")
+    by_name = {r["name"]: r for r in rows}
     for row in rows:
-        row["x_cm_wall"] = row["median_s"] / cm_row["median_s"]
-        row["x_cm_cpu"] = row["cpu_median_s"] / cm_row["cpu_median_s"] if cm_row["cpu_median_s"] else None
         row["x_floor"] = row["median_s"] / rows[0]["median_s"]
-        row["goal"] = (None if row["name"].startswith(("cm ", "python ")) or "not cached" in row["name"]
-                       else ("meets goal" if row["x_cm_wall"] <= GOAL else "OVER"))
-    return {"facts": facts, "rows": rows, "goal_x_cm": GOAL}
+        row["ratios"] = {}
+        for tool, cmd in theirs:
+            ref = by_name[cmd.name]
+            row["ratios"][tool.label] = {
+                "wall": row["median_s"] / ref["median_s"],
+                "cpu": row["cpu_median_s"] / ref["cpu_median_s"] if ref["cpu_median_s"] else None}
+        judged = row["name"].startswith("cmx ") and "not cached" not in row["name"] and "CM" in row["ratios"]
+        row["goal"] = (("meets goal" if row["ratios"]["CM"]["wall"] <= GOAL else "OVER") if judged else None)
+    return {"facts": facts, "rows": rows, "goal_x_cm": GOAL, "tools": [t.label for t, _ in theirs]}
 
 
 def table(side: dict) -> str:
-    head = ("command", "median s", "min s", "max s", "cpu s", "x CM wall", "x CM cpu", "x floor", f"goal <= {GOAL}")
-    rows = [(r["name"], f"{r['median_s']:.3f}", f"{r['min_s']:.3f}", f"{r['max_s']:.3f}", f"{r['cpu_median_s']:.3f}",
-             f"{r['x_cm_wall']:.2f}", "-" if r["x_cm_cpu"] is None else f"{r['x_cm_cpu']:.2f}",
-             f"{r['x_floor']:.1f}", r["goal"] or "-") for r in side["rows"]]
+    head = ["command", "median s", "min s", "max s", "cpu s"]
+    for label in side["tools"]:
+        head += [f"x {label} wall", f"x {label} cpu"]
+    head += ["x floor"] + ([f"goal <= {GOAL} x CM"] if "CM" in side["tools"] else [])
+    rows = []
+    for r in side["rows"]:
+        row = [r["name"], f"{r['median_s']:.3f}", f"{r['min_s']:.3f}", f"{r['max_s']:.3f}", f"{r['cpu_median_s']:.3f}"]
+        for label in side["tools"]:
+            ratio = r["ratios"][label]
+            row += [f"{ratio['wall']:.2f}", "-" if ratio["cpu"] is None else f"{ratio['cpu']:.2f}"]
+        row += [f"{r['x_floor']:.1f}"] + ([r["goal"] or "-"] if "CM" in side["tools"] else [])
+        rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))),
              "  ".join("-" * w for w in widths)]
