@@ -395,12 +395,14 @@ def script_python(script: Path) -> str:
     return sys.executable
 
 
-def cmx_revision(python: str, env: dict[str, str]) -> str:
+def cmx_revision(python: str, env: dict[str, str], cwd: Path) -> str:
     """cmx's version, and the git commit of its checkout when it is one (+dirty when edited)."""
     try:
+        # cwd: a folder with no cmx/ in it (`python -c` puts the working folder first on sys.path, the console
+        # script does not), so this names the cmx the timed processes import
         found = subprocess.run([python, "-c", "import cmx, os; print(cmx.__version__); "
                                 "print(os.path.dirname(os.path.dirname(cmx.__file__)))"],
-                               env=env, capture_output=True, text=True, timeout=60)
+                               env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
         version, root = found.stdout.split("\n")[:2]
         rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              timeout=30).stdout.strip()
@@ -601,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         make_home(home, args.recipes, args.seed, args.templates)
         b.say(f"synthetic cmx home: {home} ({args.recipes} recipes, made in {time.perf_counter() - started:.2f}s)")
-        b.say(f"cmx: {cmx} ({cmx_revision(python, env)})  python: {python} ({platform.python_version()})")
+        b.say(f"cmx: {cmx} ({cmx_revision(python, env, tmp)})  python: {python} ({platform.python_version()})")
         b.say("bytecode: " + ("not written (PYTHONDONTWRITEBYTECODE=1): cmx is compiled from source every time"
                               if args.no_pyc else f"cached under {env['PYTHONPYCACHEPREFIX']}"))
         facts = sanity(b)
