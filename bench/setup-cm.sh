@@ -24,11 +24,11 @@ CMIND_VERSION=${CMIND_VERSION:-4.2.0}
 CMX4MLOPS_VERSION=${CMX4MLOPS_VERSION:-1.0.1}
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
-mkdir -p "$DIR"
-DIR=$(cd "$DIR" && pwd -P)
+DIR=$(realpath -m "$DIR")  # checked before anything is made there
 case "$DIR/" in
   "$here"/*) echo "setup-cm: $DIR is inside this checkout ($here); give a folder outside it" >&2; exit 2 ;;
 esac
+mkdir -p "$DIR"
 
 echo "setup-cm: virtualenv $DIR (from $($PYTHON -c 'import sys; print(sys.executable, sys.version.split()[0])'))"
 "$PYTHON" -m venv "$DIR"
