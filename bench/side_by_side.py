@@ -3,8 +3,9 @@
 Both sides are timed the same way, in the same rounds: whole processes, one untimed warm-up of each
 command, then `runs` rounds in which every command runs once, the starting command rotating from
 round to round so that a load change on a shared machine falls on all of them alike. Before timing
-it checks that each side's run is served from its cache, and after timing that CM's (MLCFlow's)
-cache did not change (no run detected Python again).
+it checks that each side's run is served from its cache; after timing, that CM's (MLCFlow's) cache
+did not change (no run detected Python again) and that the run record of every cmx run it timed
+says every step was cached.
 """
 
 from __future__ import annotations
@@ -116,6 +117,30 @@ def check_cmx_cached(cmd: Command) -> dict:
     return {"first_run": {k: v["status"] for k, v in first["steps"].items()}, "second_run": statuses}
 
 
+def run_records(cmd: Command) -> set[str]:
+    """The run folders (each with its run.json) in the CMX_RUNS of a cmx command."""
+    runs = Path(cmd.env["CMX_RUNS"])
+    return {p.name for p in runs.iterdir()} if runs.is_dir() else set()
+
+
+def check_records(cmd: Command, before: set[str], expected: int) -> dict[str, int]:
+    """Every run the timing made of a cmx command recorded every step cached (or below a cached step)."""
+    runs = Path(cmd.env["CMX_RUNS"])
+    new = sorted(run_records(cmd) - before)
+    if len(new) != expected:
+        raise SetupError(f"`{' '.join(cmd.argv)}` left {len(new)} run records in {runs}, not {expected}")
+    counts: dict[str, int] = {}
+    for name in new:
+        record = json.loads((runs / name / "run.json").read_text(encoding="utf-8"))
+        statuses = [r["status"] for r in record["results"].values()]
+        if record["status"] != "ok" or set(statuses) - {"cached", "not-needed"}:
+            raise SetupError(f"a timed `{' '.join(cmd.argv)}` was not served from the cache: {runs / name}: "
+                             f"{record['status']}, steps {statuses}")
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
 def time_rounds(commands: list[Command], runs: int) -> list[dict]:
     """Wall and CPU seconds of every command: one warm-up each, then `runs` rotated rounds."""
     walls: dict[str, list[float]] = {c.name: [] for c in commands}
@@ -162,8 +187,9 @@ def compare(cmx: str, python: str, root: Path, tmp: Path, base_env: dict[str, st
                                      {**foreign, tool.home_var: str(home)}, cwd)))
     one = Command(f'cmx run "{CMX_ONE_STEP}" (cached, shipped registry)',
                   (cmx, "run", CMX_ONE_STEP, "--progress", "none"), cmx_env, root)
-    detect_python = Command(f'cmx run "{CMX_PYTHON}" (not cached by design)',
-                            (cmx, "run", CMX_PYTHON, "--progress", "none"), cmx_env, root)
+    detect_python = Command(f'cmx run "{CMX_PYTHON}" (not cached by design)',  # its own records (see check_records)
+                            (cmx, "run", CMX_PYTHON, "--progress", "none"),
+                            {**cmx_env, "CMX_RUNS": str(repo_home / "runs-detect-python")}, root)
     floor = Command("python -c pass (floor)", (python, "-c", "pass"), plain, root)
 
     facts: dict = {"cmx_registry": str(root / "registry.yaml")}
@@ -177,7 +203,11 @@ def compare(cmx: str, python: str, root: Path, tmp: Path, base_env: dict[str, st
         f'second {facts["cmx_one_step"]["second_run"]}')
     commands = [floor, *(cmd for _, cmd in theirs), one, chain, detect_python]
     say(f"timing side by side: {runs} rounds of {len(commands)} commands after one warm-up round ...")
+    before = {c.name: run_records(c) for c in (one, chain)}
     rows = time_rounds(commands, runs)
+    for c in (one, chain):  # the warm-up and every timed run of cmx's cached commands
+        counts = facts.setdefault("cmx_timed_run_records", {})[c.name] = check_records(c, before[c.name], runs + 1)
+        say(f"{c.name}: {runs + 1} run records, steps {counts}")
     for tool, cmd in theirs:
         after = cache_entries(tool, cmd)
         if after != [facts[tool.label]["cache_entry"]]:
