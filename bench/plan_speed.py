@@ -4,6 +4,7 @@
     .venv/bin/python bench/plan_speed.py            # table, 15 runs per figure
     .venv/bin/python bench/plan_speed.py --runs 31  # more runs
     .venv/bin/python bench/plan_speed.py --json     # figures as JSON on stdout
+    .venv/bin/python bench/plan_speed.py --cm /tmp/cm-bench/bin/cm  # and side by side with CM (bench/setup-cm.sh)
 
 It builds a throw-away cmx home in a temp folder (registry.yaml, 1,000 recipes, cache/,
 runs/), checks that the 15-step query really plans as a 15-deep chain and that its second
@@ -14,6 +15,11 @@ user starts it) and prints the median of each against its budget and against the
 A benchmark, not a test: it never fails on a timing. It exits 0 whether or not a figure is
 over budget (OVER is printed), and non-zero only when cmx itself fails or the synthetic
 registry does not plan as intended.
+
+With --cm (a `cm` that bench/setup-cm.sh set up), it also times MLCommons CM's cached
+`cm run script --tags=get,python3 --quiet` in the same rounds as cmx's cached runs (a one-step
+detection in this checkout's own registry, and the 15-deep synthetic chain) and prints cmx/CM
+(side_by_side.py).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import side_by_side  # bench/ is sys.path[0] when this file runs as a script
 
 CHAIN = 15  # synth-l00 -> synth-l01 -> ... -> synth-l14
 HELPERS = 5  # synth-h0 .. synth-h4: leaves shared by several chain levels (diamonds)
@@ -387,12 +395,14 @@ def script_python(script: Path) -> str:
     return sys.executable
 
 
-def cmx_revision(python: str, env: dict[str, str]) -> str:
+def cmx_revision(python: str, env: dict[str, str], cwd: Path) -> str:
     """cmx's version, and the git commit of its checkout when it is one (+dirty when edited)."""
     try:
+        # cwd: a folder with no cmx/ in it (`python -c` puts the working folder first on sys.path, the console
+        # script does not), so this names the cmx the timed processes import
         found = subprocess.run([python, "-c", "import cmx, os; print(cmx.__version__); "
                                 "print(os.path.dirname(os.path.dirname(cmx.__file__)))"],
-                               env=env, capture_output=True, text=True, timeout=60)
+                               env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
         version, root = found.stdout.split("\n")[:2]
         rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              timeout=30).stdout.strip()
@@ -550,9 +560,30 @@ def main(argv: list[str] | None = None) -> int:
                          "by default bytecode is cached under the temp folder, as for a user")
     ap.add_argument("--templates", action="store_true",
                     help="chain deps pass a real jinja2 template in `with:` (resolve then imports jinja2)")
+    ap.add_argument("--cm", type=Path, metavar="PATH/TO/cm",
+                    help="also time CM's cached `cm run script --tags=get,python3 --quiet` side by side with "
+                         "cmx's cached runs (set it up with bench/setup-cm.sh)")
+    ap.add_argument("--cm-repos", metavar="DIR",
+                    help="CM's home for --cm (default: $CM_REPOS, else cm-repos/ beside the cm virtualenv)")
+    ap.add_argument("--mlc", type=Path, metavar="PATH/TO/mlc",
+                    help="also time MLCFlow's cached `mlc run script --tags=get,python3 --quiet` (its scripts "
+                         "come from GitHub: see bench/README.md)")
+    ap.add_argument("--mlc-repos", metavar="DIR",
+                    help="MLCFlow's home for --mlc (default: $MLC_REPOS, else mlc-repos/ beside the mlc virtualenv)")
     args = ap.parse_args(argv)
     if args.runs < 1 or args.recipes < CHAIN + HELPERS:
         ap.error(f"--runs must be >= 1 and --recipes >= {CHAIN + HELPERS}")
+    tools = []
+    for tool, exe, given in ((side_by_side.CM, args.cm, args.cm_repos), (side_by_side.MLC, args.mlc, args.mlc_repos)):
+        if exe is None:
+            continue
+        if not os.access(exe, os.X_OK):
+            ap.error(f"{exe}: not an executable" + ("; bench/setup-cm.sh makes one (/tmp/cm-bench/bin/cm)"
+                                                  if tool is side_by_side.CM else ""))
+        try:
+            tools.append((tool, exe, side_by_side.home_of(tool, exe, given)))
+        except side_by_side.SetupError as exc:
+            ap.error(str(exc))
 
     cmx = find_cmx()
     python = script_python(cmx)
@@ -572,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         make_home(home, args.recipes, args.seed, args.templates)
         b.say(f"synthetic cmx home: {home} ({args.recipes} recipes, made in {time.perf_counter() - started:.2f}s)")
-        b.say(f"cmx: {cmx} ({cmx_revision(python, env)})  python: {python} ({platform.python_version()})")
+        b.say(f"cmx: {cmx} ({cmx_revision(python, env, tmp)})  python: {python} ({platform.python_version()})")
         b.say("bytecode: " + ("not written (PYTHONDONTWRITEBYTECODE=1): cmx is compiled from source every time"
                               if args.no_pyc else f"cached under {env['PYTHONPYCACHEPREFIX']}"))
         facts = sanity(b)
@@ -583,7 +614,14 @@ def main(argv: list[str] | None = None) -> int:
         results = measure(b, args.runs)
         load_after = os.getloadavg()[0]
         cached_imports = imports(b, [str(cmx), "run", CHAIN_QUERY, "--progress", "none"])
-    except BenchError as exc:
+        side = None
+        if tools:
+            chain = side_by_side.Command(f"cmx run <{CHAIN}-deep> (all cached, synthetic)",
+                                         (str(cmx), "run", CHAIN_QUERY, "--progress", "none"), env, home)
+            side = side_by_side.compare(str(cmx), python, Path(__file__).resolve().parents[1], tmp, env, chain,
+                                        tools, args.runs, b.say)
+            side["load_1min_after"] = os.getloadavg()[0]
+    except (BenchError, side_by_side.SetupError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         print(f"bench: the synthetic home is kept at {home}", file=sys.stderr)
         return 2
@@ -603,6 +641,7 @@ def main(argv: list[str] | None = None) -> int:
                         "load_1min_before": load_before, "load_1min_after": load_after},
             "sanity": facts, "measurements": results, "reference_not_measured": REFERENCE,
             "cached_run_imports": cached_imports,
+            "side_by_side": side,
             "home": str(home) if args.keep else None,
         }, indent=2))
         return 0
@@ -619,10 +658,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"the cached run imports {cached_imports['modules']} modules ({cached_imports['cmx_modules']} of cmx), "
           f"{cached_imports['self_ms']:.0f} ms of import time in all (under -X importtime, which slows it); "
           f"heaviest first-level imports: {heaviest}")
+    if side:
+        print()
+        print(f"side by side with {' and '.join(side['tools'])}, median of {args.runs} rounds (every command once "
+              f"a round, after one warm-up round); every side served from its cache (checked before and after)")
+        print(side_by_side.table(side))
+        print(f"load average (1 min) {side['load_1min_after']:.2f} after the side-by-side timing")
     over = [r["name"] for r in results if r["verdict"] == "OVER"]
     print()
     print(f"OVER BUDGET: {', '.join(over)}" if over else "all figures within budget")
-    print(f"for reference (not measured here): {REFERENCE}")
+    if not side:
+        print(f"for reference (not measured here): {REFERENCE}; --cm times CM here (bench/setup-cm.sh)")
     if args.keep:
         print(f"synthetic home kept at {home}")
     return 0
