@@ -687,7 +687,11 @@ def measure(b: Bench, runs: int) -> list[dict]:
         (f"cmx find {FIND_TAG} (warm index)", "find", [cmx, "find", FIND_TAG], None),
         (f"cmx plan <{CHAIN}-deep> (cold index)", "plan-cold", [cmx, "plan", CHAIN_QUERY], drop_index),
         (f"cmx plan <{CHAIN}-deep> (warm index)", "plan-warm", [cmx, "plan", CHAIN_QUERY], None),
-        (f"cmx run <{CHAIN}-deep> (all cached)", "run-cached", [cmx, "run", CHAIN_QUERY, "--progress", "none"], None),
+        # --registry (the home's own file) takes the full path: click, resolution, the cache look-up; no memo
+        (f"cmx run <{CHAIN}-deep> (all cached, resolved)", "run-cached",
+         [cmx, "--registry", str(b.home / "registry.yaml"), "run", CHAIN_QUERY, "--progress", "none"], None),
+        (f"cmx run <{CHAIN}-deep> (all cached, memo)", "run-cached", [cmx, "run", CHAIN_QUERY, "--progress", "none"],
+         None),
     ]
     out = []
     for label, budget_key, argv, before in figures:
