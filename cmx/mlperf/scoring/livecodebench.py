@@ -1,16 +1,19 @@
 """LiveCodeBench grading for deepseek-r1 and gpt-oss-120b: code_generation_lite problems, code run in the sandbox.
 
 Both references grade a code sample the same way (mlcommons/inference b66003e): deepseek-r1's
-eval_accuracy.py `evaluate_livecodebench` and gpt-oss-120b's eval_accuracy.py
-`evaluate_livecodebench_detailed` return False when there is no code or no question_id, or when the
-question_id is not among LiveCodeBench's problems; otherwise they hand the code to lcb_runner's
-`codegen_metrics` with `timeout=60` (the same LiveCodeBench commit, b1e7cab44d61, for both), which:
+eval_accuracy.py `evaluate_livecodebench` (lines 515-567) and gpt-oss-120b's eval_accuracy.py
+`evaluate_livecodebench_detailed` (lines 464-558) return False when there is no code or no
+question_id (517 / 473), or when the question_id is not among LiveCodeBench's problems (524 / 484);
+otherwise they hand the code to lcb_runner's `codegen_metrics` with `timeout=60` (544 / 504; the same
+LiveCodeBench commit, b1e7cab44d61, for both: gpt-oss-120b's submodule is a link to deepseek-r1's),
+which:
 
 - takes the tests from `CodeGenerationProblem.get_evaluation_sample`: the public then the private
   cases (the private ones may be stored as base64 of zlib of a pickled JSON string), and
   `metadata.func_name` for a call-based (LeetCode) problem, else standard input;
 - runs `testing_util.run_test` in a child process given `(timeout + 1) * tests + 5` seconds in all
-  (`check_correctness`), a child that returns nothing failing every test;
+  (compute_code_generation_metrics.py:42 `check_correctness`), a child that returns nothing failing
+  every test (:47);
 - counts the problem solved when every result is positive (`pass_k_utils.extract_instance_results`).
 
 Here each (code, problem) is one run of `lcb_harness.HARNESS` in cmx's sandbox
