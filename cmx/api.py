@@ -243,14 +243,17 @@ def tune(query: str, *, scenario: str, inputs: Mapping[str, Any] | None = None,
          confirm_tries: int = 2, probe_seconds: float = 30.0, jobs: int = 1, settings: Settings | None = None,
          reporter: "Reporter | None" = None, environ: Mapping[str, str] | None = None,
          argv: list[str] | None = None, install_missing: bool | None = None,
-         fetch: Fetcher | None = _announce_fetch) -> TuneResult:
+         fetch: Fetcher | None = _announce_fetch, invocation: str = "cmx") -> TuneResult:
     """`cmx tune`: for an MLPerf app query, the highest target QPS of `scenario` (Server, Interactive) that stays
     VALID under the round's latency limits, or (Offline) the measured throughput, confirmed by one run of the
     query's length and written into the inputs file `out` (merged into it when it exists).
 
     The plan is the one `run` would run; what cannot be tuned (not an app, no device in the query, a scenario
     the benchmark lacks, no QPS to start from) is refused before any step runs. The deps run as in `run`; the
-    app's step is replaced by the tune (cmx.mlperf.tune), which keeps one engine for every probe."""
+    app's step is replaced by the tune (cmx.mlperf.tune), which keeps one engine for every probe.
+
+    `invocation` is how the user invoked cmx before the verb (`cmx --registry R`): a failed dep's
+    're-run just this step' line is `<invocation> run ...`, the tune step's `<invocation> tune ... --scenario S`."""
     from cmx.cache.store import Store
     from cmx.execute.runner import Runner
     from cmx.mlperf.tune.step import TuneRequest, tune_step, tune_target
@@ -266,7 +269,8 @@ def tune(query: str, *, scenario: str, inputs: Mapping[str, Any] | None = None,
     if install_missing is None:
         install_missing = env.get("CMX_INSTALL_MISSING", "").lower() in ("1", "true", "yes")
     runner = Runner(Store(s.cache), s.runs, jobs=jobs, reporter=reporter, install_missing=install_missing,
-                    root_run=lambda ctx: tune_step(ctx, target, request))
+                    root_run=lambda ctx: tune_step(ctx, target, request), rerun_prefix=f"{invocation} run",
+                    root_rerun=lambda words: " ".join([f"{invocation} tune", words, *request.options()]))
     result = runner.run(p, argv=argv)
     return TuneResult(result.run_dir, dict(result.outputs), result.error, result.seconds)
 

@@ -77,13 +77,15 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
     from cmx.errors import CmxError
 
     text = join_query(query)
+    state = app(ctx)
     try:
         result = api.tune(text, scenario=scenario.capitalize(),
                           inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
                           context=parse_context(contexts), start_qps=start_qps, out=out, tolerance=tolerance,
                           max_probes=max_probes, probe_seconds=probe_seconds, confirm=not no_confirm,
-                          jobs=jobs or api.default_jobs(), settings=app(ctx).settings(),
-                          reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]])
+                          jobs=jobs or api.default_jobs(), settings=state.settings(),
+                          reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]],
+                          invocation="cmx" + (f" --registry {shlex.quote(state.registry)}" if state.registry else ""))
     except CmxError as exc:
         if not as_json:
             raise

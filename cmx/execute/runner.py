@@ -24,13 +24,17 @@ if TYPE_CHECKING:  # logging and subprocess are imported only when a step really
 
 class Runner:
     """Runs the steps of one plan. `rerun_prefix` is how the user invoked cmx (for the
-    're-run just this step' line of a failure)."""
+    're-run just this step' line of a failure); `root_rerun`, given the root step's query, --input and
+    --context words, makes the root's line instead (`cmx tune` replaces the root step, so its line is
+    the tune's command, not `cmx run`)."""
 
     def __init__(self, store: Store, runs_dir: Path, *, jobs: int = 1, reporter: Reporter | None = None,
                  rerun_prefix: str = "cmx run", install_missing: bool = False,
                  before_root: Callable[[Path], None] | None = None,
-                 root_run: Callable[["StepContext"], dict[str, Any]] | None = None) -> None:
+                 root_run: Callable[["StepContext"], dict[str, Any]] | None = None,
+                 root_rerun: Callable[[str], str] | None = None) -> None:
         self.store = store
+        self.root_rerun = root_rerun
         # runs in place of the root recipe's run.py, on the same ctx (inputs, context, deps' outputs): how
         # `cmx tune` measures an app's engine with the app's own choices. Its outputs are returned as they are,
         # and never cached: they are not the recipe's declared outputs
@@ -200,7 +204,7 @@ class Runner:
                 log.write_raw("".join(traceback.format_exception(exc)))
             self.reporter.step_failed(step, time.monotonic() - started)
             return StepFailed(message, chain=plan.chain_to(step.id), log_path=str(log_path), tail=tail,
-                              rerun=self.rerun_command(step), cause=exc, hint=hint)
+                              rerun=self.rerun_command(step, root=step.id == plan.root), cause=exc, hint=hint)
         finally:
             log.close()
 
@@ -248,16 +252,19 @@ class Runner:
             self._modules[recipe.digest] = fn
         return fn
 
-    def rerun_command(self, step: Step) -> str:
+    def rerun_command(self, step: Step, *, root: bool = False) -> str:
+        """The command that runs `step` again on its own (`root`: it is the plan's root step)."""
         words = [step.name, *(f"_{v}" for v in step.variations)]
-        parts = [self.rerun_prefix, shlex.quote(" ".join(words))]
+        parts = [shlex.quote(" ".join(words))]
         for name, value in step.inputs.items():
             if step.origins.get(name) in ("user", "with") and value is not None:
                 shown = "..." if isinstance(value, Secret) else str(to_json(value))
                 parts.append(f"--input {shlex.quote(f'{name}={shown}')}")
         for key, value in sorted(step.full_context.items()):
             parts.append(f"--context {shlex.quote(f'{key}={value}')}")
-        return " ".join(parts)
+        if root and self.root_rerun is not None:
+            return self.root_rerun(" ".join(parts))
+        return " ".join([self.rerun_prefix, *parts])
 
 
 def check_outputs(recipe: Recipe, returned: Any, workdir: Path) -> dict[str, Any]:

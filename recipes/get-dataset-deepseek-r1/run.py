@@ -74,7 +74,7 @@ def _fetch_pickle(ctx, name: str) -> Path:
 
 def _fetch_tests(ctx, code_ids: list[str], dest: Path) -> None:
     """LiveCodeBench's rows for the question_ids the code samples name, from tests_repo at tests_revision."""
-    from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_problems
+    from cmx.mlperf.scoring.livecodebench import load_problems
 
     if not code_ids:
         dest.write_text("", encoding="utf-8")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import FILENAME, load_deepseek
-from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_problems
+from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_tests
 from cmx.mlperf.benchmarks.deepseek_r1.prompts import chat_tokenizer
 from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset, make_tiny_deepseek
 from tests.conftest import REPO, Home
@@ -91,7 +91,7 @@ def test_the_pickle_and_the_code_tests_are_fetched_and_the_prompts_made_by_the_c
     raw = pd.read_pickle(out["source"])
     assert Path(out["source"]).read_bytes() == served[1] and "tok_input" not in raw.columns
     assert data.prompt_ids(2) == chat_tokenizer(model).encode([raw["text_input"][2]])[0]
-    assert sorted(load_problems([Path(out["tests"])])) == ["tiny0004", "tiny0009"]
+    assert sorted(load_tests(Path(out["tests"]))) == ["tiny0004", "tiny0009"]
     assert f"{BASE}/{FILENAME}" in bucket.seen and TESTS in bucket.seen
 
 

@@ -231,10 +231,15 @@ def run_program(program: Program, limits: Limits = Limits()) -> Outcome:
     return Outcome(_status(code, err), code, out, err, seconds)
 
 
-def run_programs(programs: Sequence[Program], limits: Limits = Limits(), *, workers: int = 2) -> list[Outcome]:
-    """Run each program in its own sandbox, `workers` at a time; the outcomes in the programs' order."""
+def run_programs(programs: Sequence[Program], limits: Limits | Sequence[Limits] = Limits(), *,
+                 workers: int = 2) -> list[Outcome]:
+    """Run each program in its own sandbox, `workers` at a time, under `limits` (one for all, or one per
+    program); the outcomes in the programs' order."""
+    each = [limits] * len(programs) if isinstance(limits, Limits) else list(limits)
+    if len(each) != len(programs):
+        raise ValueError(f"{len(each)} limits for {len(programs)} programs")
     for language in sorted({p.language for p in programs}):
         check_language(language)
     _isolation()  # refuse before the first program, not in a worker
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(lambda p: run_program(p, limits), programs))
+        return list(pool.map(run_program, programs, each))

@@ -43,6 +43,24 @@ class TuneRequest:
     confirm_tries: int = 2
     probe_seconds: float = PROBE_SECONDS
 
+    def options(self) -> tuple[str, ...]:
+        """`cmx tune`'s options that ask for this request again (those left at their defaults are left out)."""
+        default = TuneRequest(self.scenario)
+        out = ["--scenario", self.scenario]
+        if self.start_qps is not None:
+            out += ["--start", f"{self.start_qps:g}"]
+        if self.out is not None:
+            out += ["--out", shlex.quote(str(self.out))]
+        if self.tolerance != default.tolerance:
+            out += ["--tolerance", f"{self.tolerance:g}"]
+        if self.max_probes != default.max_probes:
+            out += ["--max-probes", str(self.max_probes)]
+        if self.probe_seconds != default.probe_seconds:
+            out += ["--probe-seconds", f"{self.probe_seconds:g}"]
+        if not self.confirm:
+            out.append("--no-confirm")
+        return tuple(out)
+
 
 @dataclass(frozen=True)
 class TuneTarget:

@@ -11,7 +11,7 @@ import pytest
 
 from cmx.mlperf.benchmarks.deepseek_r1.accuracy import evaluate, reference_decoder
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import load_deepseek
-from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_problems
+from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_tests
 from cmx.mlperf.benchmarks.deepseek_r1.prompts import PromptError, chat_tokenizer
 from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset, make_tiny_deepseek, weight_shapes
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord
@@ -71,7 +71,7 @@ def test_every_subset_has_rows_and_the_code_rows_have_tests(made):
     _, data = made
     dataset = load_deepseek(data.path)
     assert [dataset.subset(i) for i in range(5)] == ["aime", "math500", "gpqa", "mmlu_pro", "livecodebench"]
-    problems = load_problems([dataset.tests_path])
+    problems = load_tests(dataset.tests_path)
     assert sorted(problems) == ["tiny0004", "tiny0009"]
     assert problems["tiny0009"].fn_name == "largest" and problems["tiny0004"].fn_name is None
     assert len(problems["tiny0004"].inputs) == 3  # one public and two private tests
@@ -92,7 +92,7 @@ def test_correct_answers_to_the_tiny_rows_score_100(made):
                                              else f"ANSWER: {truth}")
     records = [AccuracyRecord(i, i, bytes(4 * (i + 1))) for i in range(5)]
     result = evaluate(records, [dataset.answer(i) for i in range(5)], [dataset.subset(i) for i in range(5)],
-                      lambda ids: texts[len(ids) - 1], lambda: load_problems([dataset.tests_path]), timeout_s=5)
+                      lambda ids: texts[len(ids) - 1], lambda: load_tests(dataset.tests_path), timeout_s=5)
     assert result.exact_match == 100.0 and result.tokens_per_sample == 3.0
 
 

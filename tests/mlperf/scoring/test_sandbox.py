@@ -140,3 +140,11 @@ def test_many_programs_keep_their_order():
     outcomes = run_programs(programs, FAST, workers=3)
     assert [o.stdout.strip() for o in outcomes] == [str(i) for i in range(6)]
     assert [o.passed for o in outcomes] == [i % 2 == 0 for i in range(6)]
+
+
+def test_each_program_may_have_its_own_limits():
+    slow = Program("python", "import time\ntime.sleep(1)")
+    outcomes = run_programs([slow, slow], [Limits(seconds=0.5), Limits(seconds=5.0)], workers=2)
+    assert [o.status for o in outcomes] == ["timeout", "passed"]
+    with pytest.raises(ValueError, match="1 limits for 2 programs"):
+        run_programs([slow, slow], [FAST])

@@ -3,9 +3,10 @@
 The modules: generation (the reference's output length, sampling and model pin, with their sources),
 prompts (the chat template applied as the reference SUT applies it), dataset (the processed
 pickle), answers and math_grader (eval_accuracy.py's extraction and checks, PRM800K's grader),
-livecodebench (code run against LiveCodeBench's tests in cmx's sandbox), accuracy (the metric:
-exact_match, tokens_per_sample), model (the checkpoint folder) and tiny (a random DeepseekV3 with
-MLA and MoE, its tokenizer and chat template, a dataset of every subset). `BENCHMARK` imports
+livecodebench (the release and tests file its code rows are graded with, by
+cmx.mlperf.scoring.livecodebench), accuracy (the metric: exact_match, tokens_per_sample), model (the
+checkpoint folder) and tiny (a random DeepseekV3 with MLA and MoE, its tokenizer and chat template, a
+dataset of every subset). `BENCHMARK` imports
 them when called.
 """
 
@@ -37,7 +38,7 @@ class DeepSeekR1:
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
               jobs: int = 1) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.deepseek_r1.accuracy import evaluate, reference_decoder
-        from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_problems
+        from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_tests
         from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 
         n = len(dataset)
@@ -45,7 +46,7 @@ class DeepSeekR1:
         subsets = [dataset.subset(i) for i in range(n)]  # type: ignore[attr-defined]
         tests = dataset.tests_path  # type: ignore[attr-defined]
         result = evaluate(read_accuracy_log(accuracy_log), answers, subsets, reference_decoder(tokenizer_dir),
-                          lambda: load_problems([tests]), jobs=jobs)
+                          lambda: load_tests(tests), jobs=jobs)
         return result.as_dict()
 
     def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:

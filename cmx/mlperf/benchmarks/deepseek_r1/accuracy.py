@@ -8,7 +8,7 @@ and `print_evaluation_results`:
    (the end id vLLM keeps included).
 2. Decodes them with DeepSeek-R1's tokenizer, `batch_decode(skip_special_tokens=True)`.
 3. Per sample, the subset's parser extracts an answer and its check grades it (answers.py;
-   LiveCodeBench runs the code: livecodebench.py); `prompt_accuracy` is 100.0 or 0.0, and 0.0
+   LiveCodeBench runs the code: cmx.mlperf.scoring.livecodebench); `prompt_accuracy` is 100.0 or 0.0, and 0.0
    when nothing was extracted or the ground truth is missing.
 4. Prints `{'exact_match': mean prompt_accuracy, 'tokens_per_sample': mean tok_model_output_len,
    'num-samples': rows}`: neither mean is rounded.
@@ -24,15 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
-from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import (
-    TIMEOUT_S,
-    LiveCodeBenchError,
-    Problem,
-    run_problems,
-)
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
 from cmx.mlperf.scoring.decode import reference_decoder  # noqa: F401 (the benchmark's decoder)
+from cmx.mlperf.scoring.livecodebench import TEST_TIMEOUT_S, LiveCodeBenchError, Problem, grade
 
 
 @dataclass(frozen=True)
@@ -71,7 +66,7 @@ class AccuracyResult:
 
 def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subsets: Sequence[str],
              decode: Callable[[list[int]], str], problems: Callable[[], dict[str, Problem]], *,
-             timeout_s: int = TIMEOUT_S, jobs: int = 1) -> AccuracyResult:
+             timeout_s: int = TEST_TIMEOUT_S, jobs: int = 1) -> AccuracyResult:
     """Grade `records` against `answers` and `subsets` (indexed by qsl_idx). `problems` gives LiveCodeBench's
     problems by question_id; it is called only when some sample is a code one."""
     if jobs < 1:
@@ -112,17 +107,11 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
 
 def _grade_code(rows, code_rows: list[int], correct: list[bool], problems: Callable[[], dict[str, Problem]],
                 timeout_s: int, jobs: int) -> list[bool]:
-    known = problems()
-    runnable = []
-    for n in code_rows:
-        code, question_id = rows[n][2], str(rows[n][4])
-        if not code or question_id not in known:
-            continue  # evaluate_livecodebench: no code, or an unknown question_id, is wrong
-        runnable.append(n)
-    passed = run_problems([rows[n][2] for n in runnable], [known[str(rows[n][4])] for n in runnable],
-                          timeout_s=timeout_s, workers=jobs)
+    # evaluate_livecodebench: no code, or an unknown question_id, is wrong (scoring.livecodebench.grade)
+    passed = grade([(rows[n][2], str(rows[n][4])) for n in code_rows], problems(), timeout_s=timeout_s,
+                   workers=jobs)
     out = list(correct)
-    for n, ok in zip(runnable, passed):
+    for n, ok in zip(code_rows, passed):
         out[n] = ok
     return out
 

@@ -16,7 +16,7 @@ block, wherever it is (a block drafted in the reasoning wins over the final one)
 - AIME (`parse_aime_answer`): the last `\\boxed{N}` of digits, else the last `Answer: N`; kept only
   when 0 <= N <= 999; correct when it equals `int(ground_truth)`.
 - LiveCodeBench (`parse_code`): the first ```python block, run against the problem's tests
-  (livecodebench.py).
+  (cmx.mlperf.scoring.livecodebench).
 Text is `str(x).strip()`, with None and NaN as "" (`validate_text_input`).
 """
 
@@ -142,7 +142,7 @@ def parse(subset: str, text: object) -> str | int | None:
 
 
 def is_correct(subset: str, parsed: str | int | None, ground_truth: object) -> bool:
-    """The check of a non-code subset (LiveCodeBench runs programs: livecodebench.py)."""
+    """The check of a non-code subset (LiveCodeBench runs programs: cmx.mlperf.scoring.livecodebench)."""
     if subset == "gpqa":
         return evaluate_multiple_choice(parsed, ground_truth, "ABCD")  # type: ignore[arg-type]
     if subset == "mmlu_pro":

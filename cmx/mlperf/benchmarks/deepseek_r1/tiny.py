@@ -23,11 +23,8 @@ pickled JSON string) for its code rows. The weights are random, so scores mean n
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import pickle
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +33,7 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
 from cmx.mlperf.benchmarks.synthetic import Lexicon, write_json, write_text
+from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
 BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
 USER, ASSISTANT, THINK, END_THINK = "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>"
@@ -292,7 +290,7 @@ def _code(question, rng, row, problems):
     else:  # an AtCoder/Codeforces-style problem: stdin tests
         tests = [{"input": " ".join(map(str, n)) + "\n", "output": f"{sum(n)}\n", "testtype": "stdin"} for n in numbers]
         metadata, starter = {}, ""
-    private = base64.b64encode(zlib.compress(pickle.dumps(json.dumps(tests[1:])))).decode()
+    private = encode_private_tests(tests[1:])
     problems.append({"question_title": question_id, "question_content": question, "platform": "atcoder",
                      "question_id": question_id, "contest_id": "tiny", "contest_date": "2023-05-01T00:00:00",
                      "starter_code": starter, "difficulty": "easy", "public_test_cases": json.dumps(tests[:1]),

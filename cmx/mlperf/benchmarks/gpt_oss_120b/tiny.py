@@ -29,8 +29,8 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANCE_FILE, TEST07_FILE
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
-from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import encode_private_tests
 from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, read_tokenizer, write_json, write_text
+from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
 # tiktoken's o200k pattern (o200k_harmony uses it): the text is split by this regex, then byte-level BPE
 SPLIT_PATTERN = ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
