@@ -12,16 +12,16 @@ A run whose root step came from the cache leaves a memo, keyed by its request (t
 It also holds the answer itself: the plan and the step results run.json records.
 
 The next identical command (cmx.cli.main) checks all of it again: about 1,100 stat calls for
-1,000 recipes, and each fingerprint and path input taken anew. When all of it matches, it writes the run record
-and prints the answer that resolving would have given. This costs a few ms, where importing and
-resolving costs ~90 ms. Any difference, or anything the memo cannot vouch for, falls through to
+1,000 recipes, and each fingerprint and path input taken anew. When all of it matches, it writes
+the run record and prints the answer that resolving would have given. This costs a few ms, where
+importing and resolving costs ~90 ms. Any difference, or anything the memo cannot vouch for, falls through to
 the full path, which writes a fresh memo.
 
 What is never memoised: a run whose plan holds a secret (the memo is a file in the cache), a run in
 a `cmx run --docker` container, and a run given --context, --inputs-file, --registry or --locked.
 
-The answering half imports only os, sys, marshal, zlib and time: typing, pathlib, json and re
-each cost more here than the whole answer.
+The answering half imports os, sys, marshal, zlib, time and _json (and cmx's home, rundir and
+fingerprint, which import no more): typing, pathlib, json and re each cost more than the answer.
 """
 
 from __future__ import annotations
