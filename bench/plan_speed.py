@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -446,18 +445,13 @@ class Bench:
         for i in range(runs + 1):  # the first is a warm-up: OS caches, .pyc files
             if before:
                 before()
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            proc = subprocess.run(argv, env=self.env, cwd=self.home, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  stdin=subprocess.DEVNULL)
-            elapsed = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if proc.returncode != 0:
-                raise BenchError(f"`{' '.join(argv)}` exited with status {proc.returncode}\n"
-                                 f"--- stderr\n{proc.stderr.decode(errors='replace')[-3000:]}")
+            try:
+                elapsed, cpu = side_by_side.timed(argv, self.env, self.home)
+            except side_by_side.SetupError as exc:
+                raise BenchError(str(exc)) from None
             if i:
                 walls.append(elapsed)
-                cpus.append((after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime))
+                cpus.append(cpu)
         return walls, cpus
 
     def say(self, text: str) -> None:

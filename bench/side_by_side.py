@@ -141,6 +141,20 @@ def check_records(cmd: Command, before: set[str], expected: int) -> dict[str, in
     return counts
 
 
+def timed(argv: list[str] | tuple[str, ...], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """The wall-clock and CPU (user + system) seconds of one whole process; SetupError if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SetupError(f"`{' '.join(argv)}` exited with status {proc.returncode}\n"
+                         f"--- stderr\n{proc.stderr.decode(errors='replace')[-3000:]}")
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def time_rounds(commands: list[Command], runs: int) -> list[dict]:
     """Wall and CPU seconds of every command: one warm-up each, then `runs` rotated rounds."""
     walls: dict[str, list[float]] = {c.name: [] for c in commands}
@@ -148,18 +162,10 @@ def time_rounds(commands: list[Command], runs: int) -> list[dict]:
     for r in range(runs + 1):  # round 0 is the warm-up
         for k in range(len(commands)):
             cmd = commands[(r + k) % len(commands)]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            proc = subprocess.run(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-            elapsed = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if proc.returncode != 0:
-                raise SetupError(f"`{' '.join(cmd.argv)}` exited with status {proc.returncode}\n"
-                                 f"--- stderr\n{proc.stderr.decode(errors='replace')[-3000:]}")
+            elapsed, cpu = timed(cmd.argv, cmd.env, cmd.cwd)
             if r:
                 walls[cmd.name].append(elapsed)
-                cpus[cmd.name].append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+                cpus[cmd.name].append(cpu)
     return [{"name": c.name, "command": list(c.argv),
              "median_s": statistics.median(walls[c.name]), "min_s": min(walls[c.name]),
              "max_s": max(walls[c.name]), "cpu_median_s": statistics.median(cpus[c.name]),
