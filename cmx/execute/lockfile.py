@@ -105,6 +105,9 @@ class Lock:
                          for s in self.steps]
         head = ("# cmx.lock: every step of a plan, pinned. Replay it with `cmx run --locked FILE`;\n"
                 "# any difference in recipes, packages or artefacts refuses the run.\n")
+        if self.docker is not None:
+            head += ("# It replays in the container image under `docker:` (its packages are the image's), which must\n"
+                     "# be on the machine: `docker save` it where it was locked, `docker load` it there.\n")
         return head + yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=120)
 
     def write(self, path: Path) -> Path:
