@@ -49,6 +49,9 @@ class ContainerSpec:
     mounts: tuple[Mount, ...]
     device: DeviceSettings
     working_dir: str
+    # the host's name: a step keyed by a machine fingerprint (detect-system) keys the same in every container
+    # (Docker would name each one anew) and so stays cached, and a locked replay finds the locked key
+    hostname: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The settings as `cmx docker --print-run` shows them, secrets replaced by ********."""
@@ -56,7 +59,7 @@ class ContainerSpec:
         return {
             "image": self.image, "command": list(self.command), "user": self.user,
             "environment": {k: "********" if k in self.secret_names else v for k, v in self.environment},
-            "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir,
+            "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir, "hostname": self.hostname,
             "devices": list(d.devices), "device_requests": [asdict(r) for r in d.device_requests],
             "group_add": list(d.group_add), "security_opt": list(d.security_opt), "cap_add": list(d.cap_add),
             "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
@@ -75,7 +78,8 @@ class ContainerSpec:
         }
         if self.user:
             settings["user"] = self.user
-        optional = {"devices": list(d.devices), "group_add": list(d.group_add), "security_opt": list(d.security_opt),
+        optional = {"hostname": self.hostname, "devices": list(d.devices), "group_add": list(d.group_add),
+                    "security_opt": list(d.security_opt),
                     "cap_add": list(d.cap_add), "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
                     "device_requests": [DeviceRequest(driver=r.driver, count=r.count, device_ids=list(r.device_ids),
                                                       capabilities=[list(c) for c in r.capabilities])
@@ -133,7 +137,7 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
     return ContainerSpec(image=image, command=tuple(command), user=f"{user.uid}:{user.gid}" if user else None,
                          environment=tuple(sorted(environment.items())), secret_names=tuple(sorted(secrets)),
                          mounts=mounts(plan, settings, extra=_lock_paths(request)),
-                         device=device, working_dir="/")
+                         device=device, working_dir="/", hostname=os.uname().nodename)
 
 
 def _lock_paths(request: DockerRun) -> tuple[Path, ...]:

@@ -9,6 +9,7 @@ checked by tests/docker/test_e2e.py.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -162,6 +163,8 @@ def test_the_container_replays_the_lock_mounted_at_its_own_path(lab: Home, tmp_p
     assert spec.command == ("cmx", "run", "--locked", str(lock_path), "--input", f"results_dir={tmp_path / 'R'}",
                             "--progress", "plain")
     assert str(lock_path) in {m.source for m in spec.mounts}
+    # the host's name: detect-system's key (a machine fingerprint) is the same in the container that locked
+    assert spec.hostname == os.uname().nodename == spec.sdk_settings()["hostname"]
     out = lock_path.parent / "out"
     out.mkdir()
     writing = container_spec(plan, replace(request, locked=None, lock_to=out / "cmx.lock"),
