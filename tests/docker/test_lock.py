@@ -108,7 +108,8 @@ def test_a_new_wheel_in_the_wheelhouse_refuses_naming_the_wheelhouse(lab: Home, 
 
 def test_the_first_difference_shows_the_lines_of_each_side():
     old = "FROM a\nRUN x\nCOPY w /w\nENV W=1\nRUN y\n"
-    assert first_line_difference(old, old.replace("FROM a", "FROM b")) == "at line 1 the lock has 'FROM a', now 'FROM b'"
+    assert first_line_difference(old, old.replace("FROM a", "FROM b")) == \
+        "at line 1 the lock has 'FROM a', now 'FROM b'"
     assert first_line_difference(old, "FROM a\nRUN x\nRUN y\n") == \
         "at line 3 the lock has 'COPY w /w'; 'ENV W=1', now nothing"
 
