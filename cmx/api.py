@@ -42,7 +42,8 @@ __all__ = ["PlanResult", "SourceInfo", "DockerOptions", "Secret", "Settings", "l
            "find", "show", "plan", "run", "reporter", "redacted_command", "docker_file", "docker_container",
            "run_docker", "K8sOptions", "K8sDeployment", "deploy_k8s", "apply_k8s", "cache_entries", "cache_entry",
            "cache_select", "cache_remove", "cache_gc", "cache_verify",
-           "registry_sources", "registry_update", "default_jobs", "lock", "lock_plan", "check", "check_text",
+           "registry_sources", "registry_update", "default_jobs", "lock", "lock_plan", "lock_runs_in_docker",
+           "replay_docker", "check", "check_text",
            "check_expectation",
            "write_check_csv", "report", "slurm_options", "submit_slurm", "slurm_jobs", "SweepResult", "sweep", "sweep_gather",
            "TuneResult", "tune", "read_inputs_file"]
@@ -197,7 +198,11 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
     store = Store(s.cache)
     lock, moved = None, frozenset[str]()
     if locked is not None:
+        from cmx.container import container_facts
+        from cmx.execute.lockfile import check_container
+
         lock, moved = _replay(locked, inputs or {}, s)
+        check_container(lock, container_facts())  # a --docker lock runs only in its image
         query, inputs, context = lock.query, {**lock.inputs, **(inputs or {})}, dict(lock.context)
     read = None
     if memo and lock is None and isinstance(query, str) and not context:
@@ -299,10 +304,54 @@ def lock_plan(p: "Plan", *, settings: Settings | None = None) -> "Lock":
 
 
 def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-         settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> "Lock":
-    """`cmx lock`: resolve the query (nothing runs, nothing is fetched) and pin its plan (`lock_plan`)."""
-    return lock_plan(plan(query, inputs=inputs, context=context, settings=settings, environ=environ).plan,
-                     settings=settings)
+         settings: Settings | None = None, environ: Mapping[str, str] | None = None,
+         docker: DockerOptions | None = None, emit: Callable[[str], None] = print) -> "Lock":
+    """`cmx lock`: resolve the query (no step runs, nothing is fetched) and pin its plan (`lock_plan`).
+
+    With `docker`, the image `run --docker` would use is pinned too (built first when no image has its tag:
+    `emit` gets the build's output), and the packages are those inside it (cmx.docker.lock)."""
+    s = _settings(settings)
+    p = plan(query, inputs=inputs, context=context, settings=s, environ=environ).plan
+    pinned = lock_plan(p, settings=s)
+    if docker is None:
+        return pinned
+    from cmx.docker.lock import lock_image
+
+    return lock_image(pinned, p, _docker_request(p, query, inputs or {}, context or {}, docker), s, emit)
+
+
+def lock_runs_in_docker(path: str | os.PathLike) -> bool:
+    """Whether `cmx run --locked PATH` starts a container here: the lock was made with --docker, and this process
+    is not in a container cmx started (where the lock replays natively, checked against its image)."""
+    from cmx.container import container_facts
+    from cmx.execute.lockfile import Lock
+
+    return Lock.read(Path(path)).docker is not None and container_facts() is None
+
+
+def replay_docker(path: str | os.PathLike, *, inputs: Mapping[str, Any] | None = None,
+                  gpus: tuple[str, ...] | None = None, keep: bool = False, jobs: int | None = None,
+                  install_missing: bool = False, argv: list[str] | None = None, settings: Settings | None = None,
+                  emit: Callable[[str], None] = print) -> int:
+    """Replay a lock made with --docker: check its steps' recipes here, then its image (the Dockerfile and build
+    context rendered now, the image ID on this machine), and run `cmx run --locked` in that image, which checks
+    the inputs, context, cache keys, cached files and packages there, where the lock was made; the container's
+    exit status. `inputs` may only move outputs, as for `run(locked=...)`."""
+    from cmx.docker.launch import DockerRun
+    from cmx.docker.lock import locked_build, moved_paths, replay_in_image
+    from cmx.execute.lockfile import check_recipes
+    from cmx.resolve.resolver import resolve
+
+    s = _settings(settings)
+    lock, _ = _replay(path, inputs or {}, s)
+    assert lock.docker is not None, "a lock without an image replays with run(locked=...)"
+    given = moved_paths(lock, _root_recipe(lock.query, s).inputs, {k: str(v) for k, v in (inputs or {}).items()})
+    p = resolve(index(s), lock.query, inputs={**lock.inputs, **given}, context=dict(lock.context))
+    check_recipes(lock, p)
+    host_command = tuple(redacted_command(argv, p)) if argv else ()
+    request = DockerRun(query=lock.query, inputs=given, context={}, build=locked_build(lock.docker), gpus=gpus,
+                        keep=keep, jobs=jobs, install_missing=install_missing, host_command=host_command)
+    return replay_in_image(lock, Path(path), p, request, s, emit)
 
 
 def reporter(mode: str) -> "Reporter":

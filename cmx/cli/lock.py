@@ -1,4 +1,5 @@
-"""`cmx lock QUERY [-o FILE]`: pin every step of a plan, and the packages it runs on, into a lockfile."""
+"""`cmx lock QUERY [-o FILE] [--docker]`: pin every step of a plan, the packages it runs on and (with --docker) its
+image, into a lockfile."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from cmx.cli.common import (
     query_arg,
     registry_option,
 )
+from cmx.cli.docker_options import docker_options, docker_options_of
 
 
 @click.command("lock", help="""Write a lockfile pinning every step of QUERY's plan.
@@ -24,15 +26,23 @@ commit, the chosen variations, the inputs (a secret by its name only) and the
 context, the cache key, and the checksums of its cached files (for steps already
 in the cache). Beside them: the query, the inputs and context given here, and the
 versions of vLLM, torch, LoadGen and the other packages the benchmark runs on.
-Nothing runs and nothing is fetched.
+No step runs and nothing is fetched.
 
-`cmx run --locked FILE` replays it, or refuses at the first difference. Every run
-whose root step runs also leaves a cmx.lock beside its run.json, and a submission
-packaged from its results carries it in src/.
+With --docker the lock also pins the image `cmx run QUERY --docker` would run
+in, built first if no image has its tag yet (the lock needs its ID): the image
+ID (sha256 content digest), the tag cmx gave it, the base image and its ID, the
+Dockerfile and its sha256, a sha256 per part of the build context, and the
+package versions as the image's Python has them (the run happens there).
+
+`cmx run --locked FILE` replays it, or refuses at the first difference; a lock
+made with --docker replays in that image, which must be on the machine. Every
+run whose root step runs also leaves a cmx.lock beside its run.json, and a
+submission packaged from its results carries it in src/.
 
 \\b
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" -o cmx.lock
     cmx run --locked cmx.lock --input results_dir=R
+    cmx lock "app mlperf inference llama2 _cpu _tiny _short" --docker -o cmx.lock
 """)
 @query_arg
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
@@ -42,18 +52,30 @@ packaged from its results carries it in src/.
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path, dir_okay=False), default=Path("cmx.lock"),
               show_default=True, help="Where the lockfile goes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the lockfile's path and step count as JSON.")
+@click.option("--docker", "in_docker", is_flag=True,
+              help="Pin the image `cmx run --docker` runs in, building it if it is missing, and its packages.")
+@docker_options
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            out: Path, as_json: bool) -> None:
+            out: Path, as_json: bool, in_docker: bool, **options: object) -> None:
     from cmx import api
 
+    if options["gpus"]:
+        raise click.UsageError("--gpus is not part of the image: give it when replaying "
+                               "(`cmx run --locked FILE --gpus IDS`)")
+    if not in_docker and any(options.values()):
+        raise click.UsageError("--base-image, --ca-bundle and --wheelhouse go with --docker")
+    docker = docker_options_of(**options) if in_docker else None  # type: ignore[arg-type]
+    # the build's lines go to stderr: stdout is the summary (or the JSON)
     lock = api.lock(join_query(query), inputs=parse_pairs(inputs, "--input"), context=parse_context(contexts),
-                    settings=app(ctx).settings())
+                    settings=app(ctx).settings(), docker=docker, emit=lambda line: click.echo(line, err=True))
     path = lock.write(out)
     pinned = sum(1 for s in lock.steps if s.files is not None)
+    image = lock.docker
     if as_json:
-        echo_json({"lock": str(path), "steps": len(lock.steps), "cached": pinned, "packages": lock.packages})
+        echo_json({"lock": str(path), "steps": len(lock.steps), "cached": pinned, "packages": lock.packages,
+                   "image": {"tag": image.tag, "id": image.image_id} if image else None})
     else:
         click.echo(f"lock: {path} ({len(lock.steps)} steps, {pinned} with cached files pinned; "
-                   f"{len(lock.packages)} packages)")
+                   f"{len(lock.packages)} packages" + (f" in image {image.tag}, {image.image_id})" if image else ")"))

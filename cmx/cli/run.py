@@ -71,6 +71,10 @@ files, the variations, inputs, context and cache keys, and the checksums of what
 the cache holds. The first difference refuses the run and says what changed. Only
 --input values that move outputs (inputs of type path, like results_dir) may be
 given; after the run, a step that built other files than the lock records fails it.
+A lock made with `cmx lock --docker` replays in its image: the Dockerfile and build
+context rendered now must be the locked ones and the image with the locked ID must be
+on this machine; the container then runs `cmx run --locked` on the same lock, which
+checks the steps and the image's packages inside (--gpus and --keep apply).
 
 \b
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" -o cmx.lock
@@ -107,7 +111,8 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
         raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
                                "missing QUERY (or --locked FILE)")
     if locked and (contexts or dry_run or in_slurm or in_docker):
-        raise click.UsageError("--locked replays the lock's query and context natively: it goes with neither "
+        raise click.UsageError("--locked replays the lock's query and context where the lock says (natively, or "
+                               "in its image for a lock made with `cmx lock --docker`): it goes with neither "
                                "--context, --dry-run, --slurm nor --docker")
     text = join_query(query)
     given = with_inputs_file(parse_pairs(inputs, "--input"), inputs_file)
@@ -115,6 +120,21 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
     slurm = {k: options.pop(k) for k in ("partition", "account", "time_limit", "gpus_per_node", "nodes",
                                          "cpus_per_task", "mem", "job_name")}
     docker = options
+    if locked:
+        from cmx import api
+
+        if rebuild or docker["base_image"] or docker["ca_bundle"] or docker["wheelhouse"]:
+            raise click.UsageError("--rebuild, --base-image, --ca-bundle and --wheelhouse would change the image; "
+                                   "a lock made with --docker holds its image")
+        if api.lock_runs_in_docker(locked):
+            if as_json:
+                raise click.UsageError("--json does not go with a lock made with --docker: the replay in the "
+                                       "container prints its progress")
+            _replay_in_docker(ctx, locked, given, jobs=jobs, install_missing=bool(install_missing), keep=keep,
+                              gpus=docker["gpus"])  # type: ignore[arg-type]
+            return
+        if keep or docker["gpus"]:
+            raise click.UsageError("--keep and --gpus go with a lock made with `cmx lock --docker`")
     if in_slurm:
         if dry_run or in_docker or rebuild or keep or any(docker.values()):
             raise click.UsageError("--slurm goes with neither --dry-run nor --docker and its options: the job "
@@ -200,3 +220,17 @@ def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, *,
     if code != 0:
         click.echo(f"error: the run in the container exited with status {code} (its error is above)", err=True)
         ctx.exit(code)
+
+
+def _replay_in_docker(ctx: click.Context, locked: Path, given: dict, *, jobs: int | None, install_missing: bool,
+                      keep: bool, gpus: str | None) -> None:
+    from cmx import api
+
+    ids = tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else None
+    code = api.replay_docker(locked, inputs=given, gpus=ids, keep=keep, jobs=jobs, install_missing=install_missing,
+                             argv=["cmx", *sys.argv[1:]], settings=app(ctx).settings(), emit=click.echo)
+    if code != 0:
+        click.echo(f"error: the locked run in the container exited with status {code} (its error is above)",
+                   err=True)
+        ctx.exit(code)
+

@@ -49,6 +49,9 @@ class ContainerSpec:
     mounts: tuple[Mount, ...]
     device: DeviceSettings
     working_dir: str
+    # the host's name: a step keyed by a machine fingerprint (detect-system) keys the same in every container
+    # (Docker would name each one anew) and so stays cached, and a locked replay finds the locked key
+    hostname: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The settings as `cmx docker --print-run` shows them, secrets replaced by ********."""
@@ -56,7 +59,7 @@ class ContainerSpec:
         return {
             "image": self.image, "command": list(self.command), "user": self.user,
             "environment": {k: "********" if k in self.secret_names else v for k, v in self.environment},
-            "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir,
+            "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir, "hostname": self.hostname,
             "devices": list(d.devices), "device_requests": [asdict(r) for r in d.device_requests],
             "group_add": list(d.group_add), "security_opt": list(d.security_opt), "cap_add": list(d.cap_add),
             "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
@@ -75,7 +78,8 @@ class ContainerSpec:
         }
         if self.user:
             settings["user"] = self.user
-        optional = {"devices": list(d.devices), "group_add": list(d.group_add), "security_opt": list(d.security_opt),
+        optional = {"hostname": self.hostname, "devices": list(d.devices), "group_add": list(d.group_add),
+                    "security_opt": list(d.security_opt),
                     "cap_add": list(d.cap_add), "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
                     "device_requests": [DeviceRequest(driver=r.driver, count=r.count, device_ids=list(r.device_ids),
                                                       capabilities=[list(c) for c in r.capabilities])
@@ -99,6 +103,8 @@ class DockerRun:
     jobs: int | None = None
     install_missing: bool = False
     host_command: tuple[str, ...] = ()  # what was typed on the host (secrets redacted), for the run's record
+    locked: Path | None = None          # a lockfile the container replays (`cmx run --locked`) instead of the query
+    lock_to: Path | None = None         # where the container writes the query's lock (`cmx lock -o`) instead of running
 
 
 # --- the container's settings --------------------------------------------------------------------
@@ -110,16 +116,19 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
     profile = profile_for(plan_device(plan))
     device = profile.device_settings(request.gpus)
     inputs, variables, secrets = _inputs(plan, request.inputs, env_in)
-    command = ["cmx", "run", plan.query]
+    command = (["cmx", "run", "--locked", str(request.locked)] if request.locked else
+               ["cmx", "lock", plan.query, "--output", str(request.lock_to)] if request.lock_to else
+               ["cmx", "run", plan.query])
     for name, value in inputs:
         command += ["--input", f"{name}={value}"]
     for key, value in request.context.items():
         command += ["--context", f"{key}={_context_text(value)}"]
-    if request.jobs:
+    if request.jobs and not request.lock_to:
         command += ["--jobs", str(request.jobs)]
-    if request.install_missing:
+    if request.install_missing and not request.lock_to:
         command += ["--install-missing"]
-    command += ["--progress", "plain"]
+    if not request.lock_to:
+        command += ["--progress", "plain"]
     environment = {"CMX_CACHE": str(settings.cache), "CMX_RUNS": str(settings.runs), "PYTHONUNBUFFERED": "1",
                    **{CONTAINER_ENV[k]: v for k, v in labels.items() if k in CONTAINER_ENV},
                    **{k: env_in[k] for k in PROXY_VARIABLES if env_in.get(k)},
@@ -127,7 +136,13 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
     user = request.build.user
     return ContainerSpec(image=image, command=tuple(command), user=f"{user.uid}:{user.gid}" if user else None,
                          environment=tuple(sorted(environment.items())), secret_names=tuple(sorted(secrets)),
-                         mounts=mounts(plan, settings), device=device, working_dir="/")
+                         mounts=mounts(plan, settings, extra=_lock_paths(request)),
+                         device=device, working_dir="/", hostname=os.uname().nodename)
+
+
+def _lock_paths(request: DockerRun) -> tuple[Path, ...]:
+    """The lockfile the container replays, or the folder it writes one into: mounted at their own paths."""
+    return tuple(p for p in (request.locked, request.lock_to.parent if request.lock_to else None) if p is not None)
 
 
 def _context_text(value: Any) -> str:
@@ -175,8 +190,8 @@ SYSTEM_FOLDERS = tuple(Path(p) for p in ("/usr", "/etc", "/bin", "/sbin", "/lib"
                                           "/sys", "/run"))
 
 
-def mounts(plan: Plan, settings: Settings) -> tuple[Mount, ...]:
-    """The cache, the run records and every path a step names, each at its own path.
+def mounts(plan: Plan, settings: Settings, extra: tuple[Path, ...] = ()) -> tuple[Mount, ...]:
+    """The cache, the run records, every path a step names and the `extra` files (a lockfile), each at its own path.
 
     A path that does not exist yet (a results folder the run will make) is reached through the
     nearest folder above it that does; a mount is never dropped: with no such folder, or one that
@@ -186,6 +201,7 @@ def mounts(plan: Plan, settings: Settings) -> tuple[Mount, ...]:
         for name, value in step.inputs.items():
             if step.recipe.inputs[name].type == "path" and value is not None:
                 wanted.add(_existing_folder_for(Path(value), f"input {name} of {step.name}"))
+    wanted.update(Path(os.path.abspath(path)) for path in extra)
     kept: list[Path] = []
     for path in sorted(wanted, key=lambda p: (len(p.parts), str(p))):
         if not any(path == k or k in path.parents for k in kept):  # inside a mount already

@@ -13,6 +13,11 @@ cached entry the plan will reuse. The first difference refuses the run, naming w
 where. After the run, each step the lock pinned checksums for is compared again, so an artefact
 rebuilt differently fails the replay instead of passing silently. A replay may only move where
 results go (root inputs of type path, such as results_dir): any other input would change what runs.
+
+A lock made with `cmx lock --docker` also pins the image the run happens in (`LockedImage`: its ID, its
+base, the Dockerfile and build context it was built from), and its packages are those inside that image.
+cmx.docker.lock makes and checks that part; here the lock only carries it, and a locked run inside the
+container checks that it runs in that image.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +71,23 @@ class LockedStep:
 
 
 @dataclass(frozen=True)
+class LockedImage:
+    """The container image a `cmx lock --docker` lock runs in, and what it was built from."""
+
+    tag: str                         # the tag cmx gave it (a hash of the Dockerfile and build context)
+    image_id: str                    # sha256:... content digest, as `docker image inspect` reports it
+    profile: str                     # the container profile (cpu, cuda, rocm)
+    base_image: str                  # the FROM image, as named
+    base_image_id: str               # its ID on the machine that locked
+    base_digest: str                 # its registry digest (repo@sha256:...) where it came from one, else its ID
+    dockerfile_sha256: str
+    dockerfile: str                  # the text, so that a replay can say which line changed
+    context: dict[str, str]          # part of the build context -> sha256 of its files (cmx wheel, recipes, ...)
+    ca_bundle: str | None = None     # the build options the image was rendered with (paths on the locking host)
+    wheelhouse: str | None = None
+
+
+@dataclass(frozen=True)
 class Lock:
     query: str
     inputs: dict[str, str]           # as asked (`name`, `recipe.name`), secrets left out
@@ -75,7 +97,7 @@ class Lock:
     packages: dict[str, str]         # distribution -> version, for those installed
     steps: tuple[LockedStep, ...]
     version: int = LOCK_VERSION
-    docker: dict[str, str] = field(default_factory=dict)
+    docker: LockedImage | None = None    # the image a `cmx lock --docker` lock runs in
 
     def to_yaml(self) -> str:
         data = asdict(self)
@@ -83,7 +105,10 @@ class Lock:
                          for s in self.steps]
         head = ("# cmx.lock: every step of a plan, pinned. Replay it with `cmx run --locked FILE`;\n"
                 "# any difference in recipes, packages or artefacts refuses the run.\n")
-        return head + yaml.safe_dump(data, sort_keys=False, width=120)
+        if self.docker is not None:
+            head += ("# It replays in the container image under `docker:` (its packages are the image's), which must\n"
+                     "# be on the machine: `docker save` it where it was locked, `docker load` it there.\n")
+        return head + yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=120)
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,9 +130,21 @@ class Lock:
         try:
             steps = tuple(LockedStep(**{**s, "variations": tuple(s["variations"]), "secrets": tuple(s["secrets"])})
                           for s in data.pop("steps"))
-            return cls(**data, steps=steps)
+            image = data.pop("docker", None)
+            return cls(**data, steps=steps, docker=LockedImage(**image) if image else None)
         except (TypeError, KeyError) as err:
             raise LockError(f"{path} is not a cmx lockfile: {err}") from None
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML with multi-line text (a locked image's Dockerfile) as a readable block."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _text)
 
 
 def make_lock(plan: Plan, store: Store, commits: Mapping[str, str | None], *, cmx_version: str) -> Lock:
@@ -116,6 +153,16 @@ def make_lock(plan: Plan, store: Store, commits: Mapping[str, str | None], *, cm
     steps = tuple(_locked(step, store, commits.get(step.recipe.source)) for step in plan)
     return Lock(query=plan.query, inputs=_asked_inputs(plan), context={k: to_json(v) for k, v in plan.context.items()},
                 cmx_version=cmx_version, python=sys.executable, packages=installed_packages(), steps=steps)
+
+
+def in_image(inner: Lock, host: Lock, image: LockedImage) -> Lock:
+    """The lock `inner` that cmx wrote inside `image`, with the image pinned, and each recipe source's commit as
+    the host has it (the image holds copies, outside any checkout) where the recipe's files are the same."""
+    commits = {s.id: s.source_commit for s in host.steps}
+    digests = {s.id: s.digest for s in host.steps}
+    steps = tuple(replace(s, source_commit=commits[s.id]) if s.source_commit is None and digests.get(s.id) == s.digest
+                  else s for s in inner.steps)
+    return replace(inner, steps=steps, docker=image)
 
 
 def _locked(step: Step, store: Store, commit: str | None) -> LockedStep:
@@ -179,6 +226,18 @@ def check_moves(lock: Lock, root_inputs: Mapping[str, Any], given: Mapping[str, 
                                  f"`cmx lock {lock.query!r} --input {name}=... -o FILE`")
 
 
+def check_container(lock: Lock, facts: Mapping[str, str] | None) -> None:
+    """A lock made with --docker replays only in its image: `facts` (cmx.container.container_facts) must name it."""
+    if lock.docker is None:
+        return
+    here = (facts or {}).get("image_id")
+    if here != lock.docker.image_id:
+        where = f"in image {here}" if here else "outside any container cmx started"
+        raise LockMismatch(f"this lock runs in image {lock.docker.image_id} ({lock.docker.tag}); this process runs "
+                           f"{where}", hint="replay it from the host with `cmx run --locked FILE`: cmx starts "
+                                            "that image and replays it inside")
+
+
 def check_lock(lock: Lock, plan: Plan, store: Store, *, moved: frozenset[str] = frozenset()) -> None:
     """Raise LockMismatch at the first difference between the lock and a new plan (and what this machine has).
     `moved` are root inputs a replay was allowed to change (where outputs go)."""
@@ -207,6 +266,23 @@ def check_lock(lock: Lock, plan: Plan, store: Store, *, moved: frozenset[str] = 
                                hint=f"remove the entry (`cmx cache rm {locked.key[:10]}`) and replay, or lock again")
 
 
+def check_recipes(lock: Lock, plan: Plan) -> None:
+    """The host's side of a --docker lock's replay: the same steps, from recipes with the same files and the same
+    variations. Inputs, context, keys, cached files and packages are checked in the image, where the lock was
+    made (a machine fingerprint keys a step differently there)."""
+    steps = {s.id: s for s in plan}
+    for locked in lock.steps:
+        step = steps.get(locked.id)
+        if step is None:
+            raise LockMismatch(f"the plan no longer has step {locked.id} ({locked.recipe})",
+                               hint="a recipe's deps changed: lock again if that is intended")
+        _compare_recipe(locked, step)
+    extra = sorted(set(steps) - {s.id for s in lock.steps})
+    if extra:
+        raise LockMismatch(f"the plan has steps the lock does not: {', '.join(extra)}",
+                           hint="a recipe's deps changed: lock again if that is intended")
+
+
 def check_artefacts(lock: Lock, store: Store) -> None:
     """After a locked run: every step the lock holds checksums for has built the same files."""
     for locked in lock.steps:
@@ -222,7 +298,7 @@ def check_artefacts(lock: Lock, store: Store) -> None:
                                     f"`cmx cache show {locked.key[:10]}`")
 
 
-def _compare_step(locked: LockedStep, step: Step, moved: frozenset[str]) -> None:
+def _compare_recipe(locked: LockedStep, step: Step) -> None:
     where = f"{step.recipe.yaml_path}"
     if step.recipe.digest != locked.digest:
         raise LockMismatch(f"recipe {locked.recipe} changed since the lock: its files hash to {step.recipe.digest[:12]}, "
@@ -232,6 +308,11 @@ def _compare_step(locked: LockedStep, step: Step, moved: frozenset[str]) -> None
     if tuple(step.variations) != locked.variations:
         raise LockMismatch(f"step {locked.id} chose {_vars(step.variations)}, the lock {_vars(locked.variations)}",
                            where=where)
+
+
+def _compare_step(locked: LockedStep, step: Step, moved: frozenset[str]) -> None:
+    where = f"{step.recipe.yaml_path}"
+    _compare_recipe(locked, step)
     secrets = set(locked.secrets)
     inputs = {k: v for k, v in step.public_inputs().items() if k not in secrets and k not in moved}
     pinned = {k: v for k, v in locked.inputs.items() if k not in moved}

