@@ -73,7 +73,8 @@ class Sampling:
 
     @property
     def greedy(self) -> bool:
-        """Every token is the most likely one: no draw, so no seed matters."""
+        """Every token is a most likely one. top_k 1 at a temperature above 0 still draws between tokens tied
+        for the top logit (vLLM's top-k keeps ties), so there the seed picks among equals."""
         return self.temperature == 0.0 or self.top_k == 1
 
     def to_json(self) -> dict[str, Any]:

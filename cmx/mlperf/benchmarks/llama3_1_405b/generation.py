@@ -6,7 +6,10 @@
   `temperature 1, top_p 0, top_k 1, seed 42`: top_k 1 makes it greedy whatever the temperature;
   at most 2000 new tokens (`max_tokens: 2000`), at least one (`min_tokens: 1`). vLLM's
   SamplingParams refuses `top_p 0` ("top_p must be in (0, 1]", vLLM 0.32), so `REFERENCE_SAMPLING`
-  has top_p 1.0: with top_k 1 a single token is left either way, the same one.
+  has top_p 1.0: with top_k 1 a single token is left either way, the same one. At temperature 1,
+  vLLM's top-k keeps every token tied for the top logit and draws between them (seeded), where
+  temperature 0 takes the first: on the tiny random bf16 model, 1 of 4 prompts decoded that way
+  differed from temperature 0 after its first token, the same in two runs.
 - Prompts: the pickle's `tok_input` ids are fed to vLLM as they are (`prompt_token_ids=`,
   `TokensPrompt`); no chat template is applied by the SUT.
 - Stopping: no stop ids are set (the line adding the tokenizer's EOS is commented out), so vLLM
