@@ -8,8 +8,9 @@ The layout, under `results_dir`:
         performance/run_1/    LoadGen's logs of the performance run, result.json, harness.log
         accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample)
         TEST06/ (TEST07/, TEST09/)  the round's compliance runs and their verification files
-        cmx_run.json          the facts: short, tiny, compliant and why not, validity, problems, and
-                              where the run came from (command, versions, system, model: RunOrigin)
+        cmx_run.json          the facts: short, tiny, compliant and why not, validity, problems, the
+                              sampling used beside the reference's, and where the run came from
+                              (command, versions, system, model: RunOrigin)
     summary.txt               one line per test (the table `format_table` prints)
 
 A short run (cmx's smoke profile) or one on the tiny model is never compliant, and cmx_run.json
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import StepError
+from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_test, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
@@ -95,6 +97,8 @@ class AppConfig:
     timeout_s: float | None = None
     eos_token_id: int | None = None  # the model's, for TEST06's EOS check (None: Llama 2's)
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
+    sampling: Sampling = GREEDY      # what the backend samples with: the reference's unless overridden
+    reference_sampling: Sampling | None = None  # the benchmark reference's (None: the same as `sampling`)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -112,6 +116,11 @@ class AppConfig:
         if not self.scenarios:
             raise AppConfigError("no scenario to run", hint="choose one of _offline, _server, _interactive, "
                                                             "_all-scenarios")
+
+    @property
+    def sampling_overrides(self) -> tuple[str, ...]:
+        """The sampling fields the user set to other values than the reference's."""
+        return self.sampling.differences(self.reference_sampling or self.sampling)
 
     def scenario_dir(self, scenario: str) -> Path:
         return self.results_dir / self.system / self.benchmark / scenario
@@ -159,7 +168,7 @@ def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> H
     return HarnessConfig(model=config.model, dataset=config.dataset, scenario=scenario, mode=mode, user_conf=conf,
                          output=config.run_dir(scenario, mode), round=config.round, benchmark=config.benchmark,
                          device=config.device, max_tokens=config.max_tokens, rows=config.rows, engine=config.engine,
-                         endpoint=config.endpoint)
+                         endpoint=config.endpoint, sampling=config.sampling)
 
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_test,
@@ -269,6 +278,9 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "round": config.round, "benchmark": config.benchmark, "scenario": scenario, "system": config.system,
         "device": config.device, "short": config.short, "tiny": config.tiny, "rows": config.rows,
         "max_tokens": config.max_tokens, "target_qps": config.target_qps.get(scenario),
+        "sampling": config.sampling.to_json(),
+        "reference_sampling": (config.reference_sampling or config.sampling).to_json(),
+        "sampling_overrides": list(config.sampling_overrides),
         "compliant": not reasons, "noncompliance": reasons,
         "ok": all(r.ok for r in runs),
         "validity": {r.mode: r.validity for r in runs},
@@ -335,13 +347,21 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
         for scenario in config.scenarios:
             runs += run_scenario(served, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
                                  logger=logger, on_progress=on_progress)
-    table = format_table(runs, short=config.short or config.tiny)
+    table = format_table(runs, short=config.short or config.tiny, notes=sampling_notes(config))
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")
     result = AppResult(config.results_dir, runs, table)
     if not result.ok:
         raise failure(runs, config.results_dir)
     return result
+
+
+def sampling_notes(config: AppConfig) -> tuple[str, ...]:
+    """The summary's line for a run whose sampling is not the reference's (none when it is)."""
+    if not config.sampling_overrides:
+        return ()
+    reference = config.reference_sampling or config.sampling
+    return (f"SAMPLING OVERRIDDEN: {config.sampling.describe()} (the reference: {reference.describe()})",)
 
 
 def check_ray_cluster(config: AppConfig) -> None:

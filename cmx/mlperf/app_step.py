@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.app import MODES, AppConfigError
+from cmx.mlperf.backends.base import Sampling, SamplingError
 from cmx.mlperf.rounds import Round
+
+NO_SEED = -1  # --input sampling_seed=-1: draw unseeded (vLLM's own spelling of "no seed")
 
 
 def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]:
@@ -84,6 +87,24 @@ def modes_from_list(listed: str, compliance: tuple[str, ...] = ("test06",)) -> t
 
 # --- the step ----------------------------------------------------------------------------------
 
+def chosen_sampling(inputs: Mapping[str, Any], reference: Sampling) -> Sampling:
+    """The reference's sampling with each field the user gave in its place (`--input temperature=0` for a
+    greedy debug run; `sampling_seed=-1` drops the reference's seed)."""
+    given: dict[str, Any] = {}
+    if inputs["temperature"] is not None:
+        given["temperature"] = float(inputs["temperature"])
+    if inputs["top_p"] is not None:
+        given["top_p"] = float(inputs["top_p"])
+    if inputs["top_k"] is not None:
+        given["top_k"] = int(inputs["top_k"])
+    if inputs["sampling_seed"] is not None:
+        given["seed"] = None if inputs["sampling_seed"] == NO_SEED else int(inputs["sampling_seed"])
+    try:
+        return replace(reference, **given)
+    except SamplingError as err:
+        raise AppConfigError(f"--input: {err.message}", hint=err.hint) from None
+
+
 def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
     """Run the app recipe's step for the benchmark `family` (llama2-70b, llama3.1-8b) and return its outputs."""
     from cmx.mlperf.app import run_app
@@ -132,7 +153,8 @@ def app_config(ctx: Any, family: str) -> Any:
                               distributed_executor_backend=i["distributed_executor_backend"]),
         backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
         server_log_dir=ctx.workdir, eos_token_id=model.get("eos_token_id"),
-        timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model))
+        timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model),
+        sampling=chosen_sampling(i, bench.generation.sampling), reference_sampling=bench.generation.sampling)
 
 
 class ProgressLines:

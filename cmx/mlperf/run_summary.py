@@ -54,10 +54,11 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def format_table(runs: Sequence[RunSummary], *, short: bool = False) -> str:
+def format_table(runs: Sequence[RunSummary], *, short: bool = False, notes: Sequence[str] = ()) -> str:
+    """The rows under their header, then a NOT COMPLIANT line for a short run and each of `notes`."""
     rows = [HEADER, *(_cells(r) for r in runs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     if short:
         lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")
-    return "\n".join(lines)
+    return "\n".join([*lines, *notes])

@@ -55,8 +55,13 @@ def test_the_tiny_gpt_oss_runs_offline_and_server_and_packages_for_open(home: Ho
         assert sorted(r["qsl_idx"] for r in accuracy_log) == list(range(24))  # the 24 rows of the accuracy set
         facts = json.loads((folder / "cmx_run.json").read_text())
         assert facts["benchmark"] == "gpt-oss-120b"
+        # sampled as the reference samples (generation_config.json), through real vLLM SamplingParams
+        assert facts["sampling"] == {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "seed": None}
+        assert facts["sampling_overrides"] == [] and facts["runs"][0]["details"]["sampling"] == facts["sampling"]
         model = facts["origin"]["model"]
         assert (model["name"], model["architecture"]) == ("tiny-gpt-oss-random-seed0", "GptOssForCausalLM")
+    readmes = [p.read_text() for p in submission.rglob("cpu-box/gpt-oss-120b/*/README.md")]
+    assert len(readmes) == 2 and all("top_k off, no seed, as the reference samples" in r for r in readmes)
     report = check_tree(submission, "v6.0")
     assert report.rules_broken() == {"loadgen.min-duration", "loadgen.sample-count", "accuracy.coverage"}, \
         format_report(report)

@@ -23,7 +23,8 @@ from cmx.mlperf.app import (
     format_table,
     run_app,
 )
-from cmx.mlperf.app_step import modes_for, scenarios_for, system_name
+from cmx.mlperf.app_step import chosen_sampling, modes_for, scenarios_for, system_name
+from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import judge
@@ -176,6 +177,53 @@ def test_variation_names_map_to_scenarios_modes_and_a_system_folder():
     assert system_name({"gpus": [], "cpu_model": "AMD EPYC 9575F 64-Core Processor"}) == \
         "AMD_EPYC_9575F_64-Core_Processor"
     assert system_name({"gpus": []}, "my box/1") == "my_box_1"
+
+
+GPT_OSS = Sampling(temperature=1.0, top_p=1.0, top_k=-1)
+NOTHING_GIVEN = {"temperature": None, "top_p": None, "top_k": None, "sampling_seed": None}
+
+
+def test_the_reference_sampling_holds_unless_an_input_overrides_a_field():
+    assert chosen_sampling(NOTHING_GIVEN, GPT_OSS) == GPT_OSS
+    assert chosen_sampling({**NOTHING_GIVEN, "temperature": 0}, GPT_OSS) == Sampling(temperature=0.0, top_k=-1)
+    seeded = Sampling(top_k=1, seed=42)
+    assert chosen_sampling({**NOTHING_GIVEN, "sampling_seed": -1, "top_k": 0}, seeded) == Sampling()
+    assert chosen_sampling({**NOTHING_GIVEN, "sampling_seed": 7, "top_p": 0.5}, seeded) == \
+        Sampling(top_p=0.5, top_k=1, seed=7)
+    with pytest.raises(AppConfigError, match="--input: top_p 0.0 is outside") as caught:
+        chosen_sampling({**NOTHING_GIVEN, "top_p": 0}, GPT_OSS)
+    assert caught.value.hint
+
+
+def test_an_overridden_sampling_reaches_each_test_and_is_recorded_beside_the_references(tmp_path: Path):
+    runner = Recorded()
+    debug = Sampling(temperature=0.0, top_p=1.0, top_k=-1)
+    result = run_app(app_config(tmp_path, modes=("performance",), sampling=debug, reference_sampling=GPT_OSS),
+                     runner=runner, evaluate=fake_evaluate, verify=fake_verify)
+    assert [c.sampling for c in runner.calls] == [debug]
+    facts = json.loads((tmp_path / "results/my-box/llama2-70b-99/Offline/cmx_run.json").read_text())
+    assert facts["sampling"] == {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "seed": None}
+    assert facts["reference_sampling"]["temperature"] == 1.0 and facts["sampling_overrides"] == ["temperature"]
+    assert result.table.splitlines()[-1] == ("SAMPLING OVERRIDDEN: temperature 0, top_p 1, top_k off, no seed "
+                                             "(the reference: temperature 1, top_p 1, top_k off, no seed)")
+
+
+def test_a_run_at_the_references_sampling_records_no_override(tmp_path: Path):
+    result = run_app(app_config(tmp_path, modes=("performance",), sampling=GPT_OSS, reference_sampling=GPT_OSS),
+                     runner=Recorded(), evaluate=fake_evaluate, verify=fake_verify)
+    facts = json.loads((tmp_path / "results/my-box/llama2-70b-99/Offline/cmx_run.json").read_text())
+    assert facts["sampling"] == facts["reference_sampling"] == GPT_OSS.to_json() and facts["sampling_overrides"] == []
+    assert "SAMPLING" not in result.table
+    assert app_config(tmp_path).sampling == GREEDY and app_config(tmp_path).sampling_overrides == ()
+
+
+def test_every_app_recipe_takes_the_sampling_inputs_with_the_references_as_default():
+    import yaml
+
+    for recipe in sorted(REPO.glob("recipes/app-mlperf-inference-*/recipe.yaml")):
+        inputs = yaml.safe_load(recipe.read_text())["inputs"]
+        assert {k: inputs[k]["default"] for k in NOTHING_GIVEN} == NOTHING_GIVEN, recipe
+        assert (inputs["temperature"]["type"], inputs["top_k"]["type"]) == ("float", "int"), recipe
 
 
 def test_an_empty_table_still_has_its_header():

@@ -19,13 +19,15 @@ module implementing it, the way pre-commit's languages implement `lang_base`. Th
 - `stop()` shuts the engine(s) down; in-flight streaming requests are cancelled without a
   callback. A backend is also a context manager that starts and stops itself.
 
-Token ids are plain ints below 2**31, so a SUT can hand LoadGen `int32` arrays of them.
+Token ids are plain ints below 2**31, so a SUT can hand LoadGen `int32` arrays of them. How each
+output token is chosen is the backend's `Sampling`, one for the whole run (its warm-up included).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 from cmx.errors import CmxError
@@ -39,11 +41,69 @@ class BackendError(CmxError):
     """The engine could not start, or a request failed or came back malformed."""
 
 
+class SamplingError(CmxError):
+    """Sampling parameters an engine would refuse (a negative temperature, top_p outside (0, 1])."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How each output token is chosen, in vLLM's terms (SamplingParams, and the OpenAI server's fields).
+
+    temperature 0 is greedy (top_p and top_k then do nothing); top_k 0 or -1 is off (every token
+    may be drawn), and top_k 1 is greedy at any temperature. `seed` seeds each request's own
+    generator (the same seed for every request, as the references' SamplingParams have it); None
+    leaves the draw unseeded, so a sampled run differs from the next one.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        # vLLM's own bounds (SamplingParams._verify_args): refused here, before an engine starts
+        if not math.isfinite(self.temperature) or not 0.0 <= self.temperature <= 2.0:
+            raise SamplingError(f"temperature {self.temperature} is outside [0, 2]",
+                                hint="0 is greedy; the references use 0 or 1")
+        if not 0.0 < self.top_p <= 1.0:
+            raise SamplingError(f"top_p {self.top_p} is outside (0, 1]", hint="1.0 keeps every token (off)")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < -1:
+            raise SamplingError(f"top_k {self.top_k!r} is not an integer of at least -1",
+                                hint="0 or -1 is off; 1 is greedy")
+
+    @property
+    def greedy(self) -> bool:
+        """Every token is a most likely one. top_k 1 at a temperature above 0 still draws between tokens tied
+        for the top logit (vLLM's top-k keeps ties), so there the seed picks among equals."""
+        return self.temperature == 0.0 or self.top_k == 1
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Sampling:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def differences(self, other: Sampling) -> tuple[str, ...]:
+        """The fields whose values differ from `other`'s, in field order."""
+        return tuple(f.name for f in fields(self) if getattr(self, f.name) != getattr(other, f.name))
+
+    def describe(self) -> str:
+        """One line for logs and summaries: `temperature 1.0, top_p 1.0, top_k off, no seed`."""
+        top_k = "off" if self.top_k <= 0 else str(self.top_k)
+        seed = "no seed" if self.seed is None else f"seed {self.seed}"
+        return f"temperature {self.temperature:g}, top_p {self.top_p:g}, top_k {top_k}, {seed}"
+
+
+GREEDY = Sampling()
+
+
 @dataclass(frozen=True)
 class GenRequest:
     """One prompt. `id` is the caller's (a LoadGen query id or sample index) and comes back in
-    the result; `prompt_ids` are token ids. Generation is greedy and stops at the model's EOS or
-    after `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back."""
+    the result; `prompt_ids` are token ids. Generation stops at the model's EOS or after
+    `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back."""
 
     id: int
     prompt_ids: Sequence[int]

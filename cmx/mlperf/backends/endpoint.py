@@ -1,7 +1,8 @@
 """The endpoint backend: the Backend protocol over an OpenAI-compatible server (`vllm serve`, llm-d, Dynamo).
 
-Every sample is one `POST {url}/completions` with the prompt as token ids, greedy (temperature 0,
-no penalties), `max_tokens` and `min_tokens` from the request and `ignore_eos` false:
+Every sample is one `POST {url}/completions` with the prompt as token ids, the config's sampling
+(temperature, top_p, top_k, seed: the benchmark reference's), no penalties, `max_tokens` and
+`min_tokens` from the request and `ignore_eos` false:
 
 - Offline (`generate`): up to `max_concurrency` requests in flight, longest prompt first (as the
   in-process backend orders a batch), non-streaming; results come back as each request finishes.
@@ -41,9 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.base import (
+    GREEDY,
     BackendError,
     GenRequest,
     GenResult,
+    Sampling,
     StartInfo,
     StreamSink,
 )
@@ -91,6 +94,7 @@ class EndpointConfig:
     token_ids: "auto" (the server's ids when its answers carry them, else the tokenizer),
         "server" (fail without them) or "tokenizer" (always re-tokenize the text).
     warmup_requests: non-streaming warm-up requests in start() (one streaming request follows).
+    sampling: how every request (warm-up included) chooses its tokens, sent in each request body.
     """
 
     url: str
@@ -101,6 +105,7 @@ class EndpointConfig:
     tokenizer: Path | None = None
     token_ids: str = "auto"
     warmup_requests: int = 4
+    sampling: Sampling = GREEDY
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -352,7 +357,8 @@ class EndpointBackend:
         import aiohttp
 
         url, what = f"{self.url}/completions", f"request {request.id}"
-        body = completion_body(request, self.model or "", stream=False, server_token_ids=self._tokens is None)
+        body = completion_body(request, self.model or "", self.config.sampling, stream=False,
+                               server_token_ids=self._tokens is None)
         self._in_flight += 1
         try:
             async with self._session.post(url, data=json.dumps(body)) as response:
@@ -399,7 +405,8 @@ class EndpointBackend:
         import aiohttp
 
         url, what = f"{self.url}/completions", f"streaming request {request.id}"
-        body = completion_body(request, self.model or "", stream=True, server_token_ids=self._tokens is None)
+        body = completion_body(request, self.model or "", self.config.sampling, stream=True,
+                               server_token_ids=self._tokens is None)
         stream, events = StreamAssembler(request, self._tokens), SseBuffer()
         self._in_flight += 1
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult, check_result
+from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult, Sampling, check_result
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
             "LoadGen issued it")
@@ -58,22 +58,26 @@ def token_ids_list(ids: Sequence[int]) -> list[int]:
     return tolist() if tolist is not None else [int(i) for i in ids]
 
 
-def completion_body(request: GenRequest, model: str, *, stream: bool, server_token_ids: bool = True) -> dict[str, Any]:
+def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stream: bool,
+                    server_token_ids: bool = True) -> dict[str, Any]:
     """The /v1/completions request for one sample.
 
-    Greedy, with every penalty neutral as the in-process backend's SamplingParams have them:
-    vLLM fills a field the request leaves out from the model's generation_config.json, and a
-    repetition_penalty there would change a greedy answer. `min_tokens`, `ignore_eos`,
-    `repetition_penalty` and `return_token_ids` are vLLM's extensions; a server that does not
-    know one ignores it (and without `return_token_ids` returns no ids: see TextTokens).
+    `sampling` in full, and every penalty neutral, as the in-process backend's SamplingParams have
+    them: vLLM fills a field the request leaves out from the model's generation_config.json (a
+    top_k, min_p or repetition_penalty there would change the answer), so every one is sent.
+    `top_k`, `min_p`, `min_tokens`, `ignore_eos`, `repetition_penalty` and `return_token_ids` are
+    vLLM's extensions; a server that does not know one ignores it (and without `return_token_ids`
+    returns no ids: see TextTokens). `seed` is OpenAI's, sent only when the sampling has one.
     """
     body: dict[str, Any] = {
         "model": model,
         "prompt": token_ids_list(request.prompt_ids),
         "max_tokens": request.max_tokens,
         "min_tokens": request.min_tokens,
-        "temperature": 0.0,
-        "top_p": 1.0,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "min_p": 0.0,
         "presence_penalty": 0.0,
         "frequency_penalty": 0.0,
         "repetition_penalty": 1.0,
@@ -81,6 +85,8 @@ def completion_body(request: GenRequest, model: str, *, stream: bool, server_tok
         "n": 1,
         "stream": stream,
     }
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
     if server_token_ids:
         body["return_token_ids"] = True
     else:

@@ -11,8 +11,9 @@ Two engine kinds, chosen by `VllmBackendConfig.streaming`:
   `generate()` works here too, through the same path.
 
 Either way: no tokenizer (`skip_tokenizer_init`: the dataset is already token ids, and outputs
-stay token ids, `detokenize=False`), greedy decoding (temperature 0, as the llama2-70b rules
-require), and `min_tokens` of at least 2 (LoadGen rejects a response of fewer; see
+stay token ids, `detokenize=False`), the config's `Sampling` (the benchmark reference's: greedy
+for most, temperature 1 for gpt-oss-120b) in every request's SamplingParams, warm-up included,
+and `min_tokens` of at least 2 (LoadGen rejects a response of fewer; see
 `backend.MIN_OUTPUT_TOKENS`). EOS comes from the model's generation_config.json, which vLLM reads
 even without a tokenizer.
 
@@ -42,9 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.base import (
+    GREEDY,
     BackendError,
     GenRequest,
     GenResult,
+    Sampling,
     StartInfo,
     StreamSink,
     check_result,
@@ -85,6 +88,7 @@ class VllmBackendConfig:
     warmup_requests: warm-up requests per engine in start().
     output_tokens_estimate: the expected output length, used only to balance data-parallel
         shards (llama2-70b's reference answers average about 294 tokens).
+    sampling: how every request (warm-up included) chooses its tokens: temperature, top_p, top_k, seed.
     """
 
     model: Path
@@ -97,6 +101,7 @@ class VllmBackendConfig:
     gpu_arch: str = ""
     warmup_requests: int = 4
     output_tokens_estimate: int = 300
+    sampling: Sampling = GREEDY
 
 
 @contextlib.contextmanager
@@ -167,7 +172,8 @@ class VllmBackend:
         if self._engines is not None:
             raise BackendError("the vLLM backend is already started")
         began = time.monotonic()
-        engines = _StreamingEngines(self.log) if self.config.streaming else _OfflineEngines(self.log)
+        sampling = self.config.sampling
+        engines = _StreamingEngines(self.log, sampling) if self.config.streaming else _OfflineEngines(self.log, sampling)
         engines.import_vllm()  # before measuring memory, so the facts count vLLM's own share
         specs, model = self._plan()
         for spec in specs:
@@ -188,7 +194,7 @@ class VllmBackend:
             raise
         self._engines = engines
         warmed = time.monotonic()
-        self.log.info("warm-up: %d requests in %.1f s", len(warmup), warmed - built)
+        self.log.info("warm-up: %d requests in %.1f s; sampling: %s", len(warmup), warmed - built, sampling.describe())
         return StartInfo(engines=tuple(self._describe(s) for s in specs), start_seconds=built - began,
                          warmup_requests=len(warmup), warmup_seconds=warmed - built,
                          details={"streaming": self.config.streaming})
@@ -231,8 +237,9 @@ class VllmBackend:
 class _OfflineEngines:
     """One `vllm.LLM` per device group; a batch split across them by tokens."""
 
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, sampling: Sampling = GREEDY) -> None:
         self.log = log
+        self.sampling = sampling
         self.llms: list[Any] = []
 
     def import_vllm(self) -> None:
@@ -259,7 +266,7 @@ class _OfflineEngines:
 
     def _run(self, llm: Any, requests: Sequence[GenRequest]) -> list[GenResult]:
         ordered = longest_first(requests)
-        params = _ParamsCache(self._params_class)
+        params = _ParamsCache(self._params_class, self.sampling)
         prompts = [{"prompt_token_ids": token_list(r.prompt_ids)} for r in ordered]
         outputs = llm.generate(prompts, [params.get(r) for r in ordered], use_tqdm=False)
         return [check_result(r, GenResult(id=r.id, token_ids=list(out.outputs[0].token_ids),
@@ -274,19 +281,24 @@ class _OfflineEngines:
 
 class _ParamsCache:
     """vLLM SamplingParams per (max_tokens, min_tokens): one object shared by every request that
-    asks the same, instead of 24,576 copies. Greedy, token ids only; `extra` adds the output kind
-    (the streaming path wants DELTA: only the new tokens of each step, not the whole list again)."""
+    asks the same, instead of 24,576 copies. The run's sampling, token ids only; `extra` adds the
+    output kind (the streaming path wants DELTA: only the new tokens of each step, not the whole
+    list again). Sharing one object is safe with a seed too: vLLM seeds a generator per request
+    from it, so every request draws as the reference's did (one SamplingParams for all)."""
 
-    def __init__(self, params_class: Any, **extra: Any) -> None:
+    def __init__(self, params_class: Any, sampling: Sampling = GREEDY, **extra: Any) -> None:
         self._class = params_class
+        self._sampling = sampling
         self._extra = extra
         self._cache: dict[tuple[int, int], Any] = {}
 
     def get(self, request: GenRequest) -> Any:
         key = (request.max_tokens, request.min_tokens)
         if key not in self._cache:
-            self._cache[key] = self._class(temperature=0.0, max_tokens=request.max_tokens,
-                                           min_tokens=request.min_tokens, detokenize=False, **self._extra)
+            s = self._sampling
+            self._cache[key] = self._class(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
+                                           max_tokens=request.max_tokens, min_tokens=request.min_tokens,
+                                           detokenize=False, **self._extra)
         return self._cache[key]
 
 
@@ -296,8 +308,9 @@ class _ParamsCache:
 class _StreamingEngines:
     """One `AsyncLLM` per device group, all driven by one event loop on the backend's thread."""
 
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, sampling: Sampling = GREEDY) -> None:
         self.log = log
+        self.sampling = sampling
         self.engines: list[Any] = []
         self.outstanding: list[int] = []  # tokens in flight per engine; touched on the loop only
         self.tasks: set[asyncio.Task[None]] = set()  # asyncio keeps only weak references
@@ -312,7 +325,7 @@ class _StreamingEngines:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self._args_class, self._async_llm = AsyncEngineArgs, AsyncLLM
-        self.params = _ParamsCache(SamplingParams, output_kind=RequestOutputKind.DELTA)
+        self.params = _ParamsCache(SamplingParams, self.sampling, output_kind=RequestOutputKind.DELTA)
 
     def _call(self, make: Callable[[], Any], timeout: float | None = None) -> Any:
         """Run `make()` on the loop's thread and return its result here."""

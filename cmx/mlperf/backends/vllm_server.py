@@ -18,6 +18,9 @@ signal, so that it gets SIGTERM even when cmx dies without cleaning up (SIGKILL,
 signal follows the *thread* that started the server: start it from a thread that lives as long
 as it should (the main thread, or the recipe's step thread that serves).
 
+It takes no sampling flags: the endpoint backend sends every sampling field in each request, so
+the server's defaults (from the model's generation_config.json) never choose a token.
+
 The API key goes to the server through VLLM_API_KEY, never on its command line (which any user
 of the machine can read).
 """

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cmx.errors import CmxError
+from cmx.mlperf.backends.base import GREEDY, Sampling
 
 
 class DatasetError(CmxError):
@@ -24,8 +25,10 @@ class DatasetError(CmxError):
 
 @dataclass(frozen=True)
 class Generation:
-    """How the reference generates: greedy, at most `max_tokens` output tokens, stopping at the model's EOS.
+    """How the reference generates: its `sampling`, at most `max_tokens` output tokens, stopping at the model's EOS.
 
+    `sampling` is the reference SUT's temperature, top_p, top_k and seed (greedy unless the benchmark's
+    generation.py cites otherwise); a run uses it unless the user overrides it (cmx_run.json records both).
     `stop_token_ids` are ids besides the tokenizer's EOS that end an answer (Llama 3.1's <|eot_id|>,
     say); `min_tokens` holds them back (LoadGen needs at least 2 tokens to compute TPOT).
     """
@@ -33,6 +36,7 @@ class Generation:
     max_tokens: int
     min_tokens: int = 2
     stop_token_ids: tuple[int, ...] = ()
+    sampling: Sampling = GREEDY
 
 
 class Dataset(Protocol):

@@ -56,14 +56,15 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Any:
         e = config.endpoint
         return EndpointBackend(EndpointConfig(url=e.url, model=e.model, api_key=Secret(key) if key else None,
                                               request_timeout_s=e.request_timeout_s,
-                                              max_concurrency=e.max_concurrency, tokenizer=config.model),
+                                              max_concurrency=e.max_concurrency, tokenizer=config.model,
+                                              sampling=config.sampling),
                                logger)
     from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
     e = config.engine
     backend_config = VllmBackendConfig(model=config.model, options=e.options(config.device),
                                        streaming=config.scenario != "Offline", max_model_len=e.max_model_len,
-                                       output_tokens_estimate=min(config.max_tokens, 300))
+                                       output_tokens_estimate=min(config.max_tokens, 300), sampling=config.sampling)
     if e.on_ray:
         from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
 
@@ -169,7 +170,8 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     finally:
         backend.stop()
     details = {"backend": config.backend, "engines": len(info.engines), "warmup_requests": info.warmup_requests,
-               "rows": len(dataset), "max_tokens": config.max_tokens, **info.details, **during}
+               "rows": len(dataset), "max_tokens": config.max_tokens, "sampling": config.sampling.to_json(),
+               **info.details, **during}
     return judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
 
 

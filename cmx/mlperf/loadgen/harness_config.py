@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import CmxError
+from cmx.mlperf.backends.base import GREEDY, Sampling
 
 MODES = ("performance", "accuracy", "test06", "test07", "test09")  # cmx.mlperf.loadgen.compliance.MODES
 SCENARIOS = ("Offline", "Server", "Interactive")
@@ -89,7 +90,8 @@ API_KEY_ENV = "CMX_ENDPOINT_API_KEY"
 
 @dataclass(frozen=True)
 class HarnessConfig:
-    """One test: what to run it on, and where its logs go. Written to JSON and read back (`to_json`, `from_json`)."""
+    """One test: what to run it on, and where its logs go. Written to JSON and read back (`to_json`, `from_json`).
+    `sampling` is how the backend chooses tokens (the benchmark reference's, or the user's override)."""
 
     model: Path          # the checkpoint (tokenizer, and the weights for in-process vLLM)
     dataset: Path
@@ -104,6 +106,7 @@ class HarnessConfig:
     rows: int | None = None
     engine: EngineSettings = field(default_factory=EngineSettings)
     endpoint: EndpointSettings | None = None  # None: vLLM in this process
+    sampling: Sampling = GREEDY
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -124,8 +127,10 @@ class HarnessConfig:
         try:
             engine = EngineSettings(**data.pop("engine", {}))
             endpoint = data.pop("endpoint", None)
+            sampling = Sampling.from_json(data.pop("sampling", {}))
             paths = {k: Path(data.pop(k)) for k in ("model", "dataset", "user_conf", "output")}
-            return cls(**data, **paths, engine=engine, endpoint=EndpointSettings(**endpoint) if endpoint else None)
+            return cls(**data, **paths, engine=engine, endpoint=EndpointSettings(**endpoint) if endpoint else None,
+                       sampling=sampling)
         except (TypeError, KeyError) as err:
             raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
 

@@ -233,7 +233,9 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
                   code_dir=round_.layout.code_dir, lock=source.lock_in_src,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
-                  backend=source.facts.get("backend") or {"kind": "vllm"})
+                  backend=source.facts.get("backend") or {"kind": "vllm"}, sampling=source.facts.get("sampling"),
+                  reference_sampling=source.facts.get("reference_sampling") or source.facts.get("sampling"),
+                  overrides=source.facts.get("sampling_overrides") or [])
 
 
 def _write_code(dest: Path) -> None:

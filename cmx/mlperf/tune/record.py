@@ -33,7 +33,7 @@ def write_tune_results(config: Any, scenario: str, record: dict[str, Any], last_
     """Write the results folder of a tune (`config`: the app's AppConfig; `record`: the tune's outputs, as
     cmx_tune.json keeps them; `last_confirm`: the last confirm run's HarnessResult at `record['confirms'][-1]`'s
     QPS, with its logs in `confirm_dir`); return the results folder."""
-    from cmx.mlperf.app import SUMMARY_TXT, format_table, scenario_user_conf, score, write_cmx_run
+    from cmx.mlperf.app import SUMMARY_TXT, format_table, sampling_notes, scenario_user_conf, score, write_cmx_run
     from cmx.mlperf.rounds import load_round
 
     folder = config.scenario_dir(scenario)
@@ -51,6 +51,6 @@ def write_tune_results(config: Any, scenario: str, record: dict[str, Any], last_
     shutil.copytree(confirm_dir, run_dir)
     summary = score(at, round_, last_confirm, run_dir)
     write_cmx_run(at, round_, scenario, conf, [summary])
-    (at.results_dir / SUMMARY_TXT).write_text(format_table([summary], short=at.short or at.tiny) + "\n",
-                                              encoding="utf-8")
+    table = format_table([summary], short=at.short or at.tiny, notes=sampling_notes(at))
+    (at.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")
     return at.results_dir

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult
+from cmx.mlperf.backends.base import GREEDY, BackendError, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
 from cmx.mlperf.backends.machine import MachineFacts, NodeMemory
 from cmx.mlperf.backends.openai_api import (
@@ -88,18 +88,28 @@ COMPLETION = {
 # --- unit: requests and answers ------------------------------------------------------------------------
 
 
-def test_a_request_is_greedy_token_ids_with_min_tokens_and_asks_for_output_ids():
-    body = completion_body(GenRequest(id=3, prompt_ids=(1, 29871), max_tokens=64, min_tokens=2), "m", stream=False)
+def test_a_greedy_request_is_token_ids_with_min_tokens_and_asks_for_output_ids():
+    body = completion_body(GenRequest(id=3, prompt_ids=(1, 29871), max_tokens=64, min_tokens=2), "m", GREEDY,
+                           stream=False)
     assert body["prompt"] == [1, 29871] and body["model"] == "m"
     assert (body["max_tokens"], body["min_tokens"], body["temperature"], body["ignore_eos"]) == (64, 2, 0.0, False)
     assert body["repetition_penalty"] == 1.0 and body["return_token_ids"] is True
     assert body["stream"] is False and "stream_options" not in body
-    streamed = completion_body(GenRequest(id=3, prompt_ids=[1]), "m", stream=True, server_token_ids=False)
+    streamed = completion_body(GenRequest(id=3, prompt_ids=[1]), "m", GREEDY, stream=True, server_token_ids=False)
     assert streamed["stream_options"] == {"include_usage": True}
     assert "return_token_ids" not in streamed and streamed["skip_special_tokens"] is False
     numpy = pytest.importorskip("numpy")
-    assert json.dumps(completion_body(GenRequest(id=1, prompt_ids=numpy.array([1, 2], dtype="int32")), "m",
+    assert json.dumps(completion_body(GenRequest(id=1, prompt_ids=numpy.array([1, 2], dtype="int32")), "m", GREEDY,
                                       stream=False)["prompt"]) == "[1, 2]"
+
+
+def test_a_request_sends_every_sampling_field_so_the_servers_defaults_never_choose():
+    request = GenRequest(id=3, prompt_ids=[1, 2])
+    sampled = completion_body(request, "m", Sampling(temperature=1.0, top_p=1.0, top_k=-1), stream=True)
+    assert (sampled["temperature"], sampled["top_p"], sampled["top_k"], sampled["min_p"]) == (1.0, 1.0, -1, 0.0)
+    assert "seed" not in sampled  # no seed: the server draws unseeded, as the reference's does
+    seeded = completion_body(request, "m", Sampling(top_k=1, seed=42), stream=False)
+    assert (seeded["temperature"], seeded["top_k"], seeded["seed"]) == (0.0, 1, 42)
 
 
 def test_a_completion_gives_the_servers_output_ids():
@@ -255,6 +265,7 @@ class OwnServer:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.completions = 0
+        self.bodies: list[dict] = []
         self.port = free_port()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -273,6 +284,7 @@ class OwnServer:
 
         self.completions += 1
         body = await request.json()
+        self.bodies.append(body)
         if self.mode == "503":
             return web.json_response({"error": {"message": "no replica ready"}}, status=503)
         n = body["max_tokens"]
@@ -320,6 +332,16 @@ class OwnServer:
     def __exit__(self, *exc: object) -> None:
         self.loop.call_soon_threadsafe(self.task.cancel)
         self._thread.join(10)
+
+
+def test_every_request_warm_up_included_carries_the_configs_sampling():
+    sampling = Sampling(temperature=1.0, top_p=0.95, top_k=-1, seed=3)
+    with OwnServer("ok") as server:
+        with EndpointBackend(EndpointConfig(url=server.url, warmup_requests=2, sampling=sampling)) as backend:
+            list(backend.generate([GenRequest(id=i, prompt_ids=[5, 6], max_tokens=2) for i in range(3)]))
+        sent = {(b["temperature"], b["top_p"], b["top_k"], b["seed"], b["stream"]) for b in server.bodies}
+    assert len(server.bodies) == 1 + 2 + 1 + 3  # the warm-up (a probe, two, one streamed), then the batch
+    assert sent == {(1.0, 0.95, -1, 3, False), (1.0, 0.95, -1, 3, True)}
 
 
 def test_a_5xx_fails_the_batch_at_once_with_no_retry():

@@ -23,7 +23,7 @@ from cmx.mlperf.app import (
     backend_record,
     format_row,
 )
-from cmx.mlperf.backends.base import BackendError
+from cmx.mlperf.backends.base import BackendError, Sampling
 from cmx.mlperf.backends.machine import MachineFacts
 from cmx.mlperf.backends.profiles import EngineOptions, ProfileError, engine_specs
 from cmx.mlperf.backends.ray_replicas import (
@@ -122,10 +122,12 @@ def test_replicas_or_a_ray_address_put_the_engines_on_ray(tmp_path: Path):
     base = dict(model=tmp_path, dataset=tmp_path, scenario="Offline", mode="performance", user_conf=tmp_path,
                 output=tmp_path)
     assert not EngineSettings().on_ray
-    backend = build_backend(HarnessConfig(**base, engine=EngineSettings(replicas=2, replica_cpus=2)),
+    sampling = Sampling(temperature=1.0, top_k=-1)
+    backend = build_backend(HarnessConfig(**base, engine=EngineSettings(replicas=2, replica_cpus=2), sampling=sampling),
                             logging.getLogger("t"))
     assert isinstance(backend, RayReplicaBackend)
     assert backend.config.replicas == 2 and backend.config.cpus_per_replica == 2 and backend.config.address is None
+    assert backend.config.engine.sampling == sampling  # what each replica's engine is built with
     config = HarnessConfig(**base, engine=EngineSettings(ray_address="auto"))
     assert HarnessConfig.from_json(config.to_json()).engine == config.engine
     with pytest.raises(HarnessError, match="replicas must be at least 1"):

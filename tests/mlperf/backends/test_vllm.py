@@ -30,6 +30,7 @@ from cmx.mlperf.backends.base import (
     BackendError,
     GenRequest,
     GenResult,
+    Sampling,
     check_result,
 )
 from cmx.mlperf.backends.batching import (
@@ -41,7 +42,14 @@ from cmx.mlperf.backends.batching import (
 )
 from cmx.mlperf.backends.machine import read_cpu_bf16
 from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec
-from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig, engine_environment
+from cmx.mlperf.backends.machine import ModelFacts
+from cmx.mlperf.backends.vllm import (
+    VllmBackend,
+    VllmBackendConfig,
+    _OfflineEngines,
+    _ParamsCache,
+    engine_environment,
+)
 
 # --- unit: requests, results, ordering, environment ----------------------------------------------
 
@@ -129,6 +137,65 @@ def test_a_backend_that_is_not_started_says_so_and_starts_nothing(tmp_path: Path
     with pytest.raises(BackendError, match="not started"):
         backend.submit(GenRequest(id=1, prompt_ids=[1]), IgnoringSink())
     backend.stop()  # stopping what never started is a no-op
+
+
+class FakeParams:
+    """Stands in for vllm.SamplingParams: keeps the keyword arguments it was built with."""
+
+    def __init__(self, **kwargs: object) -> None:
+        self.kwargs = kwargs
+
+
+class FakeLLM:
+    """Stands in for vllm.LLM: answers each prompt with two tokens, keeps the params of every call, shuts down."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        self.params: list[FakeParams] = []
+        self.llm_engine = SimpleNamespace(engine_core=SimpleNamespace(shutdown=lambda: None))
+
+    def generate(self, prompts: list, params: list, use_tqdm: bool = False) -> list:
+        from types import SimpleNamespace
+
+        self.params += params
+        return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5, 2], finish_reason="stop")]) for _ in prompts]
+
+
+GPT_OSS_LIKE = Sampling(temperature=1.0, top_p=1.0, top_k=-1)
+
+
+def test_sampling_params_carry_the_runs_temperature_top_p_top_k_and_seed_once_per_length():
+    cache = _ParamsCache(FakeParams, Sampling(temperature=1.0, top_p=0.9, top_k=40, seed=42), output_kind="DELTA")
+    first = cache.get(GenRequest(id=1, prompt_ids=[1], max_tokens=16))
+    assert first.kwargs == {"temperature": 1.0, "top_p": 0.9, "top_k": 40, "seed": 42, "max_tokens": 16,
+                            "min_tokens": MIN_OUTPUT_TOKENS, "detokenize": False, "output_kind": "DELTA"}
+    assert cache.get(GenRequest(id=2, prompt_ids=[7, 8], max_tokens=16)) is first  # one object per length
+    greedy = _ParamsCache(FakeParams).get(GenRequest(id=1, prompt_ids=[1]))
+    assert (greedy.kwargs["temperature"], greedy.kwargs["top_k"], greedy.kwargs["seed"]) == (0.0, 0, None)
+
+
+def test_the_offline_path_and_its_warm_up_sample_as_the_config_says(tmp_path: Path, monkeypatch):
+    llm = FakeLLM()
+
+    def import_vllm(self: _OfflineEngines) -> None:
+        self._params_class = FakeParams
+
+    def build(self: _OfflineEngines, engines: object) -> None:
+        self.llms.append(llm)
+
+    monkeypatch.setattr(_OfflineEngines, "import_vllm", import_vllm)
+    monkeypatch.setattr(_OfflineEngines, "build", build)
+    spec = EngineSpec(devices=(), engine_kwargs={}, env={})
+    monkeypatch.setattr(VllmBackend, "_plan", lambda self: ((spec,), ModelFacts(kv_bytes_per_token=1, max_model_len=2048)))
+    config = VllmBackendConfig(model=tmp_path, options=EngineOptions(device="cpu"), warmup_requests=2,
+                               sampling=GPT_OSS_LIKE)
+    with VllmBackend(config) as backend:
+        results = list(backend.generate([GenRequest(id=i, prompt_ids=[1, 2, 3], max_tokens=8) for i in range(3)]))
+    assert sorted(r.id for r in results) == [0, 1, 2]
+    assert len(llm.params) == 2 + 3  # the warm-up's two, then the batch's three
+    assert {(p.kwargs["temperature"], p.kwargs["top_p"], p.kwargs["top_k"], p.kwargs["seed"]) for p in llm.params} \
+        == {(1.0, 1.0, -1, None)}
 
 
 # --- e2e: real vLLM on the CPU -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
     PROMPT_TEMPLATE,
     load_cnndm,
 )
-from cmx.mlperf.benchmarks.llama3_1_8b.generation import REFERENCE_SAMPLING
+from cmx.mlperf.benchmarks.llama3_1_8b.generation import MIN_NEW_TOKENS, REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.llama3_1_8b.tiny import (
     SPECIAL_COUNT,
     TinyLlama3,
@@ -241,7 +241,7 @@ def test_vllm_cpu_serves_the_tiny_model_greedily_and_stops_at_its_end_ids(tiny: 
     script.write_text(VLLM_SMOKE)
     settings = {"temperature": REFERENCE_SAMPLING.temperature, "top_p": REFERENCE_SAMPLING.top_p,
                 "top_k": REFERENCE_SAMPLING.top_k, "seed": REFERENCE_SAMPLING.seed, "max_tokens": 8,
-                "min_tokens": REFERENCE_SAMPLING.min_tokens}
+                "min_tokens": MIN_NEW_TOKENS}
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, str(script), str(tiny.path), str(made.path), str(tiny.eot_id),
                            json.dumps(settings)], check=False, capture_output=True, text=True, timeout=400,

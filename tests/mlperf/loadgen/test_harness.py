@@ -20,9 +20,17 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
+from cmx.mlperf.backends.base import GenRequest, GenResult, Sampling, StartInfo, StreamSink
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
-from cmx.mlperf.loadgen.harness import evaluate_accuracy, judge, parse_args, run_in_process, run_test, verify_test06
+from cmx.mlperf.loadgen.harness import (
+    build_backend,
+    evaluate_accuracy,
+    judge,
+    parse_args,
+    run_in_process,
+    run_test,
+    verify_test06,
+)
 from cmx.mlperf.loadgen.harness_config import (
     EndpointSettings,
     EngineSettings,
@@ -237,14 +245,24 @@ def harness_config(tmp_path: Path, **kw: object) -> HarnessConfig:
 def test_a_harness_config_survives_the_command_line(tmp_path: Path):
     config = harness_config(tmp_path, rows=64, max_tokens=16,
                             engine=EngineSettings(max_model_len=2048, max_num_seqs=8, precision="bf16"),
-                            endpoint=EndpointSettings(url="http://127.0.0.1:9/v1", model="m", max_concurrency=4))
+                            endpoint=EndpointSettings(url="http://127.0.0.1:9/v1", model="m", max_concurrency=4),
+                            sampling=Sampling(temperature=1.0, top_k=-1))
     tmp_path.joinpath("out").mkdir()
     argv = config.argv(tmp_path / "out" / "harness_config.json")
     assert argv == ["--config", str(tmp_path / "out" / "harness_config.json")]
-    assert parse_args(argv) == config
+    assert parse_args(argv) == config and parse_args(argv).sampling == Sampling(temperature=1.0, top_k=-1)
     assert "key" not in (tmp_path / "out" / "harness_config.json").read_text()  # the API key travels in the environment
     with pytest.raises(HarnessError, match="unknown mode"):
         harness_config(tmp_path, mode="TEST06")
+
+
+def test_the_harness_hands_the_tests_sampling_to_either_backend(tmp_path: Path):
+    sampling = Sampling(temperature=1.0, top_p=0.9, top_k=-1, seed=5)
+    vllm = build_backend(harness_config(tmp_path, sampling=sampling), logging.getLogger("t"))
+    endpoint = build_backend(harness_config(tmp_path, sampling=sampling,
+                                            endpoint=EndpointSettings(url="http://127.0.0.1:9/v1")), logging.getLogger("t"))
+    assert vllm.config.sampling == sampling and vllm.config.streaming  # Server streams
+    assert endpoint.config.sampling == sampling
 
 
 @needs_loadgen

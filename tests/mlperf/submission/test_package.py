@@ -163,6 +163,20 @@ def test_the_runs_lockfile_goes_into_src_and_the_readme_names_the_replay(tmp_pat
     assert check_tree(tmp_path / "out", "v6.0").rules_broken() == set()
 
 
+def test_the_readme_states_the_sampling_and_an_override_of_the_references(tmp_path: Path, results: Path):
+    reference = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "seed": None}
+    set_facts(results, "Offline", sampling={**reference, "temperature": 0.0}, reference_sampling=reference,
+              sampling_overrides=["temperature"])
+    set_facts(results, "Server", sampling=reference, reference_sampling=reference, sampling_overrides=[])
+    package(request(tmp_path, results))
+    readme = {s: (tmp_path / "out/closed/cmx-test/results" / SYSTEM / BENCHMARK / s / "README.md").read_text()
+              for s in ("Offline", "Server", "Interactive")}
+    assert ("Sampling: temperature 0.0, top_p 1.0, top_k off, no seed, **overridden for this run** (temperature; "
+            "the reference samples with temperature 1.0, top_p 1.0, top_k off, no seed).") in readme["Offline"]
+    assert "Sampling: temperature 1.0, top_p 1.0, top_k off, no seed, as the reference samples." in readme["Server"]
+    assert "the run's cmx recorded no sampling" in readme["Interactive"]  # results from an older cmx
+
+
 def test_results_without_a_lockfile_say_nothing_of_replaying_one(tmp_path: Path, results: Path):
     package(request(tmp_path, results))
     sub = tmp_path / "out/closed/cmx-test"

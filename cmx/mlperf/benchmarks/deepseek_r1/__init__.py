@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.deepseek_r1.generation import REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,8 @@ class DeepSeekR1:
     # loadgen/mlperf.conf: deepseek-r1.* and deepseek-r1-interactive.*
     loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
         "Offline": "deepseek-r1", "Server": "deepseek-r1", "Interactive": "deepseek-r1-interactive"})
-    # backend_registry.py: greedy, MAX_OSL 20000 new tokens; vLLM stops at the model's end id
-    generation: Generation = Generation(max_tokens=20_000)
+    # backend_registry.py: greedy (seed 42: generation.py), MAX_OSL 20000 new tokens; vLLM stops at the model's end id
+    generation: Generation = Generation(max_tokens=20_000, sampling=REFERENCE_SAMPLING)
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.deepseek_r1.dataset import load_deepseek

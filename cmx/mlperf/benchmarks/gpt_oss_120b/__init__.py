@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.gpt_oss_120b.generation import REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class GptOss120b:
     loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
         "Offline": "gpt-oss-120b", "Server": "gpt-oss-120b", "Interactive": "gpt-oss-120b-interactive"})
     # README.md "Generation Configuration": 10240 output tokens for performance runs (and TEST07/TEST09);
-    # the model's own end ids stop it (generation.py)
-    generation: Generation = Generation(max_tokens=10240)
+    # generation_config.json: sampled at temperature 1.0, no seed; the model's own end ids stop it (generation.py)
+    generation: Generation = Generation(max_tokens=10240, sampling=REFERENCE_SAMPLING)
 
     def load_dataset(self, path: Path) -> Dataset:
         """The accuracy set of the MLCommons folder `path` (what accuracy.txt is scored on)."""

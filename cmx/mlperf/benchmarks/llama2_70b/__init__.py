@@ -1,8 +1,8 @@
 """llama2-70b: OpenOrca prompts, Llama-2-70b-chat, ROUGE and tokens per sample (language/llama2-70b in mlcommons/inference).
 
-The modules: dataset (the processed OpenOrca pickle), model (what a checkpoint folder must
-hold), accuracy (the reference's evaluate-accuracy.py), tiny (a random Llama 2 and a generated
-OpenOrca). `BENCHMARK` is what the generic parts see; it imports those modules when called.
+The modules: generation (the reference's sampling and output length, with their sources), dataset
+(the processed OpenOrca pickle), model (what a checkpoint folder must hold), accuracy (the
+reference's evaluate-accuracy.py), tiny (a random Llama 2 and a generated OpenOrca). `BENCHMARK` is what the generic parts see; it imports those modules when called.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.llama2_70b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Llama2_70b:
         "Offline": "llama2-70b", "Server": "llama2-70b", "Interactive": "llama2-70b-interactive"})
     # language/llama2-70b/SUT.py gen_kwargs: greedy (do_sample False, num_beams 1), max_new_tokens 1024,
     # min_new_tokens 1 (2 here: LoadGen needs two tokens for TPOT); EOS is the tokenizer's </s>
-    generation: Generation = Generation(max_tokens=1024)
+    generation: Generation = Generation(max_tokens=MAX_NEW_TOKENS, sampling=REFERENCE_SAMPLING)
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.llama3_1_405b.generation import REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
@@ -23,9 +24,9 @@ class Llama3_1_405b:
     # loadgen/mlperf.conf: llama3_1-405b.* and llama3_1-405b-interactive.*
     loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
         "Offline": "llama3_1-405b", "Server": "llama3_1-405b", "Interactive": "llama3_1-405b-interactive"})
-    # SUT_VLLM.py gen_kwargs: greedy (top_k 1), max_tokens 2000, min_tokens 1 (2 here: LoadGen needs two
-    # tokens for TPOT); vLLM stops at the model's own end ids
-    generation: Generation = Generation(max_tokens=2000)
+    # SUT_VLLM.py gen_kwargs: greedy (temperature 1, top_k 1, seed 42: generation.py), max_tokens 2000, min_tokens 1
+    # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids
+    generation: Generation = Generation(max_tokens=2000, sampling=REFERENCE_SAMPLING)
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.llama3_1_405b.dataset import load_llama405b

@@ -4,7 +4,12 @@
 
 - Sampling (SUT_VLLM.py, `gen_kwargs` of `SUT.__init__`, shared by the Offline and Server SUTs):
   `temperature 1, top_p 0, top_k 1, seed 42`: top_k 1 makes it greedy whatever the temperature;
-  at most 2000 new tokens (`max_tokens: 2000`), at least one (`min_tokens: 1`).
+  at most 2000 new tokens (`max_tokens: 2000`), at least one (`min_tokens: 1`). vLLM's
+  SamplingParams refuses `top_p 0` ("top_p must be in (0, 1]", vLLM 0.32), so `REFERENCE_SAMPLING`
+  has top_p 1.0: with top_k 1 a single token is left either way, the same one. At temperature 1,
+  vLLM's top-k keeps every token tied for the top logit and draws between them (seeded), where
+  temperature 0 takes the first: on the tiny random bf16 model, 1 of 4 prompts decoded that way
+  differed from temperature 0 after its first token, the same in two runs.
 - Prompts: the pickle's `tok_input` ids are fed to vLLM as they are (`prompt_token_ids=`,
   `TokensPrompt`); no chat template is applied by the SUT.
 - Stopping: no stop ids are set (the line adding the tokenizer's EOS is commented out), so vLLM
@@ -19,11 +24,15 @@
 
 from __future__ import annotations
 
+from cmx.mlperf.backends.base import Sampling
+
 MODEL_REPO = "meta-llama/Llama-3.1-405B-Instruct"  # README.md, External Download
 MODEL_REVISION = "be673f326cab4cd22ccfef76109faf68e41aa5f1"  # README.md: `git checkout be673f3...`
 
 MAX_NEW_TOKENS = 2000  # SUT_VLLM.py: "max_tokens": 2000
 MIN_NEW_TOKENS = 1  # SUT_VLLM.py: "min_tokens": 1
 TOKEN_DTYPE = "int32"  # dataset.py postProcess, SUT_VLLM.py stream_output, README.md `--dtype int32`
+# SUT_VLLM.py gen_kwargs: "temperature": 1, "top_p": 0 (1.0 here: see above), "top_k": 1, "seed": 42
+REFERENCE_SAMPLING = Sampling(temperature=1.0, top_p=1.0, top_k=1, seed=42)
 
-__all__ = ["MAX_NEW_TOKENS", "MIN_NEW_TOKENS", "MODEL_REPO", "MODEL_REVISION", "TOKEN_DTYPE"]
+__all__ = ["MAX_NEW_TOKENS", "MIN_NEW_TOKENS", "MODEL_REPO", "MODEL_REVISION", "REFERENCE_SAMPLING", "TOKEN_DTYPE"]

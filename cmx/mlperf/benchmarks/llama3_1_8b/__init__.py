@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.llama3_1_8b.generation import REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,9 @@ class Llama3_1_8b:
     # loadgen/mlperf.conf: llama3_1-8b.* and llama3_1-8b-interactive.*
     loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
         "Offline": "llama3_1-8b", "Server": "llama3_1-8b", "Interactive": "llama3_1-8b-interactive"})
-    # SUT_VLLM.py gen_kwargs: greedy, max_tokens 128, min_tokens 1 (2 here: LoadGen needs two tokens for
-    # TPOT); vLLM stops at the model's own end ids (generation_config.json), which the backends honour
-    generation: Generation = Generation(max_tokens=128)
+    # SUT_VLLM.py gen_kwargs: greedy (temperature 0, top_k 1, seed 42: generation.py), max_tokens 128, min_tokens 1
+    # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids (generation_config.json)
+    generation: Generation = Generation(max_tokens=128, sampling=REFERENCE_SAMPLING)
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.llama3_1_8b.dataset import load_cnndm

@@ -25,7 +25,7 @@ the path says otherwise; read at commit b66003e10e2db4b8c36a448b0545ec90fcc6e9e9
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cmx.mlperf.backends.base import Sampling
 
 MODEL_REPO = "meta-llama/Llama-3.1-8B-Instruct"  # README.md
 MODEL_REVISION = "be673f326cab4cd22ccfef76109faf68e41aa5f1"  # README.md: `git checkout be673f3...`
@@ -40,20 +40,8 @@ BOS_TOKEN_ID = 128000  # <|begin_of_text|>: the first id of every tok_input (dow
 EOS_TOKEN_IDS = (128001, 128008, 128009)  # generation_config.json of Llama-3.1-8B-Instruct: vLLM stops at any
 EOT_TOKEN_ID = 128009  # <|eot_id|>: the Instruct tokenizer's eos_token, where a turn ends
 
-
-@dataclass(frozen=True)
-class Sampling:
-    """The sampling parameters of the reference SUT (SUT_VLLM.py `gen_kwargs`), as vLLM names them."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 1
-    seed: int = 42
-    max_tokens: int = MAX_NEW_TOKENS
-    min_tokens: int = MIN_NEW_TOKENS
-
-
-REFERENCE_SAMPLING = Sampling()
+# SUT_VLLM.py `gen_kwargs`: "temperature": 0.0, "top_p": 1, "top_k": 1, "seed": 42 (greedy; the seed draws nothing)
+REFERENCE_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=1, seed=42)
 
 __all__ = [
     "BOS_TOKEN_ID",
@@ -67,5 +55,4 @@ __all__ = [
     "MODEL_REVISION",
     "REFERENCE_SAMPLING",
     "TOKEN_DTYPE",
-    "Sampling",
 ]

@@ -1,9 +1,10 @@
 """mixtral-8x7b: OpenOrca, GSM8K and MBXP prompts by Mixtral-8x7B-Instruct-v0.1 (language/mixtral-8x7b).
 
-The modules: dataset (the processed pickle), accuracy (evaluate-accuracy.py: ROUGE, tokens_per_sample), gsm8k
-(its answer extraction), mbxp (evaluate_mbxp.py and mxeval's harnesses, run in cmx's sandbox),
-model (the checkpoint folder), tiny_model and tiny_dataset (a random Mixtral and a generated set in
-the real format). `BENCHMARK` imports them when called.
+The modules: generation (the reference's sampling and output length, with their sources), dataset
+(the processed pickle), accuracy (evaluate-accuracy.py: ROUGE, tokens_per_sample), gsm8k (its answer
+extraction), mbxp (evaluate_mbxp.py and mxeval's harnesses, run in cmx's sandbox), model (the
+checkpoint folder), tiny_model and tiny_dataset (a random Mixtral and a generated set in the real
+format). `BENCHMARK` imports them when called.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.mixtral_8x7b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class Mixtral8x7b:
     loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
         "Offline": "mixtral-8x7b", "Server": "mixtral-8x7b"})
     # SUT.py gen_kwargs: greedy (do_sample False), max_new_tokens 1024, min_new_tokens 2; EOS </s>
-    generation: Generation = Generation(max_tokens=1024)
+    generation: Generation = Generation(max_tokens=MAX_NEW_TOKENS, sampling=REFERENCE_SAMPLING)
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import load_mixtral
