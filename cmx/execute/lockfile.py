@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -247,17 +247,8 @@ def check_lock(lock: Lock, plan: Plan, store: Store, *, moved: frozenset[str] = 
             raise LockMismatch(f"{name} is {_version(packages.get(name))} here, the lock has {_version(lock.packages.get(name))}",
                                hint=f"install {name}=={lock.packages[name]}" if name in lock.packages else
                                f"uninstall {name}, or lock again on this environment")
-    steps = {s.id: s for s in plan}
-    for locked in lock.steps:
-        step = steps.get(locked.id)
-        if step is None:
-            raise LockMismatch(f"the plan no longer has step {locked.id} ({locked.recipe})",
-                               hint="a recipe's deps changed: lock again if that is intended")
+    for locked, step in _paired(lock, plan):
         _compare_step(locked, step, moved if step.id == plan.root else frozenset())
-    extra = sorted(set(steps) - {s.id for s in lock.steps})
-    if extra:
-        raise LockMismatch(f"the plan has steps the lock does not: {', '.join(extra)}",
-                           hint="a recipe's deps changed: lock again if that is intended")
     for locked in lock.steps:
         entry = store.lookup(locked.recipe, locked.key) if locked.files is not None else None
         if entry is not None and entry.meta.files != locked.files:
@@ -270,13 +261,20 @@ def check_recipes(lock: Lock, plan: Plan) -> None:
     """The host's side of a --docker lock's replay: the same steps, from recipes with the same files and the same
     variations. Inputs, context, keys, cached files and packages are checked in the image, where the lock was
     made (a machine fingerprint keys a step differently there)."""
+    for locked, step in _paired(lock, plan):
+        _compare_recipe(locked, step)
+
+
+def _paired(lock: Lock, plan: Plan) -> Iterator[tuple[LockedStep, Step]]:
+    """Each locked step with the plan's step of the same id, in the lock's order; LockMismatch at a locked step
+    the plan lacks (when the walk reaches it), then at steps the plan has more."""
     steps = {s.id: s for s in plan}
     for locked in lock.steps:
         step = steps.get(locked.id)
         if step is None:
             raise LockMismatch(f"the plan no longer has step {locked.id} ({locked.recipe})",
                                hint="a recipe's deps changed: lock again if that is intended")
-        _compare_recipe(locked, step)
+        yield locked, step
     extra = sorted(set(steps) - {s.id for s in lock.steps})
     if extra:
         raise LockMismatch(f"the plan has steps the lock does not: {', '.join(extra)}",
