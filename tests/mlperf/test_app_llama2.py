@@ -204,6 +204,8 @@ def test_an_overridden_sampling_reaches_each_test_and_is_recorded_beside_the_ref
     facts = json.loads((tmp_path / "results/my-box/llama2-70b-99/Offline/cmx_run.json").read_text())
     assert facts["sampling"] == {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "seed": None}
     assert facts["reference_sampling"]["temperature"] == 1.0 and facts["sampling_overrides"] == ["temperature"]
+    assert "sampling overridden (temperature): the closed division generates as the reference does" in \
+        facts["noncompliance"]
     assert result.table.splitlines()[-1] == ("SAMPLING OVERRIDDEN: temperature 0, top_p 1, top_k off, no seed "
                                              "(the reference: temperature 1, top_p 1, top_k off, no seed)")
 
@@ -213,6 +215,7 @@ def test_a_run_at_the_references_sampling_records_no_override(tmp_path: Path):
                      runner=Recorded(), evaluate=fake_evaluate, verify=fake_verify)
     facts = json.loads((tmp_path / "results/my-box/llama2-70b-99/Offline/cmx_run.json").read_text())
     assert facts["sampling"] == facts["reference_sampling"] == GPT_OSS.to_json() and facts["sampling_overrides"] == []
+    assert not any("sampling" in reason for reason in facts["noncompliance"])
     assert "SAMPLING" not in result.table
     assert app_config(tmp_path).sampling == GREEDY and app_config(tmp_path).sampling_overrides == ()
 

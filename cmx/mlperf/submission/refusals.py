@@ -52,6 +52,10 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
     if closed:
         out += closed_refusals(short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), rows=facts.get("rows"),
                                dataset_size=bench.dataset_size)
+        overrides = facts.get("sampling_overrides") or []
+        if overrides:
+            out.append(f"its sampling was overridden ({', '.join(overrides)}): the closed division generates as the "
+                       "reference does; run without the override, or package it for open")
         backend = facts.get("backend") or {}
         if backend.get("kind") == "endpoint" and endpoint_is_remote(str(backend.get("url") or "")):
             out.append(f"its SUT sent the samples over HTTP to a server on another host ({backend.get('url')}): the "

@@ -168,8 +168,8 @@ def test_the_readme_states_the_sampling_and_an_override_of_the_references(tmp_pa
     set_facts(results, "Offline", sampling={**reference, "temperature": 0.0}, reference_sampling=reference,
               sampling_overrides=["temperature"])
     set_facts(results, "Server", sampling=reference, reference_sampling=reference, sampling_overrides=[])
-    package(request(tmp_path, results))
-    readme = {s: (tmp_path / "out/closed/cmx-test/results" / SYSTEM / BENCHMARK / s / "README.md").read_text()
+    package(request(tmp_path, results, division="open"))  # an override keeps a result out of closed
+    readme = {s: (tmp_path / "out/open/cmx-test/results" / SYSTEM / BENCHMARK / s / "README.md").read_text()
               for s in ("Offline", "Server", "Interactive")}
     assert ("Sampling: temperature 0.0, top_p 1.0, top_k off, no seed, **overridden for this run** (temperature; "
             "the reference samples with temperature 1.0, top_p 1.0, top_k off, no seed).") in readme["Offline"]
@@ -215,6 +215,15 @@ def test_short_and_tiny_results_are_refused_for_closed_naming_every_reason(tmp_p
     assert f"{SYSTEM}/{BENCHMARK}/Server: a _tiny run" in text
     assert "only 256 dataset rows were used" in text
     assert "(6 reason(s))" in text
+
+
+def test_an_overridden_sampling_is_refused_for_closed_and_packaged_for_open(tmp_path: Path, results: Path):
+    set_facts(results, "Offline", sampling_overrides=["temperature"])
+    text = refusal(request(tmp_path, results))
+    assert f"{SYSTEM}/{BENCHMARK}/Offline: its sampling was overridden (temperature): the closed division " \
+           "generates as the reference does" in text
+    assert "Server: its sampling" not in text
+    assert package(request(tmp_path, results, division="open")).tree.is_dir()
 
 
 REMOTE = {"kind": "endpoint", "transport": "http", "url": "http://gateway:8000/v1", "model": "llama",
