@@ -52,7 +52,6 @@ from cmx.mlperf.submission.tree import (
     ACCURACY_TXT,
     CALIBRATION,
     PERFORMANCE_FILES,
-    VERIFY_TXT,
     ResultPaths,
     system_json,
 )

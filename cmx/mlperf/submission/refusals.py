@@ -22,7 +22,6 @@ from cmx.mlperf.submission.system_desc import (
 from cmx.mlperf.submission.tree import (
     ACCURACY_LOG,
     ACCURACY_TXT,
-    VERIFY_TXT,
 )
 
 UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are

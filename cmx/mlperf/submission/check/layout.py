@@ -22,7 +22,6 @@ from cmx.mlperf.submission.tree import (
     CALIBRATION,
     DIVISIONS,
     MODEL_MAPPING,
-    VERIFY_TXT,
     relative,
 )
 
