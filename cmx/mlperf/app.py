@@ -327,7 +327,7 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
     log_path = (config.server_log_dir or config.results_dir) / "vllm-server.log"
     server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
                                      served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
-                                     skip_tokenizer_init=True)
+                                     skip_tokenizer_init=True, sampling=config.sampling)
     with VllmServer(server_config, log) as server:
         log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
         yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)

@@ -77,6 +77,12 @@ class Sampling:
         for the top logit (vLLM's top-k keeps ties), so there the seed picks among equals."""
         return self.temperature == 0.0 or self.top_k == 1
 
+    @property
+    def seeded_draws(self) -> bool:
+        """vLLM keeps a seeded generator per request (SamplingType.RANDOM_SEED): a seed and a temperature above 0,
+        whatever top_k is."""
+        return self.seed is not None and self.temperature > 0.0
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -15,9 +15,10 @@ import heapq
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from cmx.mlperf.backends.base import Sampling
 from cmx.mlperf.backends.machine import (
     MachineFacts,
     ModelFacts,
@@ -385,6 +386,25 @@ def engine_specs(options: EngineOptions, facts: MachineFacts,
                                 env_defaults={k: v for k, v in defaults.items() if k not in env},
                                 env_unset=tuple(k for k in unset if k not in env)))
     return tuple(specs)
+
+
+WHOLE_PREFILL_MIN_BATCHED_TOKENS = 2048  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
+
+
+def for_sampling(specs: Sequence[EngineSpec], device: str, model: ModelFacts, sampling: Sampling
+                 ) -> tuple[EngineSpec, ...]:
+    """`specs`, with what a sampling needs of the engine. On a CPU, seeded draws need whole prefills: vLLM
+    rewinds a seeded request's generator when a chunked prefill discards its sampled token
+    (gpu_model_runner._bookkeeping_sync: gen.set_offset), and torch's CPU generator cannot rewind ("CPU
+    Generator does not use offset": the engine dies). vLLM's own CPU platform prefills whole prompts for MLA
+    models the same way (platforms/cpu.py)."""
+    if device != "cpu" or not sampling.seeded_draws:
+        return tuple(specs)
+    return tuple(replace(spec, engine_kwargs={
+        **spec.engine_kwargs, "enable_chunked_prefill": False,
+        # unchunked, one step must hold the longest prompt, and at least one token per sequence
+        "max_num_batched_tokens": max(model.max_model_len, int(spec.engine_kwargs.get("max_num_seqs") or 0),
+                                      WHOLE_PREFILL_MIN_BATCHED_TOKENS)}) for spec in specs)
 
 
 def shard_by_cost(costs: Sequence[int], shards: int) -> list[list[int]]:

@@ -69,6 +69,7 @@ from cmx.mlperf.backends.profiles import (
     EngineOptions,
     EngineSpec,
     engine_specs,
+    for_sampling,
     shard_by_cost,
 )
 
@@ -163,7 +164,8 @@ class VllmBackend:
         facts = cfg.facts or read_machine_facts(cfg.options.device, detected_gpus=cfg.detected_gpus,
                                                 gpu_name=cfg.gpu_name, gpu_arch=cfg.gpu_arch)
         model = read_model_facts(cfg.model, cfg.max_model_len)
-        return engine_specs(cfg.options, facts, model), model
+        specs = for_sampling(engine_specs(cfg.options, facts, model), cfg.options.device, model, cfg.sampling)
+        return specs, model
 
     def _describe(self, spec: EngineSpec) -> dict[str, Any]:
         return {**asdict(spec), "engine_kwargs": self.engine_kwargs(spec)}

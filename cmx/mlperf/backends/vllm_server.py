@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.backends.base import BackendError
+from cmx.mlperf.backends.base import GREEDY, BackendError, Sampling
 from cmx.mlperf.backends.machine import (
     MachineFacts,
     read_machine_facts,
     read_model_facts,
 )
-from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, engine_specs
+from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, engine_specs, for_sampling
 from cmx.secrets import Secret
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -86,6 +86,8 @@ class VllmServerConfig:
         no text in the answers: the in-process backend's way). Off by default, as a user's
         `vllm serve` runs.
     extra_args: more flags, appended last.
+    sampling: what the clients will sample with, for the engine arguments a sampling needs (`for_sampling`);
+        the requests carry the sampling itself.
     """
 
     model: Path
@@ -104,6 +106,7 @@ class VllmServerConfig:
     skip_tokenizer_init: bool = False
     python: str = sys.executable
     extra_args: tuple[str, ...] = ()
+    sampling: Sampling = GREEDY
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,8 @@ class VllmServer:
         facts = cfg.facts or read_machine_facts(cfg.options.device, detected_gpus=cfg.detected_gpus,
                                                 gpu_name=cfg.gpu_name, gpu_arch=cfg.gpu_arch)
         model = read_model_facts(cfg.model, cfg.max_model_len)
-        return merged_spec(engine_specs(cfg.options, facts, model))
+        return merged_spec(for_sampling(engine_specs(cfg.options, facts, model), cfg.options.device, model,
+                                        cfg.sampling))
 
     def start(self) -> ServerInfo:
         if self._proc is not None:

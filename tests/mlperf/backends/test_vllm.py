@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,7 @@ LlamaForCausalLM(config).save_pretrained(sys.argv[1])
 # requests submitted from another thread, as LoadGen's issue thread would.
 RUN_MODE = r'''
 import json, logging, random, sys, threading, time
+from dataclasses import replace
 from pathlib import Path
 
 MODEL, MODE, OUT = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -450,3 +452,40 @@ def test_streaming_completes_every_concurrent_request_and_submit_returns_at_once
 @pytest.mark.e2e
 def test_streaming_generate_gives_the_same_tokens_as_a_direct_llm_generate(streaming: dict, direct: dict):
     assert streaming["tokens"] == direct["tokens"]
+
+
+@pytest.mark.parametrize("device, sampling, whole", [
+    ("cpu", Sampling(temperature=1.0, top_k=1, seed=42), True),   # llama3.1-405b's: seeded draws
+    ("cpu", Sampling(temperature=1.0, top_k=-1), False),           # gpt-oss-120b's: no seed, no generator
+    ("cpu", Sampling(seed=42), False),                             # greedy with a seed: no generator either
+    ("cuda", Sampling(temperature=1.0, top_k=1, seed=42), False),  # a GPU generator rewinds
+])
+def test_seeded_draws_on_the_cpu_prefill_whole_prompts(tmp_path: Path, monkeypatch, device: str,
+                                                       sampling: Sampling, whole: bool):
+    """torch's CPU generator cannot rewind, which vLLM does to a seeded request after a chunked prefill."""
+    from cmx.mlperf.backends import vllm as module
+
+    spec = EngineSpec(devices=(), engine_kwargs={"max_num_seqs": 256}, env={})
+    monkeypatch.setattr(module, "read_machine_facts", lambda *a, **k: None)
+    monkeypatch.setattr(module, "read_model_facts", lambda *a: ModelFacts(kv_bytes_per_token=1, max_model_len=4096))
+    monkeypatch.setattr(module, "engine_specs", lambda *a: (spec,))
+    backend = VllmBackend(VllmBackendConfig(model=tmp_path, options=EngineOptions(device=device), sampling=sampling))
+    kwargs = backend.engine_kwargs(backend._plan()[0][0])
+    if whole:
+        assert kwargs["enable_chunked_prefill"] is False and kwargs["max_num_batched_tokens"] == 4096
+    else:
+        assert "enable_chunked_prefill" not in kwargs and "max_num_batched_tokens" not in kwargs
+
+
+def test_a_vllm_serve_cmx_starts_for_seeded_draws_on_the_cpu_prefills_whole_prompts(tmp_path: Path, monkeypatch):
+    from cmx.mlperf.backends import vllm_server as module
+
+    spec = EngineSpec(devices=(), engine_kwargs={"max_num_seqs": 256}, env={})
+    monkeypatch.setattr(module, "read_machine_facts", lambda *a, **k: None)
+    monkeypatch.setattr(module, "read_model_facts", lambda *a: ModelFacts(kv_bytes_per_token=1, max_model_len=1024))
+    monkeypatch.setattr(module, "engine_specs", lambda *a: (spec,))
+    config = module.VllmServerConfig(model=tmp_path, options=EngineOptions(device="cpu"), log_path=tmp_path / "log",
+                                     sampling=Sampling(temperature=1.0, top_k=1, seed=42))
+    kwargs = module.VllmServer(config)._plan()[0]
+    assert kwargs["enable_chunked_prefill"] is False and kwargs["max_num_batched_tokens"] == 2048
+    assert "enable_chunked_prefill" not in module.VllmServer(replace(config, sampling=Sampling()))._plan()[0]
