@@ -206,7 +206,7 @@ def run(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context:
         query, inputs, context = lock.query, {**lock.inputs, **(inputs or {})}, dict(lock.context)
     read = None
     if memo and lock is None and isinstance(query, str) and not context:
-        from cmx.execute.memo import ReadEnviron
+        from cmx.resolve.read_environ import ReadEnviron
 
         read = ReadEnviron(os.environ if environ is None else environ)
     idx = index(s, fetch=fetch)

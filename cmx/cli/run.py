@@ -171,8 +171,9 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                          install_missing=True if install_missing else None,  # None: CMX_INSTALL_MISSING decides
                          locked=locked,
                          # the next identical command line may be answered from a memo (cmx.cli.main), which
-                         # knows only a query and --input pairs, with the home from the environment
-                         memo=not (locked or context or inputs_file or state.registry))
+                         # knows only a query and --input pairs, with the home from the environment (the API
+                         # itself declines a lock or a context)
+                         memo=not (inputs_file or state.registry))
     except CmxError as exc:
         if not as_json:
             raise

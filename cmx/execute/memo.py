@@ -37,12 +37,13 @@ from cmx.home import locations
 
 TYPE_CHECKING = False  # typing itself costs ~8 ms to import; type checkers read this name as typing's
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Mapping
     from typing import Any
 
     from cmx.cache.store import Store
     from cmx.execute.result import RunResult
     from cmx.registry.index import RecipeIndex
+    from cmx.resolve.read_environ import ReadEnviron
 
 FORMAT = 1
 # cmx's own code that decides what a query resolves to, relative to the package; a change to any of it
@@ -189,51 +190,6 @@ def _read(path: str) -> dict[str, Any] | None:
 
 
 # --- remembering (after a full run) -----------------------------------------------------------
-
-class ReadEnviron:
-    """The environment as resolution sees it, noting each variable it reads (and each it finds unset)."""
-
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self.source = environ
-        self.read: dict[str, str | None] = {}
-        self.listed = False  # something iterated over all of it: no memo can say what it depended on
-
-    def __getitem__(self, name: str) -> str:
-        value = self.source.get(name)
-        self.read[name] = value
-        if value is None:
-            raise KeyError(name)
-        return value
-
-    def get(self, name: str, default: str | None = None) -> str | None:
-        try:
-            return self[name]
-        except KeyError:
-            return default
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.get(name) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        self.listed = True
-        return iter(self.source)
-
-    def __len__(self) -> int:
-        self.listed = True
-        return len(self.source)
-
-    def keys(self):  # noqa: ANN201 - a Mapping's
-        self.listed = True
-        return self.source.keys()
-
-    def items(self):  # noqa: ANN201 - a Mapping's
-        self.listed = True
-        return self.source.items()
-
-    def values(self):  # noqa: ANN201 - a Mapping's
-        self.listed = True
-        return self.source.values()
-
 
 def remember(query: str, inputs: Mapping[str, Any], result: RunResult, index: RecipeIndex, store: Store,
              environ: ReadEnviron) -> bool:
