@@ -12,6 +12,9 @@ import pytest
 
 from cmx.devices import CPU, CUDA, KINDS, ROCM
 from cmx.devices.base import DeviceKind
+from cmx.docker import PROFILES as CONTAINER_PROFILES
+from cmx.k8s.devices import PROFILES as POD_PROFILES
+from cmx.mlperf.backends.profiles import PROFILES as ENGINE_PROFILES
 
 
 def conforms(value: Any, hint: Any) -> bool:
@@ -78,6 +81,11 @@ def test_every_kind_with_gpus_has_a_pod_a_pin_variable_and_a_detection() -> None
         has_gpus = kind.engine.on_gpus
         assert (kind.pod is not None, kind.detection is not None, bool(kind.visibility.pin)) == (has_gpus,) * 3
         assert not kind.detection or kind.detection.tools
+
+
+def test_every_layer_has_a_profile_for_each_kind_it_serves() -> None:
+    assert list(CONTAINER_PROFILES) == list(ENGINE_PROFILES) == list(KINDS)
+    assert list(POD_PROFILES) == [name for name, kind in KINDS.items() if kind.pod is not None] == ["cuda", "rocm"]
 
 
 def test_no_kind_carries_another_vendors_names() -> None:
