@@ -15,6 +15,7 @@ from cmx.devices.base import DeviceKind
 from cmx.docker import PROFILES as CONTAINER_PROFILES
 from cmx.k8s.devices import PROFILES as POD_PROFILES
 from cmx.mlperf.backends.profiles import PROFILES as ENGINE_PROFILES
+from cmx.tools.gpu import PARSERS
 
 
 def conforms(value: Any, hint: Any) -> bool:
@@ -76,11 +77,12 @@ def test_a_kind_can_leave_out_no_fact() -> None:
                         if f.default is not MISSING or f.default_factory is not MISSING] == [], cls
 
 
-def test_every_kind_with_gpus_has_a_pod_a_pin_variable_and_a_detection() -> None:
+def test_every_kind_with_gpus_has_a_pod_a_pin_variable_and_a_detection_whose_tools_have_parsers() -> None:
     for kind in KINDS.values():
         has_gpus = kind.engine.on_gpus
         assert (kind.pod is not None, kind.detection is not None, bool(kind.visibility.pin)) == (has_gpus,) * 3
-        assert not kind.detection or kind.detection.tools
+        if kind.detection:
+            assert kind.detection.tools and all(t.program in PARSERS for t in kind.detection.tools)
 
 
 def test_every_layer_has_a_profile_for_each_kind_it_serves() -> None:
