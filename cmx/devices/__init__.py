@@ -10,8 +10,11 @@ gets nothing of CUDA's.
 This package is the lowest layer above the floor (tests/test_layers.py): every layer from tools/
 up reads it, and it imports nothing of cmx but its own modules.
 
-Adding a kind (say Intel XPU): write `xpu.py` with its DeviceKind, add it to KINDS below, and add
-the parser of its listing tool's output to cmx.tools.gpu.PARSERS. Nothing else changes.
+Adding a kind (say Intel XPU) is writing `xpu.py` with its DeviceKind, adding it to KINDS below,
+and adding the parser of its listing tool's output to cmx.tools.gpu.PARSERS: the container, engine
+and pod profiles and the visibility variables follow from the file. Outside the layers above, a
+query reaches the kind through a recipe variation that sets `device: xpu`, and the vLLM build for
+it is cmx.mlperf.runtime's (which build of vLLM a device runs is not yet a fact of its kind).
 """
 
 from __future__ import annotations
