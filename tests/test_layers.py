@@ -13,8 +13,9 @@ from tests.conftest import REPO
 
 CMX = REPO / "cmx"
 # design.md, "Layers": top to bottom
+# (devices: what each kind of device is, as data every layer from tools up reads; it imports none of them)
 ORDER = ("cli", "api", "sweep", "slurm", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe",
-         "cache", "tools")
+         "cache", "tools", "devices")
 FLOOR = {"errors", "settings", "home", "secrets", "container", "templates", "__version__", "__main__"}
 
 

@@ -1,16 +1,14 @@
-"""Dockerised runs: a device profile per target, a Dockerfile rendered from the plan, the image built and run."""
+"""Dockerised runs: a container profile per device kind, a Dockerfile from the plan, the image built and run."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cmx.docker.cpu import CpuContainerProfile
-from cmx.docker.cuda import CudaContainerProfile
+from cmx.devices import KINDS
 from cmx.docker.profiles import ContainerProfile
-from cmx.docker.rocm import RocmContainerProfile
 from cmx.errors import CmxError
 
-PROFILES: Mapping[str, ContainerProfile] = {p.name: p for p in (CudaContainerProfile(), RocmContainerProfile(), CpuContainerProfile())}
+PROFILES: Mapping[str, ContainerProfile] = {name: ContainerProfile(kind) for name, kind in KINDS.items()}
 
 
 class DockerError(CmxError):

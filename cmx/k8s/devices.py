@@ -1,10 +1,11 @@
-"""What a serving pod needs for its GPUs, one small profile per device (cuda, rocm).
+"""What a serving pod needs for its GPUs: one pod profile per device kind that has a GPU resource (cuda, rocm).
 
-The Kubernetes counterpart of cmx.docker's container profiles: the extended resource the device
-plugin advertises, the runtime class, and the security settings and groups a vendor's stack needs
-inside a pod. A profile sets only its own vendor's fields: the ROCm profile has no `nvidia.com/gpu`
-and no NVIDIA runtime class, the CUDA profile no `amd.com/gpu` and no /dev/kfd groups. A CPU has no
-GPU resource to request, so there is no profile for it (and `deploy --k8s` refuses it).
+The Kubernetes counterpart of cmx.docker's container profiles, built from the kinds' pod facts
+(cmx.devices): the extended resource the device plugin advertises, the runtime class, and the
+security settings and groups a vendor's stack needs inside a pod. A profile holds only its own
+kind's fields: the ROCm profile has no `nvidia.com/gpu` and no NVIDIA runtime class, the CUDA profile
+no `amd.com/gpu` and no /dev/kfd groups. A kind without a pod section (the CPU) has no profile, and
+`deploy --k8s` refuses it.
 """
 
 from __future__ import annotations
@@ -12,12 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cmx.devices import KINDS, DeviceKind
 from cmx.k8s import K8sError
-
-# The video and render groups' usual ids on the nodes (Ubuntu, RHEL): the container process must be
-# in the groups owning /dev/kfd and /dev/dri/renderD*, whatever the image's /etc/group says.
-# A node numbering them differently needs --supplemental-groups.
-ROCM_DEVICE_GROUPS = (44, 109)
 
 
 class UnsupportedDevice(K8sError):
@@ -26,14 +23,8 @@ class UnsupportedDevice(K8sError):
 
 @dataclass(frozen=True)
 class PodDeviceProfile:
-    """One vendor's GPU settings for a pod.
-
-    resource: the extended resource its device plugin advertises (requested as a limit).
-    runtime_class: the RuntimeClass the pod runs under (None: the node's default runtime).
-    supplemental_groups: numeric groups the container process joins (the device files' owners).
-    seccomp_unconfined, capabilities: what the vendor's runtime needs (ROCm's debugger and
-        memory-mapping calls are refused by the default seccomp profile).
-    """
+    """One kind's GPU settings for a pod (cmx.devices.base.Pod says what each field means); the CLI's
+    --runtime-class and --supplemental-groups replace those two fields."""
 
     name: str
     resource: str
@@ -43,20 +34,28 @@ class PodDeviceProfile:
     capabilities: tuple[str, ...] = ()
 
 
-# The NVIDIA GPU Operator installs the `nvidia` RuntimeClass; a cluster whose default runtime is
-# already NVIDIA's (GKE, some managed clusters) can drop it with --runtime-class "".
-CUDA = PodDeviceProfile(name="cuda", resource="nvidia.com/gpu", runtime_class="nvidia")
-ROCM = PodDeviceProfile(name="rocm", resource="amd.com/gpu", supplemental_groups=ROCM_DEVICE_GROUPS,
-                        seccomp_unconfined=True, capabilities=("SYS_PTRACE",))
+def _profile(kind: DeviceKind) -> PodDeviceProfile | None:
+    pod = kind.pod
+    if pod is None:
+        return None
+    return PodDeviceProfile(name=kind.name, resource=pod.resource, runtime_class=pod.runtime_class,
+                            supplemental_groups=pod.supplemental_groups, seccomp_unconfined=pod.seccomp_unconfined,
+                            capabilities=pod.capabilities)
 
-PROFILES: Mapping[str, PodDeviceProfile] = {p.name: p for p in (CUDA, ROCM)}
+
+PROFILES: Mapping[str, PodDeviceProfile] = {p.name: p for p in map(_profile, KINDS.values()) if p is not None}
+CUDA = PROFILES["cuda"]
+ROCM = PROFILES["rocm"]
+# the ids a ROCm pod joins unless --supplemental-groups says otherwise (cmx/devices/rocm.py says why)
+ROCM_DEVICE_GROUPS = ROCM.supplemental_groups
 
 
 def pod_profile(device: str | None) -> PodDeviceProfile:
     """The profile of the plan's device; a device without a GPU resource (cpu, none) is refused."""
-    if device not in PROFILES:
+    if device is None or device not in PROFILES:
         raise UnsupportedDevice(
             f"deploy --k8s serves the model on GPUs; the plan's device is {device or 'none'!r}, which has no GPU "
             "resource to request in a pod",
-            hint=f"supported devices: {', '.join(PROFILES)} (pick one with _cuda or _rocm in the query)")
+            hint=f"supported devices: {', '.join(PROFILES)} (pick one with "
+                 f"{' or '.join('_' + name for name in PROFILES)} in the query)")
     return PROFILES[device]

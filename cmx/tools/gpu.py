@@ -1,7 +1,9 @@
 """GPUs and their software stacks, from the vendors' own tools: nvidia-smi and nvcc (NVIDIA);
 amd-smi or rocm-smi, ROCm's version file and hipconfig (AMD).
 
-Parsers take the tools' text, so tests feed them recorded output. `detect_gpus` takes a command
+Which programs list a kind's GPUs, where to look for them, and the variables that choose GPUs are
+the kinds' (cmx.devices); this module holds a parser per listing program (PARSERS) and the
+mechanics. Parsers take the tools' text, so tests feed them recorded output. `detect_gpus` takes a command
 runner (in a recipe, one around `ctx.run_cmd`), so nothing here decides how a program runs. A
 vendor whose tool is absent, fails or prints something unexpected is reported as "no GPU of that
 vendor" with the reason, never as an exception.
@@ -19,19 +21,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from cmx.devices import CUDA, KINDS, ROCM, DeviceKind
+from cmx.devices.base import Detection
+from cmx.devices.cuda import NVIDIA_SMI_FIELDS as NVIDIA_FIELDS
 from cmx.errors import CmxError, StepError
 
-NVIDIA_FIELDS = ("index", "name", "memory.total", "driver_version", "pci.bus_id", "uuid")
-# with a header (the column names) so a parse checks it reads the columns it asked for
-NVIDIA_SMI_QUERY = ("--query-gpu=" + ",".join(NVIDIA_FIELDS), "--format=csv,nounits")
-AMD_SMI_STATIC = ("static", "--json")
-ROCM_SMI_QUERY = ("--showproductname", "--showmeminfo", "vram", "--showbus", "--showuniqueid", "--json")
 
-CUDA_TOOLKIT_DOCS = ("NVIDIA's \"CUDA Installation Guide for Linux\", "
-                     "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/")
-NVIDIA_DRIVER_DOCS = ("NVIDIA's \"Driver Installation Guide\", "
-                      "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/")
-ROCM_DOCS = "AMD's \"ROCm installation for Linux\", https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
+def _detection(kind: DeviceKind) -> Detection:
+    assert kind.detection is not None, f"the {kind.name} kind has no GPUs to detect"
+    return kind.detection
+
+
+NVIDIA, AMD = _detection(CUDA), _detection(ROCM)
+# what nvidia-smi is asked (the kind's), with a header so a parse checks it reads the columns it asked for
+NVIDIA_SMI_QUERY = NVIDIA.tools[0].args
 
 _MIB = 1 << 20
 _NA = {"", "n/a", "[n/a]", "not supported", "[not supported]", "unknown"}
@@ -220,6 +223,11 @@ def parse_hipconfig_version(text: str) -> str:
     return f"{match.group(1)}.{match.group(2)}"
 
 
+# the parser of each listing program's output (which programs a kind runs is its own, cmx.devices)
+PARSERS: Mapping[str, Callable[[str], list[Gpu]]] = {
+    "nvidia-smi": parse_nvidia_smi_csv, "amd-smi": parse_amd_smi_static, "rocm-smi": parse_rocm_smi}
+
+
 # --- versions --------------------------------------------------------------------------------
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -282,8 +290,8 @@ def subprocess_runner(timeout: float = 60) -> Runner:
     return run
 
 
-def detect_gpus(run: Runner, environ: Mapping[str, str] | None = None, *, cuda_default: str = "/usr/local/cuda",
-                rocm_default: str = "/opt/rocm") -> GpuReport:
+def detect_gpus(run: Runner, environ: Mapping[str, str] | None = None, *, cuda_default: str = NVIDIA.default_home,
+                rocm_default: str = AMD.default_home) -> GpuReport:
     """GPUs of both vendors, the NVIDIA driver and CUDA toolkit, and the ROCm release.
 
     Programs are looked up on environ's PATH, then (AMD tools, nvcc) in the ROCm or CUDA folder.
@@ -292,8 +300,8 @@ def detect_gpus(run: Runner, environ: Mapping[str, str] | None = None, *, cuda_d
     """
     env = dict(os.environ if environ is None else environ)
     nvidia, nvidia_reason, driver, cuda_driver = _detect_nvidia(run, env)
-    rocm_home = env.get("ROCM_PATH") or rocm_default
-    amd, amd_reason = _detect_amd(run, env, rocm_home)
+    rocm_home = _home(AMD, env) or rocm_default
+    amd, amd_reason, _ = _list_gpus(AMD, run, env, rocm_home)
     nvcc_path, cuda_home, nvcc, cuda_reason = _detect_nvcc(run, env, cuda_default)
     rocm_version, rocm_reason = _detect_rocm(run, env, rocm_home)
     gpus = tuple(nvidia + amd)
@@ -306,16 +314,36 @@ def detect_gpus(run: Runner, environ: Mapping[str, str] | None = None, *, cuda_d
                      gpus_visible=visible_gpu_count(gpus, env))
 
 
+def _home(detection: Detection, env: Mapping[str, str]) -> str:
+    """The stack's folder as the first of its variables that is set names it ("" when none is)."""
+    return next((env[v] for v in detection.home_variables if env.get(v)), "")
+
+
+def _list_gpus(detection: Detection, run: Runner, env: Mapping[str, str], home: str) -> tuple[list[Gpu], str, str]:
+    """The GPUs the first of a kind's listing tools that works reports, why there are none, and that tool's path."""
+    dirs = [Path(home) / d for d in detection.tool_dirs]
+    tried = []
+    for tool in detection.tools:
+        path = _which(tool.program, env, *dirs)
+        if not path:
+            continue
+        try:
+            gpus = _parsed(run, [path, *tool.args], PARSERS[tool.program])
+        except _Unusable as exc:
+            tried.append(str(exc))
+            continue
+        return (gpus, "", path) if gpus else ([], f"{tool.program} lists no GPU", path)
+    if tried:
+        return [], "; ".join(tried), ""
+    names = [t.program for t in detection.tools]
+    where = "on PATH" + "".join(f" or in {d}" for d in dirs)
+    return [], f"{names[0]} is not {where}" if len(names) == 1 else f"neither {' nor '.join(names)} is {where}", ""
+
+
 def _detect_nvidia(run: Runner, env: Mapping[str, str]) -> tuple[list[Gpu], str, str, str]:
-    smi = _which("nvidia-smi", env)
-    if not smi:
-        return [], "nvidia-smi is not on PATH", "", ""
-    try:
-        gpus = _parsed(run, [smi, *NVIDIA_SMI_QUERY], parse_nvidia_smi_csv)
-    except _Unusable as exc:
-        return [], str(exc), "", ""
+    gpus, reason, smi = _list_gpus(NVIDIA, run, env, "")
     if not gpus:
-        return [], "nvidia-smi lists no GPU", "", ""
+        return [], reason, "", ""
     try:  # the banner is the only place nvidia-smi states the CUDA version the driver supports
         driver, cuda = _parsed(run, [smi], parse_nvidia_smi_header)
     except _Unusable:
@@ -323,28 +351,10 @@ def _detect_nvidia(run: Runner, env: Mapping[str, str]) -> tuple[list[Gpu], str,
     return gpus, "", gpus[0].driver or driver, cuda
 
 
-def _detect_amd(run: Runner, env: Mapping[str, str], rocm_home: str) -> tuple[list[Gpu], str]:
-    tried = []
-    for program, args, parse in (("amd-smi", AMD_SMI_STATIC, parse_amd_smi_static),
-                                 ("rocm-smi", ROCM_SMI_QUERY, parse_rocm_smi)):
-        path = _which(program, env, Path(rocm_home) / "bin")
-        if not path:
-            continue
-        try:
-            gpus = _parsed(run, [path, *args], parse)
-        except _Unusable as exc:
-            tried.append(str(exc))
-            continue
-        return (gpus, "") if gpus else ([], f"{program} lists no GPU")
-    if not tried:
-        return [], f"neither amd-smi nor rocm-smi is on PATH or in {Path(rocm_home) / 'bin'}"
-    return [], "; ".join(tried)
-
-
 def _detect_nvcc(run: Runner, env: Mapping[str, str], cuda_default: str) -> tuple[str, str, NvccVersion | None, str]:
     """(nvcc path, CUDA home, version, reason). A CUDA_HOME that is set is the only place looked at:
     falling back elsewhere would silently use a toolkit the user did not choose."""
-    for var in ("CUDA_HOME", "CUDA_PATH"):
+    for var in NVIDIA.home_variables:
         if env.get(var):
             home = env[var]
             path = _executable(Path(home) / "bin" / "nvcc")
@@ -354,7 +364,8 @@ def _detect_nvcc(run: Runner, env: Mapping[str, str], cuda_default: str) -> tupl
     else:
         path = _which("nvcc", env) or _executable(Path(cuda_default) / "bin" / "nvcc")
         if not path:
-            return "", "", None, f"nvcc is not on PATH, not in {Path(cuda_default) / 'bin'}, and CUDA_HOME is not set"
+            return "", "", None, (f"nvcc is not on PATH, not in {Path(cuda_default) / 'bin'}, and "
+                                  f"{NVIDIA.home_variables[0]} is not set")
         home = _toolkit_home(path)
     try:
         return path, home, _parsed(run, [path, "--version"], parse_nvcc_version), ""
@@ -370,9 +381,10 @@ def _detect_rocm(run: Runner, env: Mapping[str, str], rocm_home: str) -> tuple[s
         pass
     except ValueError as exc:
         return "", f"{version_file}: {exc}"
-    hipconfig = _which("hipconfig", env, Path(rocm_home) / "bin")
+    dirs = [Path(rocm_home) / d for d in AMD.tool_dirs]
+    hipconfig = _which("hipconfig", env, *dirs)
     if not hipconfig:  # ROCm 7 images may lack .info/version; hipconfig still says the release
-        return "", f"{version_file} does not exist and hipconfig is not on PATH or in {Path(rocm_home) / 'bin'}"
+        return "", f"{version_file} does not exist and hipconfig is not on PATH" + "".join(f" or in {d}" for d in dirs)
     try:
         return _parsed(run, [hipconfig, "--version"], parse_hipconfig_version), ""
     except _Unusable as exc:
@@ -380,13 +392,18 @@ def _detect_rocm(run: Runner, env: Mapping[str, str], rocm_home: str) -> tuple[s
 
 
 def visible_gpu_count(gpus: Sequence[Gpu], environ: Mapping[str, str]) -> int:
-    """How many GPUs a program started with this environment sees: CUDA_VISIBLE_DEVICES for NVIDIA,
-    ROCR_VISIBLE_DEVICES then HIP_VISIBLE_DEVICES for AMD (indices or UUIDs; like the runtimes, the
-    list ends at the first entry that names no GPU)."""
-    nvidia = [g for g in gpus if g.vendor == "nvidia"]
-    amd = [g for g in gpus if g.vendor == "amd"]
-    count = len(_select(nvidia, environ.get("CUDA_VISIBLE_DEVICES")))
-    return count + len(_select(_select(amd, environ.get("ROCR_VISIBLE_DEVICES")), environ.get("HIP_VISIBLE_DEVICES")))
+    """How many GPUs a program started with this environment sees: each kind's runtime filters applied in turn
+    to its vendor's GPUs (CUDA_VISIBLE_DEVICES for NVIDIA; ROCR_VISIBLE_DEVICES then HIP_VISIBLE_DEVICES for
+    AMD), by index or UUID; like the runtimes, a list ends at the first entry that names no GPU."""
+    count = 0
+    for kind in KINDS.values():
+        if kind.detection is None:
+            continue
+        seen = [g for g in gpus if g.vendor == kind.detection.vendor]
+        for variable in kind.visibility.runtime_filters:
+            seen = _select(seen, environ.get(variable))
+        count += len(seen)
+    return count
 
 
 def _select(gpus: Sequence[Gpu], value: str | None) -> list[Gpu]:
@@ -513,52 +530,56 @@ class Found:
         return {"version": self.version, "home": self.home, **self.details}
 
 
+def _require(found: str, minimum: str | None, maximum: str | None, detection: Detection, stack: str, *,
+             missing: str, missing_hint: str, found_as: str, wanted_as: str = "", fix: str = "") -> None:
+    """Refuse bounds that are not versions, a version that was not `found` (`missing`), or one outside
+    [minimum, maximum]; the hint then says to install `stack` within them (or what `fix` says), or to
+    change the bounds."""
+    check_bounds(minimum, maximum)
+    if not found:
+        raise StepError(missing, hint=missing_hint)
+    if not version_in_range(found, minimum, maximum):
+        fix = fix or (f"install {stack} {wanted(minimum, maximum)} (see {detection.install_docs}) and set "
+                      f"{detection.home_variables[0]} to it")
+        raise StepError(f"found {found_as}, wanted {wanted_as}{wanted(minimum, maximum)}",
+                        hint=f"{fix}, or change version_min/version_max")
+
+
 def require_cuda_toolkit(report: GpuReport, minimum: str | None = None, maximum: str | None = None) -> Found:
     """The CUDA toolkit (nvcc) detection found, within [minimum, maximum]; StepError otherwise."""
-    check_bounds(minimum, maximum)
-    if not report.cuda_version:
-        raise StepError(f"no CUDA toolkit found: {report.cuda_reason or 'nvcc was not found'}",
-                        hint=f"install the CUDA Toolkit (see {CUDA_TOOLKIT_DOCS}), then put its bin folder on PATH "
-                             "or set CUDA_HOME to it; cmx never installs drivers or toolkits")
-    if not version_in_range(report.cuda_version, minimum, maximum):
-        raise StepError(f"found CUDA {report.cuda_version} (nvcc {report.nvcc}), wanted {wanted(minimum, maximum)}",
-                        hint=f"install a CUDA Toolkit {wanted(minimum, maximum)} (see {CUDA_TOOLKIT_DOCS}) and set "
-                             "CUDA_HOME to it, or change version_min/version_max")
+    _require(report.cuda_version, minimum, maximum, NVIDIA, "a CUDA Toolkit",
+             found_as=f"CUDA {report.cuda_version} (nvcc {report.nvcc})",
+             missing=f"no CUDA toolkit found: {report.cuda_reason or 'nvcc was not found'}",
+             missing_hint=f"install the CUDA Toolkit (see {NVIDIA.install_docs}), then put its bin folder on PATH "
+                          f"or set {NVIDIA.home_variables[0]} to it; cmx never installs drivers or toolkits")
     return Found(report.cuda_version, report.cuda_home, _cuda_details(report))
 
 
 def require_cuda_driver(report: GpuReport, minimum: str | None = None, maximum: str | None = None) -> Found:
     """An NVIDIA driver with GPUs, supporting a CUDA version within [minimum, maximum]."""
     check_bounds(minimum, maximum)
-    if not report.of("nvidia"):
+    if not report.of(NVIDIA.vendor):
         raise StepError(f"no NVIDIA GPU found: {report.nvidia_reason}",
-                        hint=f"install the NVIDIA driver (see {NVIDIA_DRIVER_DOCS}) and check that `nvidia-smi` "
+                        hint=f"install the NVIDIA driver (see {NVIDIA.driver_docs}) and check that `nvidia-smi` "
                              "lists the GPUs; cmx never installs drivers")
-    if not report.cuda_driver_version:
-        raise StepError("the NVIDIA driver did not say which CUDA version it supports (no 'CUDA Version' "
-                        "in the output of nvidia-smi)",
-                        hint="run `nvidia-smi` and read its first lines; reinstall the driver if they show no "
-                             "CUDA version")
-    if not version_in_range(report.cuda_driver_version, minimum, maximum):
-        raise StepError(f"found an NVIDIA driver {report.driver_version} supporting CUDA {report.cuda_driver_version}, "
-                        f"wanted CUDA {wanted(minimum, maximum)}",
-                        hint=f"a newer driver supports a newer CUDA: upgrade it (see {NVIDIA_DRIVER_DOCS}), "
-                             "or change version_min/version_max")
+    _require(report.cuda_driver_version, minimum, maximum, NVIDIA, "an NVIDIA driver",
+             missing="the NVIDIA driver did not say which CUDA version it supports (no 'CUDA Version' in the output "
+                     "of nvidia-smi)",
+             missing_hint="run `nvidia-smi` and read its first lines; reinstall the driver if they show no CUDA "
+                          "version",
+             found_as=f"an NVIDIA driver {report.driver_version} supporting CUDA {report.cuda_driver_version}",
+             wanted_as="CUDA ", fix=f"a newer driver supports a newer CUDA: upgrade it (see {NVIDIA.driver_docs})")
     return Found(report.cuda_driver_version, report.cuda_home, _cuda_details(report))
 
 
 def require_rocm(report: GpuReport, minimum: str | None = None, maximum: str | None = None) -> Found:
     """The ROCm release detection found, within [minimum, maximum]; StepError otherwise."""
-    check_bounds(minimum, maximum)
-    if not report.rocm_version:
-        raise StepError(f"no ROCm found: {report.rocm_reason or 'no ROCm version file or hipconfig'}",
-                        hint=f"install ROCm (see {ROCM_DOCS}); if it is installed elsewhere than /opt/rocm, set "
-                             "ROCM_PATH to it; cmx never installs drivers or ROCm")
-    if not version_in_range(report.rocm_version, minimum, maximum):
-        raise StepError(f"found ROCm {report.rocm_version} ({report.rocm_home}), wanted {wanted(minimum, maximum)}",
-                        hint=f"install ROCm {wanted(minimum, maximum)} (see {ROCM_DOCS}) and set ROCM_PATH to it, "
-                             "or change version_min/version_max")
-    amd = report.of("amd")
+    amd = report.of(AMD.vendor)
+    reason = report.rocm_reason or "no ROCm version file or hipconfig"
+    _require(report.rocm_version, minimum, maximum, AMD, "ROCm",
+             found_as=f"ROCm {report.rocm_version} ({report.rocm_home})", missing=f"no ROCm found: {reason}",
+             missing_hint=f"install ROCm (see {AMD.install_docs}); if it is installed elsewhere than "
+                          f"{AMD.default_home}, set {AMD.home_variables[0]} to it; cmx never installs drivers or ROCm")
     return Found(report.rocm_version, report.rocm_home,
                  {"gpus": len(amd), "driver_version": amd[0].driver if amd else "", "amd_reason": report.amd_reason})
 
@@ -573,11 +594,12 @@ def toolkit_newer_than_driver(report: GpuReport) -> str:
         return ""
     return (f"the CUDA toolkit is {report.cuda_version} but the NVIDIA driver {report.driver_version} supports "
             f"CUDA {report.cuda_driver_version} at most: programs it builds will not run here until the driver "
-            f"is upgraded (see {NVIDIA_DRIVER_DOCS})")
+            f"is upgraded (see {NVIDIA.driver_docs})")
 
 
 def _cuda_details(report: GpuReport) -> dict[str, Any]:
+    nvidia = report.of(NVIDIA.vendor)
     return {"toolkit_version": report.cuda_version, "nvcc_version": report.nvcc_version, "nvcc": report.nvcc,
-            "driver_version": report.driver_version if report.of("nvidia") else "",
-            "driver_cuda_version": report.cuda_driver_version, "gpus": len(report.of("nvidia")),
+            "driver_version": report.driver_version if nvidia else "",
+            "driver_cuda_version": report.cuda_driver_version, "gpus": len(nvidia),
             "nvidia_reason": report.nvidia_reason}

