@@ -128,9 +128,10 @@ class HarnessConfig:
             engine = EngineSettings(**data.pop("engine", {}))
             endpoint = data.pop("endpoint", None)
             sampling = Sampling.from_json(data.pop("sampling", {}))
-            paths = {k: Path(data.pop(k)) for k in ("model", "dataset", "user_conf", "output")}
-            return cls(**data, **paths, engine=engine, endpoint=EndpointSettings(**endpoint) if endpoint else None,
-                       sampling=sampling)
+            model, dataset, user_conf, output = (Path(data.pop(k))
+                                                 for k in ("model", "dataset", "user_conf", "output"))
+            return cls(**data, model=model, dataset=dataset, user_conf=user_conf, output=output, engine=engine,
+                       endpoint=EndpointSettings(**endpoint) if endpoint else None, sampling=sampling)
         except (TypeError, KeyError) as err:
             raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
 
