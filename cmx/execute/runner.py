@@ -268,7 +268,7 @@ class Runner:
         return " ".join([self.rerun_prefix, *parts])
 
 
-def check_outputs(recipe: Recipe, returned: Any, workdir: Path) -> dict[str, Any]:
+def check_outputs(recipe: Recipe, returned: object, workdir: Path) -> dict[str, Any]:
     """Check run()'s return value against the declared outputs; raise StepError when off."""
     if returned is None:
         returned = {}
