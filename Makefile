@@ -28,7 +28,7 @@ test-fast: $(STAMP)  ## unit tests only
 # pyproject.toml holds both configurations: ruff over the whole tree, mypy over cmx/
 lint: $(STAMP)  ## ruff and mypy; fails on any finding
 	$(VENV)/bin/ruff check
-	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --config-file pyproject.toml
 
 # BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b, llama3.1-405b, mixtral-8x7b,
 # deepseek-r1 or gpt-oss-120b
