@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CMX    := $(VENV)/bin/cmx
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: test test-fast demo bench clean
+.PHONY: test test-fast lint demo bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
+
+# pyproject.toml holds both configurations: ruff over the whole tree, mypy over cmx/
+lint: $(STAMP)  ## ruff and mypy; fails on any finding
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/mypy --config-file pyproject.toml
 
 # BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b, llama3.1-405b, mixtral-8x7b,
 # deepseek-r1 or gpt-oss-120b

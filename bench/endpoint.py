@@ -183,7 +183,8 @@ def server_comparison(url: str, model: Path, backend: Any, prompts: Prompts, arg
     for name, row in (("(a') vllm bench serve --request-rate " + rate, a),
                       ("(b') LoadGen Server, cmx EndpointBackend", b)):
         say(f"{name:46} {row['tokens_per_second']:>10,.0f} {row['ttft_p99_ms']:>12.1f} {row['tpot_p99_ms']:>12.1f}")
-    say(f"b'/a': TTFT p99 {b['ttft_p99_ms'] / a['ttft_p99_ms']:.2f}, TPOT p99 {b['tpot_p99_ms'] / a['tpot_p99_ms']:.2f} "
+    say(f"b'/a': TTFT p99 {b['ttft_p99_ms'] / a['ttft_p99_ms']:.2f}, "
+        f"TPOT p99 {b['tpot_p99_ms'] / a['tpot_p99_ms']:.2f} "
         "(above 1: cmx's client measured longer latencies than vLLM's)")
 
 
@@ -194,7 +195,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, default=32, help="output tokens per prompt (exactly)")
     p.add_argument("--runs", type=int, default=2, help="repeats of a and b (medians reported)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-concurrency", type=int, default=None, help="cmx's Offline requests in flight (default its own)")
+    p.add_argument("--max-concurrency", type=int, default=None,
+                   help="cmx's Offline requests in flight (default its own)")
     p.add_argument("--server-qps", type=float, default=8.0, help="the Server comparison's rate (0: none)")
     p.add_argument("--skip-in-process", action="store_true", help="no (c)")
     p.add_argument("--keep", action="store_true", help="keep the temp folder (model, server log, LoadGen logs)")
@@ -266,9 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         values = [s["tokens_per_second"] for s in samples[key]]
         say(f"{names[key]:46} {value:>18,.0f} {min(values):>9,.0f} {max(values):>9,.0f}")
     ratio = med["b"] / med["a"]
-    say(f"b/a = {ratio:.3f}  (budget >= {BUDGET_B_OVER_A}): {'within budget' if ratio >= BUDGET_B_OVER_A else 'UNDER budget'}")
+    verdict = "within budget" if ratio >= BUDGET_B_OVER_A else "UNDER budget"
+    say(f"b/a = {ratio:.3f}  (budget >= {BUDGET_B_OVER_A}): {verdict}")
     if "c" in med:
-        say(f"b/c = {med['b'] / med['c']:.3f}  (what HTTP and a separate server process cost against the in-process engine)")
+        say(f"b/c = {med['b'] / med['c']:.3f}  "
+            "(what HTTP and a separate server process cost against the in-process engine)")
     load_after = os.getloadavg()[0]
     say(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after, {os.cpu_count()} CPUs"
         + (" -- BUSY MACHINE" if max(load_before, load_after) > 0.5 * (os.cpu_count() or 1) else ""))

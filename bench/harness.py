@@ -102,7 +102,7 @@ def fixed_length_sut(base: type) -> type:
     max_tokens), and recording the tokens it returned and the samples LoadGen issued."""
     from cmx.mlperf.backends.base import GenRequest
 
-    class FixedLength(base):  # type: ignore[misc, valid-type]
+    class FixedLength(base):  # type: ignore[misc, valid-type]  # a base chosen at run time: mypy needs a static class
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.tokens = 0
@@ -463,7 +463,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{info.warmup_requests} requests in {info.warmup_seconds:.1f} s; engine kwargs "
         f"{ {k: v for k, v in info.engines[0]['engine_kwargs'].items() if k != 'model'} }", quiet=q)
     try:
-        say(f"\nOffline, one untimed warm-up of each path, then {args.runs} runs of a (direct LLM.generate), b (LoadGen Offline via cmx), "
+        say(f"\nOffline, one untimed warm-up of each path, then {args.runs} runs of a (direct LLM.generate), "
+            "b (LoadGen Offline via cmx), "
             f"c (chunks of {REFERENCE_CHUNK}), interleaved in rotated order:", quiet=q)
         offline = offline_runs(args, backend, dataset, work, log)
     finally:

@@ -35,9 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import side_by_side  # bench/ is sys.path[0] when this file runs as a script
 
@@ -102,7 +102,7 @@ def chain_recipe(level: int, templates: bool) -> str:
         "inputs:",
         "  samples: {type: int, default: 1024, help: number of samples to process}",
         "  scale: {type: float, default: 1.0, help: scale factor}",
-        f"  label: {{type: str, default: {q('l%02d' % level)}, help: a label passed down the chain}}",
+        f"  label: {{type: str, default: {q(f'l{level:02d}')}, help: a label passed down the chain}}",
         "  mode: {type: choice, choices: [full, quick, debug], default: full, help: how thorough}",
         "  verbose: {type: bool, default: false}",
         f"  url: {{type: url, default: {q(f'https://example.org/synth/{name}.tar.gz')}}}",
@@ -125,8 +125,8 @@ def chain_recipe(level: int, templates: bool) -> str:
         ]
     lines.append("deps:")
     if level < CHAIN - 1:
-        label = (q("{{ inputs.label }}-to-l%02d" % (level + 1)) if templates
-                 else q("l%02d-to-l%02d" % (level, level + 1)))
+        label = (q(f"{{{{ inputs.label }}}}-to-l{level + 1:02d}") if templates
+                 else q(f"l{level:02d}-to-l{level + 1:02d}"))
         lines += [
             f"  - tags: synth chain lvl-{level + 1:02d}",
             f"    with: {{samples: {q('{{ inputs.samples }}')}, label: {label}, verbose: false}}",
@@ -159,7 +159,7 @@ def helper_recipe(index: int) -> str:
         "context: [device]",
         "inputs:",
         "  n: {type: int, default: 4}",
-        f"  tool: {{type: str, default: {q('tool-%d' % index)}}}",
+        f"  tool: {{type: str, default: {q(f'tool-{index}')}}}",
         "variations:",
         "  kind:",
         "    std: {default: true}",
@@ -220,8 +220,10 @@ GROUPS: list[tuple[str, list[tuple[str, str | None, object, dict]]]] = [
               ("medium", "samples", 4096, {})]),
     ("version", [("latest", None, None, {}), ("pinned", "version", "1.2.3", {}),
                  ("nightly", "version", "nightly", {})]),
-    ("backend", [("pytorch", None, None, {"backend": "pytorch"}), ("onnxruntime", None, None, {"backend": "onnxruntime"}),
-                 ("tensorflow", None, None, {"backend": "tensorflow"}), ("vllm-backend", None, None, {"backend": "vllm"})]),
+    ("backend", [("pytorch", None, None, {"backend": "pytorch"}),
+                 ("onnxruntime", None, None, {"backend": "onnxruntime"}),
+                 ("tensorflow", None, None, {"backend": "tensorflow"}),
+                 ("vllm-backend", None, None, {"backend": "vllm"})]),
     ("source", [("prebuilt", None, None, {}), ("from-src", "branch", "main", {}), ("wheel", "branch", "release", {})]),
 ]
 
@@ -279,7 +281,8 @@ def noise_recipes(count: int, rng: random.Random) -> list[tuple[Noise, str, str 
             elif key == "sha256":
                 default = f"{rng.getrandbits(256):064x}"
             rec.inputs[key] = (typ, default)
-        ctx_keys = sorted({k for _, opts in groups for opt in opts for k in opt[3]} & {"device", "precision", "backend"})
+        ctx_keys = sorted({k for _, opts in groups for opt in opts for k in opt[3]}
+                          & {"device", "precision", "backend"})
         ctx_keys = [k for k in ctx_keys if rng.random() < 0.7]
         summary = f"{prefix.replace('-', ' ')} {item} (synthetic noise recipe {i})"
         lines = [f"name: {name}",
@@ -423,7 +426,7 @@ class Bench:
     quiet: bool
 
     def call(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(argv, env=self.env, cwd=self.home, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.run(argv, env=self.env, cwd=self.home, capture_output=True,
                               text=True, stdin=subprocess.DEVNULL)
         if check and proc.returncode != 0:
             raise BenchError(f"`{' '.join(argv)}` exited with status {proc.returncode}\n"
@@ -727,11 +730,12 @@ def table(results: list[dict]) -> str:
             f"{r['ratio_floor']:.1f}" if r["ratio_floor"] else "-",
             r["verdict"] or "(floor)",
         ))
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths)))]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True)))]
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths, strict=True))))
     return "\n".join(lines)
 
 

@@ -145,7 +145,7 @@ def timed(argv: list[str] | tuple[str, ...], env: dict[str, str], cwd: Path) -> 
     """The wall-clock and CPU (user + system) seconds of one whole process; SetupError if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True,
                           stdin=subprocess.DEVNULL)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -245,9 +245,9 @@ def table(side: dict) -> str:
             row += [f"{ratio['wall']:.2f}", "-" if ratio["cpu"] is None else f"{ratio['cpu']:.2f}"]
         row += [f"{r['x_floor']:.1f}"] + ([r["goal"] or "-"] if "CM" in side["tools"] else [])
         rows.append(row)
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))),
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))),
              "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
               for row in rows]
     return "\n".join(lines)

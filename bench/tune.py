@@ -110,7 +110,8 @@ def run_bisection(query: str, scenario: str, start: float, tolerance: float, max
 
 def tuned(a: argparse.Namespace, out: Path, q: bool) -> dict[str, Any]:
     tune = run_tune(a.query, a.scenario, a.tolerance, out)
-    say(f"\n(a) cmx tune: {tune['qps']:g}/s in {tune['wall_s']:.1f} s wall (engine start {tune['engine_start_s']:.0f} s,"
+    say(f"\n(a) cmx tune: {tune['qps']:g}/s in {tune['wall_s']:.1f} s wall "
+        f"(engine start {tune['engine_start_s']:.0f} s,"
         f" {len(tune['probes'])} probes and the confirm in {tune['seconds']:.0f} s)", quiet=q)
     for n, p in enumerate(tune["probes"], start=1):
         say(f"  (a) probe {n}: {p['qps']:g}/s {p['validity'] or '-'} {'pass' if p['passed'] else 'FAIL'} "

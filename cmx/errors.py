@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class CmxError(Exception):
     """An error a user can act on.
@@ -19,7 +22,8 @@ class CmxError(Exception):
         self.where = where
         self.hint = hint
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[Callable[[type[CmxError], dict[str, Any]], CmxError],
+                                  tuple[type[CmxError], dict[str, Any]]]:
         # keep `where` and `hint` across pickling (errors come back from index worker processes)
         state = dict(self.__dict__)
         return (_rebuild, (type(self), state))
@@ -32,7 +36,7 @@ class CmxError(Exception):
         return self.render()
 
 
-def _rebuild(cls: type, state: dict) -> CmxError:
+def _rebuild(cls: type[CmxError], state: dict[str, Any]) -> CmxError:
     err = cls.__new__(cls)
     Exception.__init__(err, state.get("message", ""))
     err.__dict__.update(state)

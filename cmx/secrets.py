@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NoReturn
 
 
 class Secret:
@@ -33,5 +33,5 @@ class Secret:
     def __hash__(self) -> int:
         return hash(("cmx.Secret", self._value))
 
-    def __reduce__(self) -> Any:  # pickling a secret would write it to disk
+    def __reduce__(self) -> NoReturn:  # pickling a secret would write it to disk
         raise TypeError("a Secret cannot be pickled")

@@ -1,12 +1,16 @@
-"""cmx's jinja2 templates (templates/ at the checkout's top, or inside an installed package): finding and rendering them."""
+"""cmx's jinja2 templates (templates/ at the checkout's top, or inside an installed package): finding and
+rendering them."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.settings import CHECKOUT
+
+if TYPE_CHECKING:
+    import jinja2
 
 _CHECKOUT_TEMPLATES = CHECKOUT / "templates"
 _PACKAGED_TEMPLATES = Path(__file__).resolve().parent / "_templates"  # where a wheel carries them
@@ -17,7 +21,7 @@ def templates_dir() -> Path:
 
 
 @cache
-def _environment():  # type: ignore[no-untyped-def]
+def _environment() -> jinja2.Environment:
     import jinja2
 
     # strict: a name the template uses but the caller did not pass is an error, never an empty string

@@ -79,7 +79,8 @@ def add_result(root: Path, scenario: str, *, division: str = "closed") -> Path:
         test06 = COMPLIANT / f"test06-{name}"
         (folder / "TEST06" / "accuracy").mkdir(parents=True)
         shutil.copyfile(test06 / "verify_accuracy.txt", folder / "TEST06" / "verify_accuracy.txt")
-        shutil.copyfile(test06 / "mlperf_log_accuracy.json", folder / "TEST06" / "accuracy" / "mlperf_log_accuracy.json")
+        shutil.copyfile(test06 / "mlperf_log_accuracy.json",
+                        folder / "TEST06" / "accuracy" / "mlperf_log_accuracy.json")
     return folder
 
 

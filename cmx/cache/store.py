@@ -7,13 +7,15 @@ leaves a half entry that looks complete, and two processes that need one entry b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from cmx.errors import CacheError
 
@@ -59,7 +61,7 @@ class EntryMeta:
                 "size": self.size}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], recipe: str, key: str) -> "EntryMeta":
+    def from_json(cls, data: dict[str, Any], recipe: str, key: str) -> EntryMeta:
         """The meta of a meta.json (an older one may lack fields: they read as empty)."""
         return cls(recipe=str(data.get("recipe", recipe)), key=str(data.get("key", key)),
                    variations=tuple(data.get("variations", ())), inputs=dict(data.get("inputs", {})),
@@ -228,7 +230,7 @@ class Store:
                             self.remove(entry)
             for path in sorted(recipe_dir.glob(f".*{LOCK_SUFFIX}")):
                 key = path.name[1:-len(LOCK_SUFFIX)]
-                still_used = (recipe_dir / key).exists() and (recipe_dir / key) not in gone or any(
+                still_used = ((recipe_dir / key).exists() and (recipe_dir / key) not in gone) or any(
                     p not in gone for p in recipe_dir.glob(f"{TMP_PREFIX}{key}-*"))
                 if not still_used and not _lock_held(path):
                     gone.add(path)
@@ -263,10 +265,8 @@ class Store:
     def _write_readme(self) -> None:
         readme = self.root / "README.md"
         if not readme.exists():
-            try:
+            with contextlib.suppress(OSError):
                 readme.write_text(_README, encoding="utf-8")
-            except OSError:
-                pass
 
 
 def _lock_held(path: Path) -> bool:

@@ -9,10 +9,11 @@ import signal
 import subprocess
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from cmx.errors import CommandFailed, StepCancelled
 from cmx.secrets import Secret
@@ -49,7 +50,7 @@ class Deps:
     def __contains__(self, name: object) -> bool:
         return name in self._views
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._views)
 
 
@@ -74,6 +75,7 @@ class StepLog:
     def write_raw(self, line: str) -> None:
         with self._lock:
             stream = self._handler.stream
+            assert stream is not None, "the log was closed"  # FileHandler opens it at once (delay=False)
             stream.write(self.redact(line))
             stream.flush()
 
@@ -90,7 +92,7 @@ class StepLog:
 
 
 class _RedactingFormatter(logging.Formatter):
-    def __init__(self, fmt: str, redact: Any) -> None:
+    def __init__(self, fmt: str, redact: Callable[[str], str]) -> None:
         super().__init__(fmt)
         self._redact = redact
 
@@ -213,8 +215,9 @@ class StepContext:
         self.log.info("$ %s", logged)
         kept: deque[str] = deque(maxlen=KEPT_LINES)
         try:
-            proc = subprocess.Popen(argv, cwd=self.workdir if cwd is None else cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1)
+            proc = subprocess.Popen(argv, cwd=self.workdir if cwd is None else cwd, env=full_env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    text=True, errors="replace", bufsize=1)
         except OSError as exc:
             raise CommandFailed(f"cannot start `{shown}`: {exc.strerror or exc}", tail=[],
                                 hint=f"is {argv[0]!r} installed and on PATH?") from None
@@ -235,7 +238,7 @@ class StepContext:
                 proc.wait()
         self.log.info("exit: %s", describe_exit(code))
         if check and code != 0:
-            timed_out = " (timed out after %ss)" % timeout if timeout and code == -signal.SIGKILL else ""
+            timed_out = f" (timed out after {timeout}s)" if timeout and code == -signal.SIGKILL else ""
             tail = [self._log.redact(line) for line in list(kept)[-TAIL_LINES:]]
             raise CommandFailed(f"`{shown}` {describe_exit(code)}{timed_out}", tail=tail)
         return subprocess.CompletedProcess(argv, code, stdout="\n".join(kept))

@@ -9,9 +9,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol, cast
 
 from cmx.resolve.plan import Plan, Step
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 class Reporter(Protocol):
@@ -99,9 +102,9 @@ class LiveReporter:
     """A rich live display: an overall line with counts and one spinner line per running step."""
 
     def __init__(self) -> None:
-        self.progress = None  # rich costs ~70 ms to import: only once something runs
-        self._tasks: dict[str, int] = {}
-        self._overall = 0
+        self.progress: Progress | None = None  # rich costs ~70 ms to import: only once something runs
+        self._tasks: dict[str, TaskID] = {}
+        self._overall = cast("TaskID", 0)  # rich's ids are ints; the real one comes in start()
         self._title = ""
         self._done = 0
         self._total = 0
@@ -116,33 +119,40 @@ class LiveReporter:
             TimeElapsedColumn,
         )
 
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=None),
-                                 TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+        self.progress = progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                            BarColumn(bar_width=None), TimeElapsedColumn(),
+                                            console=Console(stderr=True), transient=False)
         self._title = plan.root
         self._total = to_run
-        self._overall = self.progress.add_task(self._describe(), total=to_run)
-        self.progress.start()
+        self._overall = progress.add_task(self._describe(), total=to_run)
+        progress.start()
+
+    @property
+    def _shown(self) -> Progress:
+        """The display; the runner reports steps only between start() and finish()."""
+        assert self.progress is not None, "a step was reported before start()"
+        return self.progress
 
     def _describe(self) -> str:
         return f"{self._title}: {self._done}/{self._total} steps"
 
     def step_started(self, step: Step) -> None:
-        self._tasks[step.id] = self.progress.add_task(f"  {_label(step)}", total=None)
+        self._tasks[step.id] = self._shown.add_task(f"  {_label(step)}", total=None)
 
     def step_progress(self, step: Step, completed: int, total: int | None, description: str,
                       detail: str = "") -> None:
         task = self._tasks.get(step.id)
         if task is not None:
             text = f"  {_label(step)} {description}".rstrip() + (f": {detail}" if detail else "")
-            self.progress.update(task, completed=completed, total=total, description=text)
+            self._shown.update(task, completed=completed, total=total, description=text)
 
     def _end(self, step: Step, mark: str) -> None:
         task = self._tasks.pop(step.id, None)
         if task is not None:
-            self.progress.remove_task(task)
+            self._shown.remove_task(task)
         self._done += 1
-        self.progress.update(self._overall, advance=1, description=self._describe())
-        self.progress.console.print(mark)
+        self._shown.update(self._overall, advance=1, description=self._describe())
+        self._shown.console.print(mark)
 
     def step_cached(self, step: Step) -> None:
         pass  # cache hits are found before the display starts

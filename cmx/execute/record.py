@@ -23,7 +23,7 @@ class RunRecord:
         self._plan_json: dict[str, Any] | None = None
 
     @classmethod
-    def create(cls, runs_dir: Path, plan: Plan, argv: list[str]) -> "RunRecord":
+    def create(cls, runs_dir: Path, plan: Plan, argv: list[str]) -> RunRecord:
         try:
             path, started = new_run_dir(str(runs_dir), plan.root_step.name)
             record = cls(Path(path), plan, argv, started)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import shlex
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from cmx.cache.store import Entry, EntryMeta, Store, now_iso
 from cmx.errors import CmxError, CommandFailed, StepCancelled, StepError, StepFailed
@@ -31,7 +32,7 @@ class Runner:
     def __init__(self, store: Store, runs_dir: Path, *, jobs: int = 1, reporter: Reporter | None = None,
                  rerun_prefix: str = "cmx run", install_missing: bool = False,
                  before_root: Callable[[Path], None] | None = None,
-                 root_run: Callable[["StepContext"], dict[str, Any]] | None = None,
+                 root_run: Callable[[StepContext], dict[str, Any]] | None = None,
                  root_rerun: Callable[[str], str] | None = None) -> None:
         self.store = store
         self.root_rerun = root_rerun
@@ -47,7 +48,7 @@ class Runner:
         self.reporter = reporter or NullReporter()
         self.rerun_prefix = rerun_prefix
         self.install_missing = install_missing
-        self._modules: dict[str, Callable[["StepContext"], Any]] = {}
+        self._modules: dict[str, Callable[[StepContext], Any]] = {}
         self._record: RunRecord | None = None  # the run in progress
         self._stop = threading.Event()  # set at the first failure: running steps stop at their next progress report
 
@@ -208,8 +209,8 @@ class Runner:
         finally:
             log.close()
 
-    def _invoke(self, step: Step, workdir: Path, log: "StepLog", results: dict[str, StepResult],
-                scratch: Path | None = None, run: Callable[["StepContext"], Any] | None = None) -> dict[str, Any]:
+    def _invoke(self, step: Step, workdir: Path, log: StepLog, results: dict[str, StepResult],
+                scratch: Path | None = None, run: Callable[[StepContext], Any] | None = None) -> dict[str, Any]:
         from cmx.execute.context import DepView, StepContext
 
         workdir.mkdir(parents=True, exist_ok=True)
@@ -231,7 +232,7 @@ class Runner:
         returned = fn(ctx)
         return dict(returned) if run is not None else check_outputs(step.recipe, returned, workdir)
 
-    def _load(self, recipe: Recipe) -> Callable[["StepContext"], Any]:
+    def _load(self, recipe: Recipe) -> Callable[[StepContext], Any]:
         fn = self._modules.get(recipe.digest)
         if fn is None:
             import importlib.util
@@ -267,7 +268,7 @@ class Runner:
         return " ".join([self.rerun_prefix, *parts])
 
 
-def check_outputs(recipe: Recipe, returned: Any, workdir: Path) -> dict[str, Any]:
+def check_outputs(recipe: Recipe, returned: object, workdir: Path) -> dict[str, Any]:
     """Check run()'s return value against the declared outputs; raise StepError when off."""
     if returned is None:
         returned = {}

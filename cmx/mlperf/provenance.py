@@ -25,7 +25,8 @@ class RunOrigin:
     run_record: str | None                   # runs/<time>-<recipe>/run.json
     system: Mapping[str, Any]                # detect-system's outputs
     software: Mapping[str, str]              # {"vllm": "0.32.0", "torch": "2.9.0+cpu", ...}
-    model: Mapping[str, Any]                 # get-ml-model-*: name, revision, precision, dtype, is_tiny (, architecture)
+    model: Mapping[str, Any]                 # get-ml-model-*: name, revision, precision, dtype, is_tiny
+                                             # (and architecture, when known)
     container: Mapping[str, str] | None = None  # the image when the run was in Docker
     python: str = ""
 

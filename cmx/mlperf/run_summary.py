@@ -58,7 +58,7 @@ def format_table(runs: Sequence[RunSummary], *, short: bool = False, notes: Sequ
     """The rows under their header, then a NOT COMPLIANT line for a short run and each of `notes`."""
     rows = [HEADER, *(_cells(r) for r in runs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     if short:
         lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")
     return "\n".join([*lines, *notes])

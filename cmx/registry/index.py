@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import pickle
 import zlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmx import __version__
 from cmx.errors import CmxError, RegistryError
@@ -66,7 +67,7 @@ class RecipeIndex:
                 raise RegistryError(f"two recipes are named {entry[0]!r}: {other} and {folder}",
                                     hint="rename one of them; names are unique across all sources")
             self._by_name[entry[0]] = folder
-        self._loaded: dict[str, "Recipe"] = {}
+        self._loaded: dict[str, Recipe] = {}
 
     def __len__(self) -> int:
         return len(self._by_name)
@@ -82,7 +83,7 @@ class RecipeIndex:
         return RecipeInfo(entry[0], entry[1], entry[2], entry[3], Path(folder))
 
     def infos(self) -> list[RecipeInfo]:
-        return [self.info(n) for n in self.names()]  # type: ignore[misc]
+        return [info for n in self.names() if (info := self.info(n)) is not None]  # every name has its info
 
     def all_tags(self) -> set[str]:
         return set(self.by_tag)
@@ -96,11 +97,12 @@ class RecipeIndex:
                 return []
             folders = set(carrying) if folders is None else folders.intersection(carrying)
         for tag in query.exclude:
-            folders.difference_update(self.by_tag.get(tag, ()))  # type: ignore[union-attr]
+            # a parsed query has at least one tag (parse_query refuses none): the loop above set `folders`
+            folders.difference_update(self.by_tag.get(tag, ()))  # type: ignore[union-attr]  # (above)
         found = [RecipeInfo(e[0], e[1], e[2], e[3], Path(f)) for f in folders or () for e in (self._by_folder[f],)]
         return sorted(found, key=lambda i: i.name)
 
-    def get(self, name: str) -> "Recipe":
+    def get(self, name: str) -> Recipe:
         recipe = self._loaded.get(name)
         if recipe is None:
             folder = self._by_name.get(name)
@@ -135,8 +137,7 @@ class RecipeIndex:
     def blobs(self) -> dict[str, bytes]:
         if self._blobs is None:
             data = _read_pickle(self._blobs_file) if self._blobs_file else None
-            ok = isinstance(data, dict) and data.get("generation") == self._generation
-            self._blobs = data["blobs"] if ok else {}  # type: ignore[index]
+            self._blobs = data["blobs"] if data is not None and data.get("generation") == self._generation else {}
         return self._blobs
 
 
@@ -160,7 +161,7 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
         raise
     code_stamp = _code_stamp()
     old = _read_pickle(index_file)
-    if not isinstance(old, dict) or \
+    if old is None or \
             (old.get("format"), old.get("cmx"), old.get("code")) != (INDEX_FORMAT, __version__, code_stamp):
         old = None
     if old is not None and old.get("registry") == reg_stamp:
@@ -185,8 +186,8 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
                 stale.append((folder, source.name))
     parsed = _parse_all(stale)
     changed = old is None or old.get("registry") != reg_stamp or bool(parsed) or set(entries) != set(old_entries)
-    if not changed:
-        return RecipeIndex(sources, entries, blobs_file, old["generation"], by_tag=old.get("by_tag"),  # type: ignore[index]
+    if not changed and old is not None:  # (not changed implies an old index)
+        return RecipeIndex(sources, entries, blobs_file, old["generation"], by_tag=old.get("by_tag"),
                            registry=settings.registry, roots=tuple(roots))
 
     blobs: dict[str, bytes] = {}
@@ -230,10 +231,10 @@ def _parse_all(stale: list[tuple[str, str]]) -> dict[str, tuple[_Entry, bytes]]:
     workers = min(os.cpu_count() or 1, 8)
     if len(stale) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1 or os.name != "posix":
         chunk = _parse_chunk(stale)
-        failures = [err for _, err in chunk if isinstance(err, BaseException)]
-        if failures:
-            raise failures[0]
-        return {folder: entry for folder, entry in chunk if entry is not None}  # type: ignore[misc]
+        errors = [err for _, err in chunk if isinstance(err, BaseException)]
+        if errors:
+            raise errors[0]
+        return {folder: entry for folder, entry in chunk if isinstance(entry, tuple)}
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -245,7 +246,7 @@ def _parse_all(stale: list[tuple[str, str]]) -> dict[str, tuple[_Entry, bytes]]:
     failures = sorted((folder, err) for chunk in results for folder, err in chunk if isinstance(err, BaseException))
     if failures:
         raise failures[0][1]
-    return {folder: entry for chunk in results for folder, entry in chunk if entry is not None}
+    return {folder: entry for chunk in results for folder, entry in chunk if isinstance(entry, tuple)}
 
 
 def _parse_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, tuple[_Entry, bytes] | BaseException | None]]:
@@ -310,14 +311,15 @@ def _code_stamp() -> tuple:
         return tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in it if e.name.endswith(".py")))
 
 
-def _read_pickle(path: Path) -> object:
+def _read_pickle(path: Path) -> dict[str, Any] | None:
     try:
         with open(path, "rb") as f:
             data = pickle.load(f)
         return data if isinstance(data, dict) else None
     except FileNotFoundError:
         return None
-    except Exception:  # an index from another version or a torn write: rebuild it
+    except Exception:  # noqa: BLE001 - unpickling an index from another version or a torn write raises
+        # anything (ImportError, AttributeError, EOFError, UnpicklingError...): rebuild it
         return None
 
 

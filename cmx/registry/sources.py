@@ -55,14 +55,14 @@ def read_registry(path: Path, repairing: str | None = None) -> tuple[Source, ...
                             hint="pass --registry FILE or set CMX_REGISTRY, or create it with "
                                  "`sources: [{name: builtin, path: recipes}]`")
     data = load_yaml(path)
-    where = lambda line: f"{path}:{line}"  # noqa: E731
+    where = lambda line: f"{path}:{line}"  # noqa: E731 - a one-line helper, used only here
     if not isinstance(data, LocDict) or set(data) - {"sources"} or "sources" not in data:
         raise RegistryError("registry.yaml must be a mapping with one key, `sources`", where=where(1))
     items = data["sources"]
     if not isinstance(items, LocList):
         raise RegistryError("`sources` must be a list", where=where(data.line_of("sources")))
     sources: list[Source] = []
-    for item, line in zip(items, items.item_lines):
+    for item, line in zip(items, items.item_lines, strict=True):
         if not isinstance(item, LocDict):
             raise RegistryError("each source must be a mapping", where=where(line))
         keys = GIT_KEYS if "git" in item else LOCAL_KEYS

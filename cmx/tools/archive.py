@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
@@ -13,12 +14,16 @@ import tarfile
 import time
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO, TYPE_CHECKING
 
 from cmx.errors import CmxError
 from cmx.tools.fs import temp_dir_beside
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+
 
 ProgressFn = Callable[[int, int], None]
 """`on_progress(done, total)`: bytes of the archive read so far (tar) or of data written (zip)."""
@@ -317,10 +322,9 @@ def _data_mode(mode: int) -> int:
 def _set_mtime(path: Path, mtime: float | None) -> None:
     if mtime is None:
         return
-    try:
+    # a timestamp the file system cannot hold is not worth failing an extraction for
+    with contextlib.suppress(OSError, OverflowError, ValueError):
         os.utime(path, (mtime, mtime), follow_symlinks=False)
-    except (OSError, OverflowError, ValueError):
-        pass  # a timestamp the file system cannot hold is not worth failing an extraction for
 
 
 # --- tar ---------------------------------------------------------------------------------------
@@ -331,7 +335,7 @@ def _extract_tar(archive: Path, tree: _Tree, progress: _Throttled) -> None:
     total = archive.stat().st_size
     with open(archive, "rb") as raw:
         try:
-            tar = tarfile.open(fileobj=raw, mode="r|*", tarinfo=_StrictTarInfo)
+            tar = tarfile.open(fileobj=raw, mode="r|*", tarinfo=_StrictTarInfo)  # noqa: SIM115 - `with tar:` below closes it
         except _READ_ERRORS as exc:
             raise ArchiveError(f"{archive} is not a tar (plain, gz, bz2, xz) or zip archive ({_reason(exc)})",
                                hint="check what the file is (`file PATH`); a download may have saved an "
@@ -349,11 +353,13 @@ class _StrictTarInfo(tarfile.TarInfo):
     only a zero block (the real end marker) or the end of the data ends the archive."""
 
     @classmethod
-    def fromtarfile(cls, tar: tarfile.TarFile) -> tarfile.TarInfo:
+    def fromtarfile(cls, tar: tarfile.TarFile) -> Self:
         try:
             return super().fromtarfile(tar)
-        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:
-            raise tarfile.SubsequentHeaderError(str(exc)) from None  # tarfile.next() raises this one
+        # these three are tarfile's own but not in its __all__, so typeshed leaves them out (the ignores below);
+        # SubsequentHeaderError is the one tarfile.next() raises
+        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:  # type: ignore[attr-defined]  # (above)
+            raise tarfile.SubsequentHeaderError(str(exc)) from None  # type: ignore[attr-defined]  # (above)
 
 
 def _tar_members(archive: Path, tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:

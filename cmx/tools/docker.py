@@ -11,9 +11,12 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
+
+if TYPE_CHECKING:  # the SDK is imported when an engine is needed
+    from docker import DockerClient
 
 TAIL_LINES = 15
 _DOCKER_CHATTER = re.compile(r"^\s*(---> |Removing intermediate container)")
@@ -31,7 +34,7 @@ class ImageInfo:
     digest: str          # the registry digest (repo@sha256:...) when the image came from a registry, else its id
 
 
-def connect() -> Any:
+def connect() -> DockerClient:
     """A docker.DockerClient talking to a running engine, or an error that says how to start one."""
     import docker
     from docker.errors import DockerException
@@ -47,7 +50,7 @@ def connect() -> Any:
                                      "DOCKER_HOST points at it") from None
 
 
-def image(client: Any, ref: str) -> ImageInfo | None:
+def image(client: DockerClient, ref: str) -> ImageInfo | None:
     """The local image `ref` (a tag or id), or None."""
     from docker.errors import ImageNotFound
 
@@ -55,11 +58,12 @@ def image(client: Any, ref: str) -> ImageInfo | None:
         found = client.images.get(ref)
     except ImageNotFound:
         return None
+    assert found.id is not None  # the SDK's Model.id is optional; an image the engine returned has one
     digests = found.attrs.get("RepoDigests") or []
     return ImageInfo(found.id, digests[0] if digests else found.id)
 
 
-def require_base_image(client: Any, ref: str, emit: Emit) -> ImageInfo:
+def require_base_image(client: DockerClient, ref: str, emit: Emit) -> ImageInfo:
     """The base image, pulled when it is not local; an error naming it and the ways to get it otherwise."""
     from docker.errors import APIError
 
@@ -79,7 +83,7 @@ def require_base_image(client: Any, ref: str, emit: Emit) -> ImageInfo:
     return found
 
 
-def build(client: Any, context: Path, tag: str, *, buildargs: Mapping[str, str], emit: Emit,
+def build(client: DockerClient, context: Path, tag: str, *, buildargs: Mapping[str, str], emit: Emit,
           keep_hint: str = "", nocache: bool = False) -> str:
     """Build the image in `context`, streaming its output to `emit`; its id, or an error with the failed instruction."""
     step = ""
@@ -107,7 +111,7 @@ def build(client: Any, context: Path, tag: str, *, buildargs: Mapping[str, str],
     return built.id
 
 
-def run(client: Any, *, image_ref: str, command: list[str], settings: Mapping[str, Any], emit: Emit,
+def run(client: DockerClient, *, image_ref: str, command: list[str], settings: Mapping[str, Any], emit: Emit,
         keep: bool = False) -> int:
     """Run a container to its end, streaming its output; its exit status. Removed afterwards unless `keep`."""
     from docker.errors import APIError

@@ -7,9 +7,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from cmx.errors import CmxError
@@ -49,7 +50,7 @@ class DownloadResult:
     attempts: int
     verified: bool
 
-    def moved_to(self, dest: Path) -> "DownloadResult":
+    def moved_to(self, dest: Path) -> DownloadResult:
         """Move the file (same filesystem: a rename) and return the result for its new place."""
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self.path, dest)
@@ -137,7 +138,7 @@ class _Transfer:
     log: logging.Logger
     resumed: bool = False
     validator: str | None = None  # the ETag or Last-Modified of the first answer, for If-Range
-    _hasher: "hashlib._Hash | None" = None
+    _hasher: hashlib._Hash | None = None
     _hashed: int = -1  # how many bytes of the partial file _hasher has seen
 
     def digest(self) -> str:
@@ -149,7 +150,7 @@ class _Transfer:
         except FileNotFoundError:
             return 0
 
-    def _hasher_for(self, size: int) -> "hashlib._Hash":
+    def _hasher_for(self, size: int) -> hashlib._Hash:
         """A sha256 of the partial file's first `size` bytes; re-read from disk unless this
         process hashed exactly those bytes itself (re-reading a 100 GB file per drop is slow)."""
         if self._hasher is None or self._hashed != size:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from cmx.errors import CmxError
 from cmx.tools.fs import temp_dir_beside
@@ -232,11 +233,13 @@ def _progress(git: ModuleType, on_progress: ProgressFn | None) -> RemoteProgress
     if on_progress is None:
         return None
 
-    class _Receiving(git.RemoteProgress):  # type: ignore[name-defined,misc]
+    report = on_progress  # mypy keeps the narrowing to ProgressFn for a local, not into a class body
+
+    class _Receiving(git.RemoteProgress):  # type: ignore[name-defined]  # a base off a module object: not static
         def update(self, op_code: int, cur_count: str | float, max_count: str | float | None = None,
                    message: str = "") -> None:
             if op_code & self.RECEIVING:
-                on_progress(int(cur_count or 0), int(max_count) if max_count else None)
+                report(int(cur_count or 0), int(max_count) if max_count else None)
 
     return _Receiving()
 

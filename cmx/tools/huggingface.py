@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeGuard
 from urllib.parse import quote
 
 from cmx.errors import CmxError
@@ -59,7 +60,7 @@ class RepoFile:
     blob_id: str | None  # files kept in git: the git blob id (sha1 of "blob SIZE\0" + content)
 
 
-def is_commit(revision: str | None) -> bool:
+def is_commit(revision: str | None) -> TypeGuard[str]:
     """Whether `revision` is a full commit sha (40 lowercase hex digits), the only thing that does not move."""
     return revision is not None and bool(_COMMIT.match(revision))
 
@@ -81,7 +82,7 @@ def require_commit(endpoint: str, repo: str, revision: str | None, *, token: Sec
     revision that is not a commit costs a request.
     """
     if is_commit(revision):
-        return revision  # type: ignore[return-value]
+        return revision
     asked = revision or "main"
     commit = current_commit(endpoint, repo, asked, token=token, backoff=backoff)
     what = f"{name} {revision!r} is not a full commit sha" if revision else f"no {name} is pinned for {repo}"
@@ -266,9 +267,11 @@ def _fetch_all(endpoint: str, repo: str, commit: str, files: Sequence[RepoFile],
             log.info("%s: already downloaded and checked", f.path)
         else:
             url = f"{endpoint}/{repo}/resolve/{commit}/{quote(f.path)}"
+            def file_progress(got: int, _size: int | None, base: int = done) -> None:
+                report(base + got, total)
+
             result = download(url, target, sha256=f.sha256, token=token, retries=retries, backoff=backoff,
-                              keep_partial=True, log=log,
-                              on_progress=lambda got, _size, base=done: report(base + got, total))
+                              keep_partial=True, log=log, on_progress=file_progress)
             if f.blob_id is not None:
                 _check_blob_id(target, f, repo)
             what = "sha256 verified" if f.sha256 else "git blob id verified" if f.blob_id else "not verified"

@@ -1,4 +1,5 @@
-"""Fetch a file of an MLCommons R2 dataset: follow its .uri, find the file in its .md5 list, download it and check the md5.
+"""Fetch a file of an MLCommons R2 dataset: follow its .uri, find the file in its .md5 list, download it and
+check the md5.
 
 MLCommons publishes benchmark data on Cloudflare R2 behind small metadata files, which its R2
 downloader (mlcommons/r2-downloader, mlc-r2-downloader.sh) reads:

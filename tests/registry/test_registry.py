@@ -225,7 +225,7 @@ def test_registry_update_fetches_then_rewrites_only_the_rev_line(home: Home, tmp
     out = home.cmx("registry", "update", "extra", new, check=True).stdout
     assert new in out
     after = registry.read_text().splitlines()
-    changed = [(b, a) for b, a in zip(before, after) if b != a]
+    changed = [(b, a) for b, a in zip(before, after, strict=False) if b != a]
     assert len(before) == len(after) and changed == [(f"    rev: {old}", f"    rev: {new}")]
     assert (home.settings.cache / ".sources" / f"extra-{new[:12]}" / ".git").is_dir()  # fetched
     assert home.cmx_json("find")[0]["summary"] == "version two"

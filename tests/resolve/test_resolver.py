@@ -47,7 +47,7 @@ class Lab:
 
     def add(self, yaml_text: str, run_py: str | None = None, **files: str) -> Path:
         text = textwrap.dedent(yaml_text).lstrip()
-        name = re.search(r"^name:\s*(\S+)", text, re.M).group(1)  # type: ignore[union-attr]
+        name = re.search(r"^name:\s*(\S+)", text, re.M).group(1)  # type: ignore[union-attr]  # each has a name
         folder = self.root / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "recipe.yaml").write_text(text)
@@ -278,7 +278,7 @@ def test_input_precedence(lab: Lab, with_x: bool, variation_x: bool, inputs: dic
 def test_environment_is_read_from_os_environ_by_default(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
     add_precedence(lab, with_x=False, variation_x=False)
     monkeypatch.setenv("CHILD_X", "41")
-    step = [s for s in resolve(lab.provider(), "parent") if s.name == "child"][0]
+    step = next(s for s in resolve(lab.provider(), "parent") if s.name == "child")
     assert (step.inputs["x"], step.origins["x"]) == (41, "env")
 
 
@@ -425,7 +425,7 @@ def test_with_template_reading_an_unset_value_is_a_plan_error(lab: Lab) -> None:
 def test_with_template_cannot_reach_python_internals(lab: Lab, tmp_path: Path) -> None:
     """Resolution runs nothing: a template is sandboxed, so it cannot call into os through globals."""
     marker = tmp_path / "pwned"
-    add_templates(lab, '{label: "{{ cycler.__init__.__globals__.os.system(\'touch %s\') }}"}' % marker,
+    add_templates(lab, '{label: "{{ cycler.__init__.__globals__.os.system(\'touch ' + str(marker) + '\') }}"}',
                   "{label: {type: str}}")
     with pytest.raises(PlanError, match="unsafe"):
         lab.plan("tparent", environ={"TP_TOKEN": "t"})
@@ -772,7 +772,7 @@ def test_a_chosen_variation_outranks_the_groups_default_for_an_input(lab: Lab) -
         """)
     assert lab.step("sized").inputs["samples"] == 24576
     assert lab.step("sized _short").inputs["samples"] == 4
-    with pytest.raises(InputError, match="_tiny and _short|_short and _tiny"):
+    with pytest.raises(InputError, match=r"_tiny and _short|_short and _tiny"):
         lab.plan("sized _tiny _short")
 
 

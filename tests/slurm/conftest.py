@@ -14,9 +14,9 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -162,7 +162,8 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
             if proc.stdout.strip() == "idle":
                 break
             if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
-                unavailable(f"the local Slurm cluster did not come up (sinfo: {proc.stdout.strip() or proc.stderr.strip()})"
+                sinfo = proc.stdout.strip() or proc.stderr.strip()
+                unavailable(f"the local Slurm cluster did not come up (sinfo: {sinfo})"
                             f"\n{cluster.logs()}")
             time.sleep(0.5)
         yield cluster

@@ -23,7 +23,8 @@ def test_the_tiny_benchmark_runs_as_a_slurm_job_and_its_results_are_in_place(sho
     job_id = submitted_id(proc)
     assert f"results: {results}" in proc.stdout
     job = wait_for(shome, job_id, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout=1200)
-    assert job["state"] == "COMPLETED", Path(job["stdout"]).read_text()[-4000:] + Path(job["stderr"]).read_text()[-4000:]
+    assert job["state"] == "COMPLETED", (Path(job["stdout"]).read_text()[-4000:]
+                                         + Path(job["stderr"]).read_text()[-4000:])
     assert job["run_status"] == "ok" and job["results_dir"] == str(results)
     run = json.loads(Path(job["run_record"]).read_text())
     summary = run["results"][run["plan"]["root"]]["outputs"]["summary"]

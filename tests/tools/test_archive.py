@@ -251,7 +251,7 @@ def test_a_relative_symlink_out_then_a_file_through_it_writes_nothing_outside(tm
                                                                                 data_filter: bool) -> None:
     archive = make_tar(tmp_path / "bad.tar", [link("link", "../../outside"), reg("link/evil", b"owned")], "w")
     (tmp_path / "outside").mkdir()
-    with pytest.raises(UnsafeArchive, match="member 'link' is a symlink to '../../outside', outside"):
+    with pytest.raises(UnsafeArchive, match=r"member 'link' is a symlink to '../../outside', outside"):
         extract(archive, out)
     assert list((tmp_path / "outside").iterdir()) == [] and not out.exists()
 
@@ -367,7 +367,7 @@ def test_an_existing_destination_is_never_extracted_into(tmp_path: Path, out: Pa
 
 def test_a_member_that_turns_a_file_into_a_folder_is_an_archive_error(tmp_path: Path, out: Path) -> None:
     archive = make_tar(tmp_path / "a.tar", [folder("x"), reg("x")], "w")
-    with pytest.raises(ArchiveError, match="member 'x'.*an earlier member made 'x' a folder"):
+    with pytest.raises(ArchiveError, match=r"member 'x'.*an earlier member made 'x' a folder"):
         extract(archive, out)
     assert left_behind(out) == []
 

@@ -8,16 +8,17 @@ import logging
 import random
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any
 
 import pytest
 import requests
 
 from cmx.secrets import Secret
-from cmx.tools.download import DownloadError, download, partial_path
+from cmx.tools.download import DownloadError, DownloadResult, download, partial_path
 from tests.conftest import REPO, Home
 from tests.hf_server import serve
 
@@ -100,7 +101,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _file(self, data: bytes, act: Act) -> None:
-        etag = '"%s"' % hashlib.sha1(data).hexdigest()
+        etag = f'"{hashlib.sha1(data).hexdigest()}"'
         start = _range_start(self.headers.get("Range"))
         if self.headers.get("If-Range") not in (None, etag) or act.kind == "whole":
             start = None  # RFC 9110: a changed file (or a server without Range support) sends all of it
@@ -141,13 +142,13 @@ def site() -> Iterator[Site]:
     yield from serve(Site(files={"/data.bin": DATA}), Handler)
 
 
-def fetch(site: Site, dest: Path, path: str = "/data.bin", **kw: object):  # type: ignore[no-untyped-def]
+def fetch(site: Site, dest: Path, path: str = "/data.bin", **kw: Any) -> DownloadResult:
     """download() with fast test settings: no backoff, small chunks, short timeout."""
     kw.setdefault("sha256", DATA_SHA)
     kw.setdefault("backoff", 0)
     kw.setdefault("timeout", 5)
     kw.setdefault("chunk_size", CHUNK)
-    return download(site.url + path, dest, **kw)  # type: ignore[arg-type]
+    return download(site.url + path, dest, **kw)
 
 
 # --- the tool ---------------------------------------------------------------------------------
@@ -186,7 +187,7 @@ def test_a_resume_sends_if_range_so_a_file_changed_upstream_is_restarted_not_spl
 
     site.acts["/data.bin"] = [Act("drop", n=DROP, then=change)]
     result = fetch(site, tmp_path / "data.bin", sha256=hashlib.sha256(new).hexdigest())
-    assert site.seen[1].range == f"bytes={DROP}-" and site.seen[1].if_range == '"%s"' % hashlib.sha1(DATA).hexdigest()
+    assert site.seen[1].range == f"bytes={DROP}-" and site.seen[1].if_range == f'"{hashlib.sha1(DATA).hexdigest()}"'
     assert result.path.read_bytes() == new and not result.resumed
 
 
@@ -391,9 +392,9 @@ def test_an_unsupported_scheme_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_refused_connection_is_retried_then_reported(tmp_path: Path) -> None:
-    with socket_on_a_closed_port() as port:
-        with pytest.raises(DownloadError, match="connection refused .gave up after 2 attempts"):
-            download(f"http://127.0.0.1:{port}/x", tmp_path / "x.bin", sha256=None, retries=1, backoff=0)
+    with socket_on_a_closed_port() as port, \
+            pytest.raises(DownloadError, match=r"connection refused .gave up after 2 attempts"):
+        download(f"http://127.0.0.1:{port}/x", tmp_path / "x.bin", sha256=None, retries=1, backoff=0)
 
 
 class socket_on_a_closed_port:
@@ -426,8 +427,10 @@ def dl_home(home: Home) -> Home:
     return home
 
 
-def _cache_entries(home: Home) -> list:
-    return home.cmx_json("cache", "ls")  # type: ignore[return-value]
+def _cache_entries(home: Home) -> list[dict[str, Any]]:
+    entries = home.cmx_json("cache", "ls")
+    assert isinstance(entries, list)  # `cmx cache ls --json` prints a list
+    return entries
 
 
 @pytest.mark.e2e

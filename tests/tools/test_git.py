@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -206,10 +207,8 @@ def _stalled_fetch(tmp_path: Path, dest: Path) -> tuple[subprocess.Popen, Path]:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # the stalled ssh and git, if they outlived cmx
-    except ProcessLookupError:
-        pass
     proc.communicate(timeout=30)
 
 
@@ -320,7 +319,7 @@ def test_resolve_ref_refuses_an_unknown_or_ambiguous_name(two_commits) -> None:
 
 
 def test_resolve_ref_on_an_unreachable_repository_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(GitError, match="cannot list the branches and tags of .*does not appear to be a git"):
+    with pytest.raises(GitError, match=r"cannot list the branches and tags of .*does not appear to be a git"):
         resolve_ref(str(tmp_path / "nope"), "main")
 
 

@@ -242,7 +242,7 @@ def test_wanted_says_the_range_in_words() -> None:
 def test_bounds_that_are_not_versions_or_cross_are_refused() -> None:
     with pytest.raises(StepError, match="version_min 'latest' is not a version"):
         check_bounds("latest", None)
-    with pytest.raises(StepError, match="version_min 12.6 is above version_max 12.4"):
+    with pytest.raises(StepError, match=r"version_min 12.6 is above version_max 12.4"):
         check_bounds("12.6", "12.4")
 
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,11 +44,11 @@ def log(caplog: pytest.LogCaptureFixture) -> logging.Logger:
     return logging.getLogger("test-hf")
 
 
-def fetch(hub: HubSite, dest: Path, **kw: object) -> Path:
+def fetch(hub: HubSite, dest: Path, **kw: Any) -> Path:
     """download_repo() of the test repository at COMMIT, with the token and no backoff."""
     kw.setdefault("token", Secret(TOKEN))
     kw.setdefault("backoff", 0)
-    return hf.download_repo(hub.url, REPO_ID, COMMIT, dest, **kw)  # type: ignore[arg-type]
+    return hf.download_repo(hub.url, REPO_ID, COMMIT, dest, **kw)
 
 
 def resolved(hub: HubSite) -> list[str]:
@@ -208,7 +209,7 @@ def test_a_weight_file_that_fails_its_sha256_is_removed_and_nothing_is_published
                                                                                  tmp_path: Path) -> None:
     hub.corrupt.add("model.safetensors")
     scratch = tmp_path / "scratch"
-    with pytest.raises(DownloadError, match="sha256 mismatch for .*model.safetensors") as info:
+    with pytest.raises(DownloadError, match=r"sha256 mismatch for .*model.safetensors") as info:
         fetch(hub, tmp_path / "model", scratch=scratch)
     assert "the downloaded file was removed" in info.value.message and TOKEN not in info.value.render()
     assert not (tmp_path / "model").exists()
@@ -293,7 +294,7 @@ def test_a_callers_file_list_is_downloaded_as_given(hub: HubSite, tmp_path: Path
 
 
 def test_a_callers_file_list_with_an_unsafe_path_is_refused(hub: HubSite, tmp_path: Path) -> None:
-    with pytest.raises(hf.HuggingFaceError, match="unsafe path: '../x'"):
+    with pytest.raises(hf.HuggingFaceError, match=r"unsafe path: '../x'"):
         fetch(hub, tmp_path / "model", files=[hf.RepoFile("../x", 1, None, None)])
     assert resolved(hub) == []
 

@@ -251,7 +251,8 @@ def pkg_home(home: Home) -> Home:
 
 def _run_json(home: Home, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
     proc = subprocess.run([sys.executable, "-m", "cmx", "run", "get python-package", *args, "--json"],
-                          env={**home.env, **(env or {})}, cwd=home.root, capture_output=True, text=True, timeout=120, check=False)
+                          env={**home.env, **(env or {})}, cwd=home.root, capture_output=True, text=True, timeout=120,
+                          check=False)
     return proc.returncode, json.loads(proc.stdout)
 
 

@@ -85,4 +85,5 @@ def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
     return path
 
 
-__all__ = ["ComplianceTest", "MODES", "TESTS", "UnknownComplianceTest", "modes_of", "compliance_test", "write_audit_config"]
+__all__ = ["MODES", "TESTS", "ComplianceTest", "UnknownComplianceTest", "compliance_test", "modes_of",
+           "write_audit_config"]

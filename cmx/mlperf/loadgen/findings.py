@@ -1,4 +1,5 @@
-"""Judge one LoadGen run against a round: each thing wrong with it as a Finding, a rule id and a sentence saying what to do.
+"""Judge one LoadGen run against a round: each thing wrong with it as a Finding, a rule id and a sentence
+saying what to do.
 
 The rules, by id: `loadgen.error` (errors in the detail log), `loadgen.logs-disagree` (summary
 and detail log say different things), `loadgen.seeds`, `loadgen.audit`, and for a performance
@@ -288,7 +289,8 @@ def _latency_setting_problems(run: LoadgenRun, rules: ScenarioRules, name: str) 
     out = []
     top = rules.target_latency_max_ms
     if top is not None and s.target_latency_ns is not None and s.target_latency_ns > top * 1_000_000:
-        out.append(f"target_latency was {s.target_latency_ns / 1e6:.0f} ms; the checker allows at most {top:g} ms for {name}: "
+        out.append(f"target_latency was {s.target_latency_ns / 1e6:.0f} ms; "
+                   f"the checker allows at most {top:g} ms for {name}: "
                    "remove target_latency from user.conf.")
     if limits is None or run.scenario != "Server" or not s.use_token_latencies:
         return out

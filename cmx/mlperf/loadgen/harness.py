@@ -31,10 +31,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.harness_config import API_KEY_ENV, HarnessConfig, HarnessError, HarnessResult
+
+if TYPE_CHECKING:
+    from cmx.mlperf.backends.base import Backend
+    from cmx.mlperf.loadgen.progress import RunProgress
 
 RESULT_JSON = "result.json"
 CONFIG_JSON = "harness_config.json"
@@ -45,7 +49,7 @@ IDLE_TIMEOUT_S = 600.0  # LoadGen returned; samples still in flight after this a
 
 # --- in the harness process ---------------------------------------------------------------------
 
-def build_backend(config: HarnessConfig, logger: logging.Logger) -> Any:
+def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
     """The backend the config names: vLLM in this process as the device profile describes it (streaming for
     Server and Interactive), or the endpoint, with its API key from the environment."""
     if config.endpoint is not None:
@@ -61,14 +65,14 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Any:
                                logger)
     from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
-    e = config.engine
-    backend_config = VllmBackendConfig(model=config.model, options=e.options(config.device),
-                                       streaming=config.scenario != "Offline", max_model_len=e.max_model_len,
+    engine = config.engine
+    backend_config = VllmBackendConfig(model=config.model, options=engine.options(config.device),
+                                       streaming=config.scenario != "Offline", max_model_len=engine.max_model_len,
                                        output_tokens_estimate=min(config.max_tokens, 300), sampling=config.sampling)
-    if e.on_ray:
+    if engine.on_ray:
         from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
 
-        return RayReplicaBackend(e.replicas_config(backend_config), logger)
+        return RayReplicaBackend(engine.replicas_config(backend_config), logger)
     return VllmBackend(backend_config, logger)
 
 
@@ -111,6 +115,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     import mlperf_loadgen as lg
 
     from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
+    from cmx.mlperf.loadgen.compliance import write_audit_config
     from cmx.mlperf.loadgen.progress import (
         PROGRESS_JSON,
         SAMPLES_CSV,
@@ -120,7 +125,6 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
         run_shape,
     )
     from cmx.mlperf.loadgen.sut import QSL, make_sut
-    from cmx.mlperf.loadgen.compliance import write_audit_config
     from cmx.mlperf.rounds import load_round
 
     round_ = load_round(config.round)
@@ -223,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
 # --- in the caller's process --------------------------------------------------------------------
 
-ProgressCallback = Callable[[Any], None]  # called with a cmx.mlperf.loadgen.progress.RunProgress
+ProgressCallback = Callable[["RunProgress"], None]
 
 def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: logging.Logger | None = None,
              env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> HarnessResult:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
+
+if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
+    from cmx.mlperf.backends.profiles import EngineOptions
+    from cmx.mlperf.backends.ray_replicas import RayReplicasConfig
+    from cmx.mlperf.backends.vllm import VllmBackendConfig
 
 MODES = ("performance", "accuracy", "test06", "test07", "test09")  # cmx.mlperf.loadgen.compliance.MODES
 SCENARIOS = ("Offline", "Server", "Interactive")
@@ -52,7 +57,7 @@ class EngineSettings:
         """Replicas as Ray actors (either input given), not engines in the harness process."""
         return self.replicas is not None or self.ray_address is not None
 
-    def options(self, device: str) -> Any:
+    def options(self, device: str) -> EngineOptions:
         """The device profile's EngineOptions for these settings (cmx.mlperf.backends.profiles)."""
         from cmx.mlperf.backends.profiles import EngineOptions
 
@@ -62,7 +67,7 @@ class EngineSettings:
                              pipeline_parallel_size=self.pipeline_parallel_size,
                              distributed_executor_backend=self.distributed_executor_backend)
 
-    def replicas_config(self, engine: Any) -> Any:
+    def replicas_config(self, engine: VllmBackendConfig) -> RayReplicasConfig:
         """The Ray replicas of `engine` (a VllmBackendConfig) these settings ask for."""
         from cmx.mlperf.backends.ray_replicas import RayReplicasConfig
 
@@ -128,9 +133,10 @@ class HarnessConfig:
             engine = EngineSettings(**data.pop("engine", {}))
             endpoint = data.pop("endpoint", None)
             sampling = Sampling.from_json(data.pop("sampling", {}))
-            paths = {k: Path(data.pop(k)) for k in ("model", "dataset", "user_conf", "output")}
-            return cls(**data, **paths, engine=engine, endpoint=EndpointSettings(**endpoint) if endpoint else None,
-                       sampling=sampling)
+            model, dataset, user_conf, output = (Path(data.pop(k))
+                                                 for k in ("model", "dataset", "user_conf", "output"))
+            return cls(**data, model=model, dataset=dataset, user_conf=user_conf, output=output, engine=engine,
+                       endpoint=EndpointSettings(**endpoint) if endpoint else None, sampling=sampling)
         except (TypeError, KeyError) as err:
             raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
 

@@ -371,22 +371,22 @@ def _results(v: dict[str, Any]) -> RunResults:
         generated_samples_per_query=_int(v.get("generated_samples_per_query")),
         latency=_latencies(v, "result_min_latency_ns", "result_mean_latency_ns", "result_max_latency_ns",
                            "result_{}_percentile_latency_ns"),
-        ttft=_latencies(v, "result_first_token_min_latency_ns", "result_first_token_mean_latency_ns",
-                        "result_first_token_max_latency_ns", "result_first_token_{}_percentile_latency_ns",
-                        optional=True),
-        tpot=_latencies(v, "result_time_to_output_token_min", "result_time_to_output_token_mean",
-                        "result_time_to_output_token_max", "result_time_per_output_token_{}_percentile_ns",
-                        optional=True),
+        ttft=_logged_latencies(v, "result_first_token_min_latency_ns", "result_first_token_mean_latency_ns",
+                               "result_first_token_max_latency_ns", "result_first_token_{}_percentile_latency_ns"),
+        tpot=_logged_latencies(v, "result_time_to_output_token_min", "result_time_to_output_token_mean",
+                               "result_time_to_output_token_max", "result_time_per_output_token_{}_percentile_ns"),
     )
 
 
-def _latencies(v: dict[str, Any], lo: str, mean: str, hi: str, pattern: str,
-               optional: bool = False) -> Latencies | None:
+def _latencies(v: dict[str, Any], lo: str, mean: str, hi: str, pattern: str) -> Latencies:
     percentiles = [_int(v.get(pattern.format(p))) for p in PERCENTILES]
-    values = [_int(v.get(lo)), _int(v.get(mean)), _int(v.get(hi)), *percentiles]
-    if optional and all(x is None for x in values):
-        return None
-    return Latencies(*values)
+    return Latencies(_int(v.get(lo)), _int(v.get(mean)), _int(v.get(hi)), *percentiles)
+
+
+def _logged_latencies(v: dict[str, Any], lo: str, mean: str, hi: str, pattern: str) -> Latencies | None:
+    """The token latencies, None where the log has none of them (they are logged with use_token_latencies)."""
+    keys = [lo, mean, hi, *(pattern.format(p) for p in PERCENTILES)]
+    return None if all(_int(v.get(k)) is None for k in keys) else _latencies(v, lo, mean, hi, pattern)
 
 
 def _str(value: Any) -> str | None:

@@ -1,4 +1,5 @@
-"""Live progress of one LoadGen test: the SUT's per-sample clock, the harness's progress file, and the caller reading it.
+"""Live progress of one LoadGen test: the SUT's per-sample clock, the harness's progress file, and the
+caller reading it.
 
 The harness process runs the test; the caller (the app step) only sees that process from outside.
 So the SUT stamps each sample on a `SampleClock` (issued, first token, completed, tokens: a dict
@@ -149,7 +150,7 @@ def _against(name: str, value: float, limit: float | None) -> str:
 
 
 def _clock(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 

@@ -1,4 +1,5 @@
-"""Compliance TEST07 (accuracy in performance mode): its audit.config, and the verification that writes verify_accuracy.txt.
+"""Compliance TEST07 (accuracy in performance mode): its audit.config, and the verification that writes
+verify_accuracy.txt.
 
 TEST07 is for benchmarks whose accuracy and performance sets differ (gpt-oss-120b): a
 performance-mode run, on the set the benchmark names for it, with the benchmark's
@@ -33,12 +34,14 @@ def audit_config(test: str, benchmark: str) -> str:
     path = AUDIT_DIR / test / f"{benchmark}.config"
     if not path.is_file():
         raise ComplianceAuditMissing(f"cmx has no {test} audit.config for {benchmark}",
-                                     hint=f"add mlcommons/inference compliance/{test}/{benchmark}/audit.config as {path}")
+                                     hint=f"add mlcommons/inference compliance/{test}/{benchmark}/audit.config "
+                                          f"as {path}")
     return path.read_text(encoding="utf-8")
 
 
 def audit_values(text: str) -> dict[str, str]:
-    """`key = value` lines by their last key part, comments (also after a value) dropped, as the verifiers parse them."""
+    """`key = value` lines by their last key part, comments (also after a value) dropped, as the verifiers
+    parse them."""
     out: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
@@ -92,7 +95,8 @@ def format_verify_accuracy_txt(values: Mapping[str, float | int], result: Test07
     return "\n".join(lines) + "\n"
 
 
-def verify_run(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str, rows: int | None = None) -> Path:
+def verify_run(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str,
+               rows: int | None = None) -> Path:
     """Score a TEST07 run's log with the benchmark's accuracy script on the set TEST07 reads, against the
     audit.config's threshold, and write verify_accuracy.txt beside it (as run_verification.py does)."""
     from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
@@ -113,5 +117,17 @@ def passes(text: str) -> bool:
     return "TEST PASS" in text
 
 
-__all__ = ["AUDIT_DIR", "ComplianceAuditMissing", "SCORE_PATTERN", "Test07Result", "VERIFY_TXT", "audit_config",
-           "audit_values", "format_verify_accuracy_txt", "passes", "threshold", "verify", "verify_run"]
+__all__ = [
+    "AUDIT_DIR",
+    "SCORE_PATTERN",
+    "VERIFY_TXT",
+    "ComplianceAuditMissing",
+    "Test07Result",
+    "audit_config",
+    "audit_values",
+    "format_verify_accuracy_txt",
+    "passes",
+    "threshold",
+    "verify",
+    "verify_run",
+]

@@ -1,4 +1,5 @@
-"""Compliance TEST09 (output length in performance mode): the mean output tokens of every sample within the audit.config's bounds.
+"""Compliance TEST09 (output length in performance mode): the mean output tokens of every sample within the
+audit.config's bounds.
 
 A performance-mode run with the benchmark's compliance/TEST09/<benchmark>/audit.config
 (mlcommons/inference b66003e; kept verbatim under cmx/mlperf/loadgen/audit/TEST09/) logs every
@@ -83,7 +84,8 @@ def format_verify_output_len_txt(result: Test09Result) -> str:
 
 
 def verify_run(output_dir: Path, *, benchmark: str) -> Path:
-    """Check a TEST09 run's mean output length against the audit.config's bounds; write verify_output_len.txt beside it."""
+    """Check a TEST09 run's mean output length against the audit.config's bounds; write verify_output_len.txt
+    beside it."""
     from cmx.mlperf.loadgen.test07 import audit_config
 
     low, high = bounds(audit_config("TEST09", benchmark))
@@ -98,4 +100,4 @@ def passes(text: str) -> bool:
     return "TEST PASS" in text
 
 
-__all__ = ["Test09Result", "VERIFY_TXT", "bounds", "format_verify_output_len_txt", "passes", "verify", "verify_run"]
+__all__ = ["VERIFY_TXT", "Test09Result", "bounds", "format_verify_output_len_txt", "passes", "verify", "verify_run"]

@@ -1,4 +1,5 @@
-"""The user.conf keys LoadGen reads: their types, the scenarios each applies to, and which the rules let a submitter set.
+"""The user.conf keys LoadGen reads: their types, the scenarios each applies to, and which the rules let a
+submitter set.
 
 How LoadGen reads the file is in cmx.mlperf.loadgen.userconf's docstring; userconf.py writes the
 file and userconf_check.py judges one.

@@ -242,7 +242,8 @@ class _Reader:
     def __init__(self, data: Any, path: str, where: str) -> None:
         if not isinstance(data, dict):
             raise RoundError(f"expected a mapping at {where or 'the top level'}", where=path)
-        self.data, self.path, self.where, self.seen = data, path, where, set()
+        self.data, self.path, self.where = data, path, where
+        self.seen: set[str] = set()
 
     def _at(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key

@@ -1,1 +1,2 @@
-"""Metrics shared by benchmarks (ROUGE), accuracy.txt as the checker reads it, and the sandbox code benchmarks run programs in."""
+"""Metrics shared by benchmarks (ROUGE), accuracy.txt as the checker reads it, and the sandbox code benchmarks
+run programs in."""

@@ -91,8 +91,8 @@ def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
 
     Lines are split as `open().readlines()` splits them and matched with the checker's
     patterns; the first line that matches a key gives its value. Keys: rouge1, rouge2, rougeL,
-    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp (floats), gen_len, gen_num, gen_tok_len (ints) and hash (str);
-    a key the text lacks is absent.
+    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp (floats), gen_len, gen_num, gen_tok_len (ints)
+    and hash (str); a key the text lacks is absent.
     """
     found: dict[str, float | int | str] = {}
     patterns = {**CHECKER_PATTERNS, **_COUNT_PATTERNS}

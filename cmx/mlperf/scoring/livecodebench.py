@@ -32,6 +32,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from cmx.errors import CmxError
 
@@ -65,7 +66,7 @@ class Problem:
 class _JsonTextOnly(pickle.Unpickler):
     """The private tests are a pickled str: refuse any class, so that a pickle cannot run code."""
 
-    def find_class(self, module: str, name: str):  # type: ignore[override]
+    def find_class(self, module: str, name: str) -> NoReturn:
         raise pickle.UnpicklingError(f"a LiveCodeBench test pickle may hold text only, not {module}.{name}")
 
 
@@ -130,7 +131,7 @@ def run_problems(codes: Sequence[str], problems: Sequence[Problem], *, timeout_s
         raise ValueError(f"{len(codes)} codes for {len(problems)} problems")
     if not codes:
         return []
-    programs = [Program("python", HARNESS, stdin=p.payload(c, timeout_s)) for c, p in zip(codes, problems)]
+    programs = [Program("python", HARNESS, stdin=p.payload(c, timeout_s)) for c, p in zip(codes, problems, strict=True)]
     limits = [Limits(seconds=float(p.wall_seconds(timeout_s)), memory_mb=MEMORY_MB) for p in problems]
     outcomes = run_programs(programs, limits, workers=workers)
     return [o.passed and _verdict_passed(o.stdout) for o in outcomes]
@@ -154,7 +155,7 @@ def grade(samples: Sequence[tuple[str | None, str]], problems: Mapping[str, Prob
     passed = run_problems([str(samples[n][0]) for n in runnable], [problems[samples[n][1]] for n in runnable],
                           timeout_s=timeout_s, workers=workers)
     out = [False] * len(samples)
-    for n, ok in zip(runnable, passed):
+    for n, ok in zip(runnable, passed, strict=True):
         out[n] = ok
     return out
 

@@ -18,12 +18,15 @@ tokenizer treats those as spaces, so ROUGE-1, ROUGE-2 and ROUGE-L are unaffected
 from __future__ import annotations
 
 import re
+from types import ModuleType
+from typing import Any
 
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-_CLOSERS = "\"'”’)]"
-_OPENERS = "\"'“‘(["
+# the curly quotes are meant: nltk's sentence splitter treats them as quotes, as it does ' and "
+_CLOSERS = "\"'”’)]"  # noqa: RUF001 - curly quotes on purpose (above)
+_OPENERS = "\"'“‘(["  # noqa: RUF001 - curly quotes on purpose (above)
 _SENTENCE_END = re.compile(r"([.!?]+)[" + re.escape(_CLOSERS) + r"]*$")
 _DOTTED_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")  # e.g  i.e  U.S  a.m
 _INITIAL = re.compile(r"[A-Za-z]")
@@ -104,7 +107,7 @@ def _score_chunk(pairs: list[tuple[str, str]]) -> dict[str, list[float]]:
     return fmeasures
 
 
-def _rouge_scorer():  # type: ignore[no-untyped-def]
+def _rouge_scorer() -> Any:  # rouge_score.rouge_scorer.RougeScorer: rouge-score has no types
     try:
         from rouge_score import rouge_scorer
     except ImportError:
@@ -113,7 +116,7 @@ def _rouge_scorer():  # type: ignore[no-untyped-def]
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
 
-def _numpy():  # type: ignore[no-untyped-def]
+def _numpy() -> ModuleType:
     try:
         import numpy
     except ImportError:

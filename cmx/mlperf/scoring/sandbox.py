@@ -1,4 +1,5 @@
-"""Runs generated programs for the code benchmarks: a subprocess each, in its own folder, with no network and capped time, memory and output.
+"""Runs generated programs for the code benchmarks: a subprocess each, in its own folder, with no network and
+capped time, memory and output.
 
 LiveCodeBench (deepseek-r1, gpt-oss-120b) and MBXP (mixtral-8x7b) score a sample by running the
 model's program against tests. Those programs are untrusted text, so each one runs:
@@ -21,6 +22,7 @@ afford to lose, as the reference harnesses also advise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -144,7 +146,7 @@ def check_language(language: str) -> None:
 @cache
 def _isolation() -> tuple[str, ...]:
     """The command prefix that puts a program in a new network namespace, as this machine allows."""
-    tries = [("unshare", "--net", "--")] if os.geteuid() == 0 else []
+    tries: list[tuple[str, ...]] = [("unshare", "--net", "--")] if os.geteuid() == 0 else []
     tries.append(("unshare", "--user", "--map-root-user", "--net", "--"))
     for prefix in tries:
         if shutil.which(prefix[0]) is None:
@@ -196,10 +198,8 @@ def _execute(argv: list[str], folder: Path, stdin: str, limits: Limits) -> tuple
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """Kill what the program left behind too (children it forked), then reap it."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 

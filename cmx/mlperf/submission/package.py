@@ -84,7 +84,8 @@ class Packaged:
 
 
 def package(request: PackageRequest) -> Packaged:
-    """Build `<out>/<division>/<submitter>/` from `request.results_dir`, or raise SubmissionRefused with every reason."""
+    """Build `<out>/<division>/<submitter>/` from `request.results_dir`, or raise SubmissionRefused with every
+    reason."""
     _check_request(request)
     results = find_results(request.results_dir)
     round_ = load_round(request.round or _results_round(results))

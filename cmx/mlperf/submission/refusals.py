@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from cmx.mlperf.app import MODE_FOLDERS
 from cmx.mlperf.loadgen.accuracy_log import sha256_file
-from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
 from cmx.mlperf.loadgen.compliance import compliance_test
+from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
 from cmx.mlperf.rounds import Round, RoundError
 from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
 from cmx.mlperf.submission.sources import PackageRequest, SourceResult
@@ -45,9 +45,9 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
     try:
         bench = round_.benchmark(result.benchmark)
     except RoundError as exc:
-        return out + [exc.message]
+        return [*out, exc.message]
     if result.scenario not in bench.scenario_names:
-        return out + [f"{result.benchmark} has no scenario {result.scenario} in {round_.name}"]
+        return [*out, f"{result.benchmark} has no scenario {result.scenario} in {round_.name}"]
     if closed:
         out += closed_refusals(short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), rows=facts.get("rows"),
                                dataset_size=bench.dataset_size)

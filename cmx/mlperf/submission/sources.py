@@ -1,4 +1,5 @@
-"""What the packager reads: a results tree's results (one per system, benchmark and scenario, with cmx_run.json) and the request."""
+"""What the packager reads: a results tree's results (one per system, benchmark and scenario, with cmx_run.json)
+and the request."""
 
 from __future__ import annotations
 

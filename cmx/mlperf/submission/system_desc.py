@@ -1,4 +1,5 @@
-"""systems/<system>.json: the fields detection can fill, merged with a user file, and the checks a description must pass.
+"""systems/<system>.json: the fields detection can fill, merged with a user file, and the checks a description
+must pass.
 
 A description is built in three layers, each overriding the one before: what the run detected
 (`detected_fields`, from the RunOrigin cmx_run.json keeps), the user's file (`--input
@@ -74,7 +75,8 @@ class FieldProblem:
 
 # --- building ---------------------------------------------------------------------------------
 
-def detected_fields(origin: RunOrigin | None, device: str = "", backend: Mapping[str, Any] | None = None) -> dict[str, str]:
+def detected_fields(origin: RunOrigin | None, device: str = "",
+                    backend: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The fields a run's own detection answers (CPU, memory, GPUs, OS, software), as strings.
 
     `device` (cuda, rocm, cpu) is what the run ran on: only its GPU stack is named in framework.
@@ -134,7 +136,8 @@ def endpoint_note(backend: Mapping[str, Any]) -> str:
     server = " ".join(str(backend[k]) for k in ("server_software", "server_version") if backend.get(k)) or "unknown"
     started = ", started by cmx" if backend.get("started_by_cmx") else ""
     return (f"SUT over HTTP: a {where} OpenAI-compatible server ({server}{started}); LoadGen's SUT sends each "
-            f"sample to POST /v1/completions as token ids, token ids back from the {backend.get('token_ids_source') or 'server'}")
+            "sample to POST /v1/completions as token ids, token ids back from the "
+            f"{backend.get('token_ids_source') or 'server'}")
 
 
 def framework_string(origin: RunOrigin, device: str = "") -> str:
@@ -240,7 +243,8 @@ def description_problems(desc: Mapping[str, Any], round_: Round, *, division: st
     if "is_network" in desc:
         out += _network_problems(desc["is_network"], division)
     elif division == "network":
-        out.append(FieldProblem("is_network", "missing", 'a system in the network division must say is_network: "true"'))
+        out.append(FieldProblem("is_network", "missing",
+                                'a system in the network division must say is_network: "true"'))
     return out
 
 

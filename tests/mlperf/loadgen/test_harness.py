@@ -260,7 +260,8 @@ def test_the_harness_hands_the_tests_sampling_to_either_backend(tmp_path: Path):
     sampling = Sampling(temperature=1.0, top_p=0.9, top_k=-1, seed=5)
     vllm = build_backend(harness_config(tmp_path, sampling=sampling), logging.getLogger("t"))
     endpoint = build_backend(harness_config(tmp_path, sampling=sampling,
-                                            endpoint=EndpointSettings(url="http://127.0.0.1:9/v1")), logging.getLogger("t"))
+                                            endpoint=EndpointSettings(url="http://127.0.0.1:9/v1")),
+                             logging.getLogger("t"))
     assert vllm.config.sampling == sampling and vllm.config.streaming  # Server streams
     assert endpoint.config.sampling == sampling
 

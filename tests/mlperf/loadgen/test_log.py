@@ -55,7 +55,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LoadgenRun]:
         return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=root, check=False)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        done = dict(zip(RUNS, pool.map(run, RUNS)))
+        done = dict(zip(RUNS, pool.map(run, RUNS), strict=True))
     for name, proc in done.items():
         assert proc.returncode == 0, f"{name}: {proc.stderr[-2000:]}"
     return {name: read_loadgen_run(root / name) for name in RUNS}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cmx.mlperf.loadgen import test07, test09
-from cmx.mlperf.loadgen.compliance import TESTS, UnknownComplianceTest, modes_of, compliance_test, write_audit_config
+from cmx.mlperf.loadgen.compliance import TESTS, UnknownComplianceTest, compliance_test, modes_of, write_audit_config
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.submission.check.result import _compliance_verdict
 from cmx.mlperf.submission.tree import ResultPaths
@@ -27,7 +27,7 @@ def test_the_gpt_oss_audit_configs_set_what_compliance_sets():
     text09 = test07.audit_config("TEST09", "gpt-oss-120b")
     assert test09.bounds(text09) == (1150.38, 1406.02)  # 1278.2 x 0.9 and x 1.1
     assert test07.audit_values(text09)["min_query_count"] == "6396"
-    with pytest.raises(test07.ComplianceAuditMissing, match="no TEST07 audit.config for llama2-70b-99"):
+    with pytest.raises(test07.ComplianceAuditMissing, match=r"no TEST07 audit.config for llama2-70b-99"):
         test07.audit_config("TEST07", "llama2-70b-99")
 
 

@@ -82,7 +82,7 @@ def test_overrides_win_over_the_profile() -> None:
 
 @pytest.mark.parametrize("key", sorted(MLPERF_CONF_ONLY_KEYS))
 def test_keys_loadgen_takes_only_from_mlperf_conf_are_refused(key: str) -> None:
-    with pytest.raises(UserConfError, match="only from its built-in mlperf.conf") as err:
+    with pytest.raises(UserConfError, match=r"only from its built-in mlperf.conf") as err:
         user_conf(V60, "llama2-70b-99", "Offline", target_qps=1, overrides={key: 1})
     assert "mlcommons-loadgen==6.0.15" in err.value.hint
 

@@ -125,7 +125,8 @@ def test_the_cli_writes_the_page_and_says_where(results: Path, home: Home, tmp_p
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # CI installs both (.ci/browser-setup.sh, the dev extra) and sets CMX_REQUIRE_BROWSER=1: a missing one fails there
 _NO_BROWSER = ("Debian's chromium is not installed (.ci/browser-setup.sh)" if CHROMIUM is None else
-               "playwright is not installed (the dev extra)" if importlib.util.find_spec("playwright") is None else None)
+               "playwright is not installed (the dev extra)" if importlib.util.find_spec("playwright") is None else
+               None)
 if _NO_BROWSER and os.environ.get("CMX_REQUIRE_BROWSER") == "1":
     raise RuntimeError(f"CMX_REQUIRE_BROWSER=1 but {_NO_BROWSER}")
 

@@ -27,7 +27,7 @@ PROBES_JSONL = """\
 {"qps": 210.0, "passed": true, "validity": "VALID", "early_stopping_met": true, "ttft_p99_ms": 1204.5, "tpot_p99_ms": 35.0, "ttft_projected_ms": 1204.5, "completed_qps": 182.0, "queries": 480, "seconds": 4.8, "reason": ""}
 {"qps": 250.0, "passed": false, "validity": "VALID", "early_stopping_met": true, "ttft_p99_ms": 1788.0, "tpot_p99_ms": 39.9, "ttft_projected_ms": 2380.0, "completed_qps": 176.5, "queries": 480, "seconds": 4.7, "reason": "TTFT grows through the probe: its p99 would reach 2380 ms over the confirm run's 4 s (limit 2000 ms)"}
 {"qps": 230.0, "passed": true, "validity": "VALID", "early_stopping_met": true, "ttft_p99_ms": 1502.3, "tpot_p99_ms": 37.1, "ttft_projected_ms": 1502.3, "completed_qps": 180.4, "queries": 480, "seconds": 4.8, "reason": ""}
-"""
+"""  # noqa: E501 - JSON Lines, one probe a line as probes.jsonl holds them
 COMMAND = "cmx tune 'app mlperf inference llama2 _cpu _tiny _short' --scenario Server"
 
 

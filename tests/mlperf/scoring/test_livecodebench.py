@@ -58,7 +58,8 @@ def test_a_main_guard_is_unwrapped_and_sys_exit_ends_only_the_test():
     code = ("import sys\ndef main():\n    a, b = map(int, input().split())\n    print(a + b)\n    sys.exit(0)\n"
             "if __name__ == '__main__':\n    main()")
     assert run_problems([code], [SUM], timeout_s=5) == [True]
-    floats = ("def main():\n    a, b = map(float, input().split())\n    s = a + b\n    print(int(s) if s == int(s) else s)"
+    floats = ("def main():\n    a, b = map(float, input().split())\n    s = a + b\n"
+              "    print(int(s) if s == int(s) else s)"
               "\n\nif __name__ == '__main__':\n    main()\n")
     assert grade([(floats, "s")], {"s": STDIN}) == [True]
 
@@ -90,7 +91,8 @@ def test_code_that_hangs_fails_within_the_time_limit():
 def test_the_reliability_guard_takes_away_what_the_reference_takes_away():
     assert run_problems(["import os\nos.system('true')\nprint(3)"], [THREE], timeout_s=5) == [False]
     # sys.modules["resource"] = None: the import, hoisted out of the wrapped function, fails the compile
-    assert run_problems(["import resource\nprint(3)", "import sys\nprint(3)"], [THREE] * 2, timeout_s=5) == [False, True]
+    outcome = run_problems(["import resource\nprint(3)", "import sys\nprint(3)"], [THREE] * 2, timeout_s=5)
+    assert outcome == [False, True]
 
 
 def test_a_program_that_ends_the_process_itself_fails_as_a_child_that_returned_nothing():
@@ -109,7 +111,8 @@ def test_stdin_has_a_byte_buffer_and_long_integers_print_as_the_reference_allows
 
 def test_what_a_program_writes_outside_the_captured_stdout_is_neither_graded_nor_capped():
     noisy = "import sys\nsys.stderr.write('x' * 3_000_000)\nprint(sum(map(int, input().split())))"
-    chatty = "class Solution:\n    def largest(self, nums, k=0):\n        print('y' * 3_000_000)\n        return max(nums)"
+    chatty = ("class Solution:\n    def largest(self, nums, k=0):\n        print('y' * 3_000_000)\n"
+              "        return max(nums)")
     assert run_problems([noisy, chatty], [SUM, LARGEST], timeout_s=5) == [True, True]
 
 
@@ -138,12 +141,13 @@ def test_private_tests_are_decoded_from_base64_zlib_pickle_and_a_class_pickle_is
     path.write_text(json.dumps(row) + "\n\n", encoding="utf-8")
     assert list(load_problems([path])) == ["q1"]
     path.write_text("{not json\n", encoding="utf-8")
-    with pytest.raises(LiveCodeBenchError, match="test.jsonl:1 is not JSON"):
+    with pytest.raises(LiveCodeBenchError, match=r"test.jsonl:1 is not JSON"):
         load_problems([path])
 
 
 def test_problems_read_from_code_generation_lite_rows_with_plain_or_compressed_private_tests(tmp_path):
-    row = {"question_id": "q9", "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}]),
+    row = {"question_id": "q9",
+           "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}]),
            "private_test_cases": encode_private_tests([{"input": "2\n", "output": "2\n", "testtype": "stdin"}]),
            "metadata": "{}"}
     (tmp_path / "test6.jsonl").write_text(json.dumps(row) + "\n")

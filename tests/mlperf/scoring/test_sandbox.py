@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -88,10 +89,8 @@ def test_the_program_cannot_reach_a_server_on_this_machines_loopback():
 
 
 def _accept_one(server: socket.socket, accepted: list[object]) -> None:
-    try:
+    with contextlib.suppress(OSError):
         accepted.append(server.accept())
-    except OSError:
-        pass
 
 
 def test_the_program_runs_in_a_folder_of_its_own_with_a_bare_environment(monkeypatch):

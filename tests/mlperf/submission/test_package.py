@@ -1,4 +1,5 @@
-"""The submission packager (cmx.mlperf.submission.package) and the system description (cmx.mlperf.submission.system_desc).
+"""The submission packager (cmx.mlperf.submission.package) and the system description
+(cmx.mlperf.submission.system_desc).
 
 A cmx results tree is built from recorded real LoadGen logs (tests/submission_trees.py); packaging
 it for closed must give a tree `cmx check` finds nothing wrong with, and every reason not to
@@ -140,7 +141,8 @@ def test_each_result_gets_logs_truncated_accuracy_with_hash_measurements_and_a_r
 def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(tmp_path: Path, results: Path):
     package(request(tmp_path, results))
     sub = tmp_path / "out/closed/cmx-test"
-    assert (sub / "src/cmx/mlperf/loadgen/harness.py").read_bytes() == (REPO / "cmx/mlperf/loadgen/harness.py").read_bytes()
+    harness = "cmx/mlperf/loadgen/harness.py"
+    assert (sub / "src" / harness).read_bytes() == (REPO / harness).read_bytes()
     assert (sub / "src/recipes/app-mlperf-inference-llama2/recipe.yaml").is_file()
     assert (sub / "src/pyproject.toml").is_file() and "cmx 0.1.0" in (sub / "src/README.md").read_text()
     assert not list(sub.rglob("__pycache__"))

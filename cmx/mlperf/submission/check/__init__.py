@@ -32,7 +32,7 @@ from cmx.mlperf.submission.check.result import check_result, json_object
 from cmx.mlperf.submission.system_desc import description_problems
 from cmx.mlperf.submission.tree import relative, system_json
 
-__all__ = ["CheckReport", "Problem", "ResultRow", "check_tree", "ERROR", "WARNING"]
+__all__ = ["ERROR", "WARNING", "CheckReport", "Problem", "ResultRow", "check_tree"]
 
 _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "division": "system.division",
                 "submitter": "system.submitter", "is_network": "system.network",
@@ -64,7 +64,8 @@ def _system(sub: Submitter, name: str, root: Path, round_: Round, problems: list
     where = relative(path, root)
     if not path.is_file():
         problems.append(Problem(where, "system.missing-json", "missing",
-                                f"describe the system: cmx writes it when it packages ({len(round_.submission.system_fields)} "
+                                "describe the system: cmx writes it when it packages "
+                                f"({len(round_.submission.system_fields)} "
                                 "fields, from detection and --input system_file=FILE)"))
         return {}
     desc = json_object(path, where, "system.field", problems)

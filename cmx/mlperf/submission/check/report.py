@@ -38,7 +38,7 @@ def format_table(rows: Sequence[ResultRow]) -> str:
         return "no results found"
     cells = [TABLE_HEADER, *(_cells(r) for r in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(TABLE_HEADER))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
 
 
 def _cells(r: ResultRow) -> tuple[str, ...]:
