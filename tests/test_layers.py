@@ -15,7 +15,7 @@ CMX = REPO / "cmx"
 # design.md, "Layers": top to bottom
 ORDER = ("cli", "api", "sweep", "slurm", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe",
          "cache", "tools")
-FLOOR = {"errors", "settings", "home", "secrets", "container", "templates", "__version__", "__main__"}
+FLOOR = {"errors", "extras", "settings", "home", "secrets", "container", "templates", "__version__", "__main__"}
 
 
 def imports(path: Path) -> list[str]:
