@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from cmx.errors import QueryError
 from cmx.recipe.query import Query, having_variations, query_of
 from cmx.recipe.types import to_json
 from cmx.registry.index import Fetcher, RecipeIndex, RecipeInfo, open_index
@@ -43,32 +42,40 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.slurm.jobs import JobRecord, JobStatus
     from cmx.sweep.run import SweepResult
 
-# the request and result types, by the module that defines them (PEP 562: loaded on first use)
-_TYPES = {
-    "PlanResult": "cmx.execute.request", "RunRequest": "cmx.execute.request", "Runtime": "cmx.execute.request",
-    "DockerOptions": "cmx.docker.request", "DockerQuery": "cmx.docker.request", "Replay": "cmx.docker.lock",
-    "K8sOptions": "cmx.k8s.deploy", "DeployRequest": "cmx.k8s.deploy", "K8sDeployment": "cmx.k8s.deploy",
-    "SlurmOptions": "cmx.slurm.script", "JobRequest": "cmx.slurm.request",
-    "SweepRequest": "cmx.sweep.run", "SweepResult": "cmx.sweep.run",
-    "TuneRequest": "cmx.mlperf.tune.step", "TuneResult": "cmx.mlperf.tune.verb", "TuneAnswer": "cmx.mlperf.tune.verb",
-    "Confirm": "cmx.mlperf.tune.verb",
-    "SourceInfo": "cmx.registry.verbs",
+# loaded on first use (PEP 562), so `cmx find` imports none of the modules behind the other verbs: the request
+# and result types, and the verbs that are a library function as it is (name here: (module, name there))
+_LAZY: dict[str, tuple[str, str]] = {
+    **{n: ("cmx.execute.request", n) for n in ("PlanResult", "RunRequest", "Runtime", "default_jobs",
+                                               "lock_runs_in_docker")},
+    **{n: ("cmx.docker.request", n) for n in ("DockerOptions", "DockerQuery")}, "Replay": ("cmx.docker.lock", "Replay"),
+    **{n: ("cmx.k8s.deploy", n) for n in ("K8sOptions", "DeployRequest", "K8sDeployment")},
+    "SlurmOptions": ("cmx.slurm.script", "SlurmOptions"), "JobRequest": ("cmx.slurm.request", "JobRequest"),
+    **{n: ("cmx.sweep.run", n) for n in ("SweepRequest", "SweepResult")},
+    "TuneRequest": ("cmx.mlperf.tune.step", "TuneRequest"),
+    **{n: ("cmx.mlperf.tune.verb", n) for n in ("TuneResult", "TuneAnswer", "Confirm")},
+    "SourceInfo": ("cmx.registry.verbs", "SourceInfo"),
+    "reporter": ("cmx.execute.progress", "make_reporter"),  # "live", "plain", "none"; "auto" picks
+    "redacted_command": ("cmx.execute.record", "redact_argv"),
+    "read_inputs_file": ("cmx.recipe.inputs_file", "read_inputs_file"),
+    "check_text": ("cmx.mlperf.submission.check.report", "format_report"),
+    "check_expectation": ("cmx.mlperf.submission.check.report", "expectation"),
+    "write_check_csv": ("cmx.mlperf.submission.check.report", "write_csv"),
 }
 
-__all__ = [*_TYPES, "Secret", "Settings", "load_settings", "to_json", "index", "find", "show", "plan", "run",
-           "reporter", "redacted_command", "read_inputs_file", "default_jobs", "tune", "lock", "lock_plan",
-           "lock_runs_in_docker", "replay_docker", "docker_file", "docker_container", "run_docker", "deploy_k8s",
+__all__ = [*_LAZY, "Secret", "Settings", "load_settings", "to_json", "index", "find", "show", "plan", "run", "tune",
+           "lock", "lock_plan", "replay_docker", "docker_file", "docker_container", "run_docker", "deploy_k8s",
            "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather", "cache_entries", "cache_entry",
            "cache_select", "cache_remove", "cache_gc", "cache_verify", "registry_sources", "registry_update",
-           "report", "check", "check_text", "check_expectation", "write_check_csv"]
+           "report", "check"]
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _TYPES:
+    if name not in _LAZY:
         raise AttributeError(f"module 'cmx.api' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(_TYPES[name]), name)
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(module), attr)
 
 
 def _announce_fetch(source: "Source") -> None:
@@ -110,20 +117,9 @@ def find(query: str | Query | None = None, *, settings: Settings | None = None) 
 
 def show(name: str, *, settings: Settings | None = None) -> "Recipe":
     """One recipe by name (or by a query that matches exactly one recipe)."""
-    idx = index(settings)
-    if name in idx.names():
-        return idx.get(name)
-    found = idx.find(query_of(name))
-    if len(found) == 1:
-        return idx.get(found[0].name)
-    if not found:
-        import difflib
+    from cmx.registry.verbs import recipe_named
 
-        close = difflib.get_close_matches(name, idx.names(), n=3)
-        raise QueryError(f"no recipe named {name!r}", hint=f"did you mean {', '.join(close)}?" if close
-                         else "`cmx find` lists recipes")
-    raise QueryError(f"{name!r} matches {len(found)} recipes: {', '.join(i.name for i in found)}",
-                     hint="give the recipe's name")
+    return recipe_named(index(settings), name)
 
 
 def plan(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
@@ -147,35 +143,8 @@ def run(query: "str | Query | RunRequest", *, settings: Settings | None = None, 
 
 
 def _given(options: dict[str, Any]) -> dict[str, Any]:
-    """Keyword options as a request takes them: None where a mapping is expected means none."""
-    return {k: ({} if v is None and k in ("inputs", "context") else v) for k, v in options.items()}
-
-
-def read_inputs_file(path: str | os.PathLike) -> dict[str, str]:
-    """The NAME -> VALUE pairs of an inputs file (YAML), as text, as if each were given with --input."""
-    from cmx.recipe.inputs_file import read_inputs_file as read
-
-    return read(path)
-
-
-def default_jobs() -> int:
-    from cmx.execute.request import default_jobs as jobs
-
-    return jobs()
-
-
-def reporter(mode: str) -> "Reporter":
-    """The progress display for `run`: "live" (a terminal), "plain" (a line per event), "none"; "auto" picks."""
-    from cmx.execute.progress import make_reporter
-
-    return make_reporter(mode)
-
-
-def redacted_command(argv: list[str], plan: "Plan") -> list[str]:
-    """`argv` with the values of the plan's secret inputs hidden, as run records write it."""
-    from cmx.execute.record import redact_argv
-
-    return redact_argv(argv, plan)
+    """Keyword options as a request takes them: None for the inputs, the context or the options is the default."""
+    return {k: v for k, v in options.items() if v is not None or k not in ("inputs", "context", "options")}
 
 
 def tune(query: str, *, scenario: str, settings: Settings | None = None, reporter: "Reporter | None" = None,
@@ -229,13 +198,6 @@ def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mappin
     return lock_query(DockerQuery(query, inputs or {}, context or {}, docker), runtime, emit)
 
 
-def lock_runs_in_docker(path: str | os.PathLike) -> bool:
-    """Whether `cmx run --locked PATH` starts a container here (a lock made with --docker, outside its image)."""
-    from cmx.execute.request import lock_runs_in_docker as in_docker
-
-    return in_docker(path)
-
-
 def replay_docker(path: str | os.PathLike, *, settings: Settings | None = None, emit: Callable[[str], None] = print,
                   **options: Any) -> int:
     """Replay a lock made with --docker in its image; the container's exit status. `options`: Replay's (inputs,
@@ -248,12 +210,9 @@ def replay_docker(path: str | os.PathLike, *, settings: Settings | None = None, 
 # --- Docker -----------------------------------------------------------------------------------
 
 def _docker_query(query: str, options: dict[str, Any]) -> Any:
-    from cmx.docker.request import DockerOptions, DockerQuery
+    from cmx.docker.request import DockerQuery
 
-    given = _given(options)
-    if given.get("options") is None:
-        given["options"] = DockerOptions()
-    return DockerQuery(query, **given)
+    return DockerQuery(query, **_given(options))
 
 
 def docker_file(query: str, *, settings: Settings | None = None, **options: Any) -> "Rendered":
@@ -287,12 +246,9 @@ def deploy_k8s(query: str, *, settings: Settings | None = None, **options: Any) 
     from cmx.extras import require_extra
 
     require_extra("scale", "cmx deploy", "kubernetes_validate", *(("kubernetes",) if options.get("apply") else ()))
-    from cmx.k8s.deploy import DeployRequest, K8sOptions, deploy
+    from cmx.k8s.deploy import DeployRequest, deploy
 
-    given = _given(options)
-    if given.get("options") is None:
-        given["options"] = K8sOptions()
-    return deploy(DeployRequest(query, **given), _settings(settings))
+    return deploy(DeployRequest(query, **_given(options)), _settings(settings))
 
 
 def apply_k8s(deployment: "K8sDeployment", *, kubeconfig: Path | None = None) -> "K8sDeployment":
@@ -312,12 +268,8 @@ def submit_slurm(query: str, *, settings: Settings | None = None, environ: Mappi
     """Submit the query as a Slurm batch job; its record. `options`: JobRequest's (options, inputs, context,
     cmx_args, host_command: cmx.slurm.request)."""
     from cmx.slurm.request import JobRequest, submit_query
-    from cmx.slurm.script import SlurmOptions
 
-    given = _given(options)
-    if given.get("options") is None:
-        given["options"] = SlurmOptions()
-    return submit_query(JobRequest(query, **given), _settings(settings), _env(environ))
+    return submit_query(JobRequest(query, **_given(options)), _settings(settings), _env(environ))
 
 
 def slurm_jobs(*, all_jobs: bool = False, limit: int = 20, job_ids: list[str] | None = None,
@@ -433,24 +385,3 @@ def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> "CheckReport"
     from cmx.mlperf.submission.check import check_tree
 
     return check_tree(Path(path), round_name)
-
-
-def check_text(report: "CheckReport") -> str:
-    """The report as people read it: the results table, one line per problem, the verdict."""
-    from cmx.mlperf.submission.check.report import format_report
-
-    return format_report(report)
-
-
-def check_expectation(report: "CheckReport", rules: set[str]) -> tuple[bool, str]:
-    """Whether the tree breaks exactly `rules` (a smoke tree's known shortfalls), and the verdict line."""
-    from cmx.mlperf.submission.check.report import expectation
-
-    return expectation(report, rules)
-
-
-def write_check_csv(report: "CheckReport", path: Path) -> Path:
-    """The official checker's summary.csv columns, one row per result."""
-    from cmx.mlperf.submission.check.report import write_csv
-
-    return write_csv(report, path)

@@ -1,10 +1,14 @@
-"""The `cmx registry` verbs: each source with its recipe count, and fetching a git source at a commit to pin it."""
+"""The `cmx registry` verbs (each source with its recipe count; fetching a git source at a commit to pin it) and
+`cmx show`'s look-up of one recipe."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cmx.errors import RegistryError
+from cmx.errors import QueryError, RegistryError
+from cmx.recipe.model import Recipe
+from cmx.recipe.query import query_of
+from cmx.registry.index import RecipeIndex
 from cmx.registry.sources import Source, read_registry, update_rev
 from cmx.settings import Settings
 
@@ -45,3 +49,20 @@ def update(settings: Settings, name: str, rev: str | None = None) -> Source:
         raise RegistryError(f"source {name!r}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None)) \
             from None
     return update_rev(settings.registry, name, rev) if rev else current
+
+
+def recipe_named(idx: RecipeIndex, name: str) -> Recipe:
+    """One recipe by name, or by a query that matches exactly one recipe; QueryError with near names otherwise."""
+    if name in idx.names():
+        return idx.get(name)
+    found = idx.find(query_of(name))
+    if len(found) == 1:
+        return idx.get(found[0].name)
+    if not found:
+        import difflib
+
+        close = difflib.get_close_matches(name, idx.names(), n=3)
+        raise QueryError(f"no recipe named {name!r}", hint=f"did you mean {', '.join(close)}?" if close
+                         else "`cmx find` lists recipes")
+    raise QueryError(f"{name!r} matches {len(found)} recipes: {', '.join(i.name for i in found)}",
+                     hint="give the recipe's name")
