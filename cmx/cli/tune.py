@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -72,9 +72,10 @@ run reads a user.conf, exactly as `cmx run` would.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], start_qps: float | None, out: str | None,
-            tolerance: float, max_probes: int, probe_seconds: float, no_confirm: bool, jobs: int | None,
-            progress: str, as_json: bool) -> None:
+            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
+            no_confirm: bool, **search: Any) -> None:
+    """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
+    probe_seconds)."""
     from cmx import api
 
     from cmx.errors import CmxError
@@ -84,8 +85,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
     try:
         result = api.tune(text, scenario=scenario.capitalize(),
                           inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
-                          context=parse_context(contexts), start_qps=start_qps, out=out, tolerance=tolerance,
-                          max_probes=max_probes, probe_seconds=probe_seconds, confirm=not no_confirm,
+                          context=parse_context(contexts), confirm=not no_confirm, **search,
                           jobs=jobs or api.default_jobs(), settings=state.settings(),
                           reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]],
                           invocation="cmx" + (f" --registry {shlex.quote(state.registry)}" if state.registry else ""))

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
 from cmx.settings import Settings
 from cmx.slurm import SlurmError
 from cmx.slurm.jobs import JobRecord, records_dir, write_record
-from cmx.slurm.script import JobFiles, SlurmOptions, render_script
+from cmx.slurm.script import JobFiles, Submission, render_script
 from cmx.slurm.submit import sbatch, tool
 
 
@@ -34,29 +34,13 @@ def job_folder(runs: Path, name: str) -> JobFiles:
     raise SlurmError(f"cannot make a job folder under {parent}")
 
 
-@dataclass(frozen=True)
-class Submission:
-    """One job to submit: `cmx CMX_ARGS` for the query whose root is `recipe`. `secrets` describes the secret
-    inputs the job must find in its environment; `host_command` is what was typed (secrets hidden)."""
-
-    query: str
-    recipe: str
-    cmx_args: tuple[str, ...]
-    options: SlurmOptions
-    results_dir: str | None
-    secrets: tuple[str, ...] = ()
-    host_command: tuple[str, ...] = ()
-
-
 def submit(job: Submission, settings: Settings, environ: Mapping[str, str], python: str = sys.executable) -> JobRecord:
     """Render the script that runs `python -m cmx CMX_ARGS` on a node, submit it, record the job."""
     tool("sbatch", environ)
     files = job_folder(settings.runs, job.recipe)
     command = (python, "-m", "cmx", *job.cmx_args)
     options = job.options
-    text = render_script(command=command, options=options, files=files, settings=settings, environ=environ,
-                         workdir=Path.cwd(), job_name=options.job_name or f"cmx-{job.recipe}",
-                         secret_inputs=job.secrets, submitted_from=" ".join(job.host_command).replace("\n", " "))
+    text = render_script(job, command, files, settings, environ, Path.cwd())
     files.script.write_text(text, encoding="utf-8")
     files.script.chmod(0o750)
     job_id = sbatch(files.script, environ)

@@ -45,7 +45,8 @@ def submit_query(request: JobRequest, settings: Settings, environ: Mapping[str, 
     from cmx.execute.record import redact_argv
     from cmx.execute.request import Runtime, resolved
     from cmx.slurm import SlurmError
-    from cmx.slurm.launch import Submission, submit
+    from cmx.slurm.launch import submit
+    from cmx.slurm.script import Submission
     from cmx.slurm.submit import tool
 
     tool("sbatch", environ)  # before anything is resolved or written
