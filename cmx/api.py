@@ -26,8 +26,8 @@ from cmx.settings import Settings, load_settings
 if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner nor the cache
     from cmx.cache.store import Entry, VerifyProblem
     from cmx.docker.launch import ContainerSpec
-    from cmx.docker.request import DockerOptions
     from cmx.docker.render import Rendered
+    from cmx.docker.request import DockerOptions
     from cmx.execute.lockfile import Lock
     from cmx.execute.progress import Reporter
     from cmx.execute.request import PlanResult, RunRequest, Runtime
@@ -136,7 +136,8 @@ def run(query: "str | Query | RunRequest", *, settings: Settings | None = None, 
     """Resolve and run a query; `options` are RunRequest's fields (inputs, context, jobs, check, argv, rerun_prefix,
     install_missing, locked, memo: cmx.execute.request says what each does). A pinned git source of recipes not
     fetched yet is fetched first, and `fetch` says so (on stderr by default)."""
-    from cmx.execute.request import RunRequest, run as run_request
+    from cmx.execute.request import RunRequest
+    from cmx.execute.request import run as run_request
 
     request = query if isinstance(query, RunRequest) else RunRequest(query, **_given(options))
     return run_request(request, _runtime(settings, reporter, environ, fetch))
@@ -283,7 +284,8 @@ def slurm_jobs(*, all_jobs: bool = False, limit: int = 20, job_ids: list[str] | 
 def sweep(query: str, *, settings: Settings | None = None, environ: Mapping[str, str] | None = None,
           announce: Callable[[str], None] = lambda _: None, **options: Any) -> "SweepResult":
     """Run the query once per value of one input, here or as Slurm jobs; `options`: SweepRequest's (cmx.sweep.run)."""
-    from cmx.sweep.run import SweepRequest, sweep as run_sweep
+    from cmx.sweep.run import SweepRequest
+    from cmx.sweep.run import sweep as run_sweep
 
     return run_sweep(SweepRequest(query, **_given(options)), _settings(settings), _env(environ), announce)
 

@@ -29,5 +29,5 @@ def test_only_the_modules_a_verb_names_are_asked_for(monkeypatch: pytest.MonkeyP
 def test_every_extra_of_the_table_is_one_of_pyproject() -> None:
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     section = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
-    declared = set(re.findall(r"^([a-z][a-z0-9_-]*) = \[", section, re.M))
+    declared = set(re.findall(r"^([a-z][a-z0-9_-]*) = \[", section, re.MULTILINE))
     assert set(extras.EXTRAS) <= declared

@@ -77,7 +77,6 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
     """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
     probe_seconds)."""
     from cmx import api
-
     from cmx.errors import CmxError
 
     text = join_query(query)

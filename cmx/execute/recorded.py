@@ -27,7 +27,8 @@ class RecordedRun:
         if not isinstance(data, dict):
             return None
         root = _mapping(data.get("plan")).get("root")
-        outputs = _mapping(_mapping(_mapping(data.get("results")).get(root)).get("outputs"))
+        results = _mapping(data.get("results"))
+        outputs = _mapping(_mapping(results.get(root) if isinstance(root, str) else None).get("outputs"))
         error = data.get("error")
         status = data.get("status")
         return cls(Path(path), status if isinstance(status, str) else None, error if isinstance(error, str) else None,

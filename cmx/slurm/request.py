@@ -20,7 +20,7 @@ class JobRequest:
     command typed on the host (recorded with its secrets hidden)."""
 
     query: str
-    options: SlurmOptions = SlurmOptions()
+    options: SlurmOptions = field(default_factory=SlurmOptions)
     inputs: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
     cmx_args: Sequence[str] | None = None
