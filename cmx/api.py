@@ -75,6 +75,10 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     module, attr = _LAZY[name]
+    if module.startswith("cmx.mlperf.tune"):  # the tune's modules read LoadGen's logs with numpy
+        from cmx.extras import require_extra
+
+        require_extra("mlperf", f"cmx.api.{name}", "numpy")
     return getattr(importlib.import_module(module), attr)
 
 
