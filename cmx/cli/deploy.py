@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -91,19 +92,13 @@ builds; push it to a registry the cluster pulls from and pass --image.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: tuple[str, ...],
-            contexts: tuple[str, ...], do_apply: bool, image: str | None, serving_image: str | None,
-            namespace: str | None, name: str | None, gpus: int | None, nodes: int, gpu_name: str,
-            hf_token_secret: str, cache_size: str | None, results_size: str, storage_class: str | None,
-            shm_size: str, runtime_class: str | None, supplemental_groups: str | None, as_json: bool) -> None:
+            contexts: tuple[str, ...], do_apply: bool, as_json: bool, **options: Any) -> None:
+    """`options`: the K8sOptions, by their own names."""
     from cmx import api
 
-    options = api.K8sOptions(image=image, serving_image=serving_image, namespace=namespace, name=name, gpus=gpus,
-                             nodes=nodes, gpu_name=gpu_name, hf_token_secret=hf_token_secret,
-                             cache_size=cache_size, results_size=results_size, storage_class=storage_class,
-                             shm_size=shm_size, runtime_class=runtime_class,
-                             supplemental_groups=_groups(supplemental_groups))
+    k8s = api.K8sOptions(**{**options, "supplemental_groups": _groups(options["supplemental_groups"])})
     result = api.deploy_k8s(join_query(query), inputs=parse_pairs(inputs, "--input"),
-                            context=parse_context(contexts), out_dir=out_dir, options=options, apply=do_apply,
+                            context=parse_context(contexts), out_dir=out_dir, options=k8s, apply=do_apply,
                             settings=app(ctx).settings())
     if as_json:
         echo_json(result.to_json())

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
-from cmx.api import DockerOptions
+if TYPE_CHECKING:
+    from cmx.api import DockerOptions
 
 
 def docker_options(fn: Callable) -> Callable:
@@ -31,6 +32,8 @@ def docker_options(fn: Callable) -> Callable:
 def docker_options_of(*, base_image: str | None, gpus: str | None, ca_bundle: Path | None,
                       wheelhouse: Path | None, rebuild: bool = False, keep: bool = False) -> DockerOptions:
     """The options as the API takes them (`--gpus 0,1` as ids)."""
+    from cmx.api import DockerOptions  # here: the Docker layer loads only for the verbs that use it
+
     ids = tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else None
     return DockerOptions(base_image=base_image, gpus=ids, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
                          rebuild=rebuild, keep=keep)

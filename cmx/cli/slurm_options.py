@@ -38,7 +38,7 @@ def slurm_options_of(*, partition: str | None, account: str | None, time_limit: 
                      job_name: str | None):  # -> api.SlurmOptions (api imported here: `cmx run` stays light)
     from cmx import api
 
-    return api.slurm_options(partition=partition, account=account, time=time_limit, gpus_per_node=gpus_per_node,
+    return api.SlurmOptions(partition=partition, account=account, time=time_limit, gpus_per_node=gpus_per_node,
                              nodes=nodes, cpus_per_task=cpus_per_task, mem=mem, job_name=job_name)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from cmx.cli.common import (
     registry_option,
     with_inputs_file,
 )
+
+if TYPE_CHECKING:
+    from cmx.api import Confirm, TuneAnswer
 
 
 @click.command("tune", help="""Find the target QPS of an MLPerf app query's scenario.
@@ -69,11 +72,11 @@ run reads a user.conf, exactly as `cmx run` would.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], start_qps: float | None, out: str | None,
-            tolerance: float, max_probes: int, probe_seconds: float, no_confirm: bool, jobs: int | None,
-            progress: str, as_json: bool) -> None:
+            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
+            no_confirm: bool, **search: Any) -> None:
+    """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
+    probe_seconds)."""
     from cmx import api
-
     from cmx.errors import CmxError
 
     text = join_query(query)
@@ -81,8 +84,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
     try:
         result = api.tune(text, scenario=scenario.capitalize(),
                           inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
-                          context=parse_context(contexts), start_qps=start_qps, out=out, tolerance=tolerance,
-                          max_probes=max_probes, probe_seconds=probe_seconds, confirm=not no_confirm,
+                          context=parse_context(contexts), confirm=not no_confirm, **search,
                           jobs=jobs or api.default_jobs(), settings=state.settings(),
                           reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]],
                           invocation="cmx" + (f" --registry {shlex.quote(state.registry)}" if state.registry else ""))
@@ -96,61 +98,61 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
         ctx.exit(0 if result.ok else 1)
     if result.error is not None:
         raise result.error
-    o = result.outputs
-    click.echo(heading(o))
-    for line in table(o):
+    a = result.answer
+    assert a is not None, "a tune that did not fail has run its step to the end"
+    click.echo(heading(a))
+    for line in table(a):
         click.echo(line)
     click.echo("")
-    for row in o["confirms"]:
+    for row in a.confirms:
         click.echo(confirm_line(row))
-    if o["qps"] is None:
-        found = o["found_qps"]
+    if a.qps is None:
+        found = a.found_qps
         raise click.ClickException(
-            f"no target QPS for {o['scenario']}: " + ("no probe passed" if found is None else
-                                                        f"the probes passed up to {found:g}, but no confirm run did")
-            + f" (logs in {o['tune_dir']}; the probes drawn: cmx report {shlex.quote(o['results_dir'])})")
-    click.echo(f"{o['input']} = {o['qps']:g}" + ("" if o["confirmed"] else "  (NOT confirmed: --no-confirm)"))
-    click.echo(f"inputs file: {o['tuned_file']}")
-    use = scenario_query(text, o["scenario"])
-    click.echo(f"  use it: cmx run {shlex.quote(use)} --inputs-file {shlex.quote(o['tuned_file'])}")
-    click.echo(f"record: {result.run_dir}/run.json; probes' logs: {o['tune_dir']}")
-    click.echo(f"results (the confirm run, the probes in cmx_tune.json): {o['results_dir']}")
-    click.echo(f"  report: cmx report {shlex.quote(o['results_dir'])}")
+            f"no target QPS for {a.scenario}: " + ("no probe passed" if found is None else
+                                                     f"the probes passed up to {found:g}, but no confirm run did")
+            + f" (logs in {a.tune_dir}; the probes drawn: cmx report {shlex.quote(a.results_dir)})")
+    click.echo(f"{a.input} = {a.qps:g}" + ("" if a.confirmed else "  (NOT confirmed: --no-confirm)"))
+    click.echo(f"inputs file: {a.tuned_file}")
+    use = scenario_query(text, a.scenario)
+    click.echo(f"  use it: cmx run {shlex.quote(use)} --inputs-file {shlex.quote(str(a.tuned_file))}")
+    click.echo(f"record: {result.run_dir}/run.json; probes' logs: {a.tune_dir}")
+    click.echo(f"results (the confirm run, the probes in cmx_tune.json): {a.results_dir}")
+    click.echo(f"  report: cmx report {shlex.quote(a.results_dir)}")
 
 
-def heading(o: dict[str, Any]) -> str:
-    limits = o.get("limits")
-    against = (f"TTFT p99 < {limits['ttft_p99_ms']:g} ms, TPOT p99 < {limits['tpot_p99_ms']:g} ms"
-               if limits else "no latency limits: the target is the measured throughput")
-    length = "the _short profile (probes as long as the confirm run)" if o.get("short") else "the round's full length"
-    return (f"tune {o['benchmark']} {o['scenario']} ({against}); confirm at {length}; engine started once in "
-            f"{o['engine_start_s']:.0f} s, {len(o['probes'])} probe(s) and the confirm in {o['seconds']:.0f} s")
+def heading(a: TuneAnswer) -> str:
+    against = (f"TTFT p99 < {a.limits.ttft_p99_ms:g} ms, TPOT p99 < {a.limits.tpot_p99_ms:g} ms"
+               if a.limits else "no latency limits: the target is the measured throughput")
+    length = "the _short profile (probes as long as the confirm run)" if a.short else "the round's full length"
+    return (f"tune {a.benchmark} {a.scenario} ({against}); confirm at {length}; engine started once in "
+            f"{a.engine_start_s:.0f} s, {len(a.probes)} probe(s) and the confirm in {a.seconds:.0f} s")
 
 
 HEADER = ("probe", "target qps", "LoadGen", "early stop", "TTFT p99 ms", "TPOT p99 ms", "completed/s", "seconds",
           "verdict")
 
 
-def table(o: dict[str, Any]) -> list[str]:
+def table(a: TuneAnswer) -> list[str]:
     rows = [HEADER]
-    for n, p in enumerate(o["probes"], start=1):
-        verdict = "pass" if p["passed"] else f"FAIL: {p['reason']}" if p["reason"] else "FAIL"
-        rows.append((str(n), f"{p['qps']:g}", p["validity"] or "-", _yes(p["early_stopping_met"]),
-                     _num(p["ttft_p99_ms"], 0), _num(p["tpot_p99_ms"], 1), _num(p["completed_qps"], 1),
-                     f"{p['seconds']:.1f}", verdict))
+    for n, p in enumerate(a.probes, start=1):
+        verdict = "pass" if p.passed else f"FAIL: {p.reason}" if p.reason else "FAIL"
+        rows.append((str(n), f"{p.qps:g}", p.validity or "-", _yes(p.early_stopping_met),
+                     _num(p.ttft_p99_ms, 0), _num(p.tpot_p99_ms, 1), _num(p.completed_qps, 1),
+                     f"{p.seconds:.1f}", verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
     return ["  ".join(c.rjust(w) if 0 < i < len(widths) and i != 2 else c.ljust(w)
                       for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1] for r in rows]
 
 
-def confirm_line(c: dict[str, Any]) -> str:
-    where = "on the probes' engine" if c["same_engine"] else "in a fresh harness process"
-    head = f"confirm at {c['qps']:g}/s ({where}, {c['seconds']:.1f} s): {c['validity'] or 'no result'}"
-    if c["ttft_p99_ms"] is not None:
-        head += f", TTFT p99 {c['ttft_p99_ms']:.0f} ms, TPOT p99 {c['tpot_p99_ms']:.1f} ms"
-    if c["samples_per_second"] is not None:
-        head += f", {c['samples_per_second']:.1f} samples/s"
-    return head + ("" if c["ok"] else "; FAILED: " + "; ".join(c["problems"]))
+def confirm_line(c: Confirm) -> str:
+    where = "on the probes' engine" if c.same_engine else "in a fresh harness process"
+    head = f"confirm at {c.qps:g}/s ({where}, {c.seconds:.1f} s): {c.validity or 'no result'}"
+    if c.ttft_p99_ms is not None:
+        head += f", TTFT p99 {c.ttft_p99_ms:.0f} ms, TPOT p99 {c.tpot_p99_ms:.1f} ms"
+    if c.samples_per_second is not None:
+        head += f", {c.samples_per_second:.1f} samples/s"
+    return head + ("" if c.ok else "; FAILED: " + "; ".join(c.problems))
 
 
 def scenario_query(query: str, scenario: str) -> str:

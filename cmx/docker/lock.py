@@ -22,14 +22,17 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from cmx.docker import DockerError
 from cmx.docker.launch import DockerRun, Emit, container_spec, prepare
 from cmx.docker.render import BuildOptions, Rendered, host_user, render
+from cmx.docker.request import DockerQuery, docker_run
 from cmx.execute.lockfile import Lock, LockedImage, LockMismatch, in_image
+from cmx.execute.request import Runtime, lock_plan, replay_lock, resolved, root_recipe
 from cmx.resolve.plan import Plan
 from cmx.settings import Settings
 
@@ -131,6 +134,47 @@ def first_line_difference(locked: str, now: str) -> str:
 def _shown(lines: list[str]) -> str:
     kept = [line for line in lines if line.strip()]
     return "; ".join(repr(line) for line in kept[:3]) + (f" (and {len(kept) - 3} more)" if len(kept) > 3 else "")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """`cmx run --locked PATH` of a lock made with --docker: what the user may add (`inputs` only move outputs)."""
+
+    path: Path
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    gpus: tuple[str, ...] | None = None
+    keep: bool = False
+    jobs: int | None = None
+    install_missing: bool = False
+    argv: Sequence[str] | None = None
+
+
+def lock_query(asked: DockerQuery, runtime: Runtime, emit: Emit) -> Lock:
+    """`cmx lock --docker`: the plan's lock, in the image `run --docker` would use (built first when no image has
+    its tag: `emit` gets the build's output), with the packages inside it."""
+    p = resolved(asked.query, asked.inputs, asked.context, runtime)
+    return lock_image(lock_plan(p, runtime.settings), p, docker_run(p, asked), runtime.settings, emit)
+
+
+def replay(asked: Replay, settings: Settings, emit: Emit) -> int:
+    """Replay a lock made with --docker: check its steps' recipes here, then its image (the Dockerfile and build
+    context rendered now, the image ID on this machine), and run `cmx run --locked` in that image, which checks
+    the inputs, context, cache keys, cached files and packages there, where the lock was made; the container's
+    exit status."""
+    from cmx.execute.lockfile import check_recipes
+    from cmx.execute.record import redact_argv
+
+    lock, _ = replay_lock(asked.path, asked.inputs, settings)
+    assert lock.docker is not None, "a lock without an image replays with run(locked=...)"
+    given = moved_paths(lock, root_recipe(lock.query, settings).inputs,
+                        {k: str(v) for k, v in asked.inputs.items()})
+    p = resolved(lock.query, {**lock.inputs, **given}, dict(lock.context), Runtime(settings))
+    check_recipes(lock, p)
+    host_command = tuple(redact_argv(list(asked.argv), p)) if asked.argv else ()
+    request = DockerRun(query=lock.query, inputs=given, context={}, build=locked_build(lock.docker), gpus=asked.gpus,
+                        keep=asked.keep, jobs=asked.jobs, install_missing=asked.install_missing,
+                        host_command=host_command)
+    return replay_in_image(lock, Path(asked.path), p, request, settings, emit)
 
 
 def replay_in_image(lock: Lock, lock_path: Path, plan: Plan, request: DockerRun, settings: Settings,

@@ -93,7 +93,7 @@ def resolve(provider: RecipeProvider, query: str | Query, *, inputs: Mapping[str
         recipe_name, dot, input_name = name.rpartition(".")
         user.setdefault(recipe_name if dot else None, {})[input_name] = value
     state = _State(provider, user, os.environ if environ is None else environ)
-    recipe = _select(provider, query, where=None)
+    recipe = select_root(provider, query)
     root = _resolve_step(state, recipe, query.variations, {}, dict(context or {}), stack=[], where=None)
     for qualified in user:
         if qualified is not None and qualified not in state.used_qualified:
@@ -119,6 +119,11 @@ def _step(node: _Node, ids: dict[str, str]) -> Step:
                 origins=node.origins, context=node.context, full_context=node.full_context,
                 deps=tuple(DepEdge(ids[e.step], e.as_) for e in node.deps), key=node.key, identity=node.identity,
                 docker=node.docker)
+
+
+def select_root(provider: RecipeProvider, query: str | Query) -> Recipe:
+    """The recipe a plan of `query` starts from, as `resolve` picks it; QueryError when none or several match."""
+    return _select(provider, query_of(query), where=None)
 
 
 def _select(provider: RecipeProvider, query: Query, where: str | None) -> Recipe:

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cmx.execute.recorded import RecordedRun
 from cmx.slurm import SlurmError
 from cmx.slurm.submit import FINAL_STATES, JobState, job_states
 
@@ -129,10 +130,10 @@ def statuses(runs: Path, records: list[JobRecord], environ: Mapping[str, str] | 
 
 def status_of(record: JobRecord, state: JobState) -> JobStatus:
     run_json = _run_record(record)
-    run = _read_json(run_json) if run_json else None
-    outputs = _root_outputs(run) if run else {}
+    run = RecordedRun.read(run_json) if run_json else None
+    outputs = run.root_outputs if run else {}
     results_dir = record.results_dir or (str(outputs["results_dir"]) if outputs.get("results_dir") else None)
-    run_status = run.get("status") if run else None
+    run_status = run.status if run else None
     marker = None
     if state.final and state.state != "COMPLETED":
         validity = state.state.lower()
@@ -183,20 +184,6 @@ def _run_record(record: JobRecord) -> Path | None:
     except OSError:
         return None
     return Path(logs[-1]) / "run.json" if logs and (Path(logs[-1]) / "run.json").is_file() else None
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _root_outputs(run: Mapping[str, Any]) -> dict[str, Any]:
-    root = (run.get("plan") or {}).get("root")
-    outputs = ((run.get("results") or {}).get(root) or {}).get("outputs")
-    return outputs if isinstance(outputs, dict) else {}
 
 
 __all__ = ["FINAL_STATES", "JobRecord", "JobStatus", "read_record", "read_records", "records_dir", "run_validity",

@@ -7,7 +7,7 @@ id, so a failed submission leaves no job for `cmx jobs` to follow (its folder st
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +15,7 @@ from pathlib import Path
 from cmx.settings import Settings
 from cmx.slurm import SlurmError
 from cmx.slurm.jobs import JobRecord, records_dir, write_record
-from cmx.slurm.script import JobFiles, SlurmOptions, render_script
+from cmx.slurm.script import JobFiles, Submission, render_script
 from cmx.slurm.submit import sbatch, tool
 
 
@@ -34,23 +34,19 @@ def job_folder(runs: Path, name: str) -> JobFiles:
     raise SlurmError(f"cannot make a job folder under {parent}")
 
 
-def submit(*, query: str, recipe: str, cmx_args: Sequence[str], options: SlurmOptions, settings: Settings,
-           environ: Mapping[str, str], results_dir: str | None, secrets: Sequence[str] = (),
-           host_command: Sequence[str] = (), python: str = sys.executable) -> JobRecord:
-    """Render the script that runs `python -m cmx CMX_ARGS` on a node, submit it, record the job.
-    `secrets` describes the secret inputs the job must find in its environment."""
+def submit(job: Submission, settings: Settings, environ: Mapping[str, str], python: str = sys.executable) -> JobRecord:
+    """Render the script that runs `python -m cmx CMX_ARGS` on a node, submit it, record the job."""
     tool("sbatch", environ)
-    files = job_folder(settings.runs, recipe)
-    command = (python, "-m", "cmx", *cmx_args)
-    text = render_script(command=command, options=options, files=files, settings=settings, environ=environ,
-                         workdir=Path.cwd(), job_name=options.job_name or f"cmx-{recipe}", secret_inputs=secrets,
-                         submitted_from=" ".join(host_command).replace("\n", " "))
+    files = job_folder(settings.runs, job.recipe)
+    command = (python, "-m", "cmx", *job.cmx_args)
+    options = job.options
+    text = render_script(job, command, files, settings, environ, Path.cwd())
     files.script.write_text(text, encoding="utf-8")
     files.script.chmod(0o750)
     job_id = sbatch(files.script, environ)
-    record = JobRecord(job_id=job_id, query=query, argv=command, host_command=tuple(host_command),
+    record = JobRecord(job_id=job_id, query=job.query, argv=command, host_command=job.host_command,
                        script=str(files.script), stdout=str(files.stdout), stderr=str(files.stderr),
-                       results_dir=results_dir, submitted=datetime.now().astimezone().isoformat(timespec="seconds"),
+                       results_dir=job.results_dir, submitted=datetime.now().astimezone().isoformat(timespec="seconds"),
                        options={k: v for k, v in asdict(options).items() if v is not None})
     write_record(settings.runs, record)
     return record

@@ -69,13 +69,29 @@ def cmx_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str,
     return env
 
 
-def render_script(*, command: Sequence[str], options: SlurmOptions, files: JobFiles, settings: Settings,
-                  environ: Mapping[str, str], workdir: Path, job_name: str, secret_inputs: Sequence[str] = (),
-                  submitted_from: str = "") -> str:
-    """The script's text. `command` is the whole command the job runs (interpreter first), `secret_inputs`
-    names the secret inputs (with where their value comes from) the script says it expects in its environment."""
-    return render(TEMPLATE, version=__version__, job_name=job_name, directives=options.directives(),
+@dataclass(frozen=True)
+class Submission:
+    """One job to submit: `cmx CMX_ARGS` for the query whose root is `recipe`. `secrets` describes the secret
+    inputs (with where their value comes from) the job must find in its environment; `host_command` is what
+    was typed (secrets hidden)."""
+
+    query: str
+    recipe: str
+    cmx_args: tuple[str, ...]
+    options: SlurmOptions
+    results_dir: str | None
+    secrets: tuple[str, ...] = ()
+    host_command: tuple[str, ...] = ()
+
+
+def render_script(job: Submission, command: Sequence[str], files: JobFiles, settings: Settings,
+                  environ: Mapping[str, str], workdir: Path) -> str:
+    """The script's text. `command` is the whole command the job runs (interpreter first)."""
+    options = job.options
+    return render(TEMPLATE, version=__version__, job_name=options.job_name or f"cmx-{job.recipe}",
+                  directives=options.directives(),
                   stdout=str(files.stdout), stderr=str(files.stderr), workdir=shlex.quote(str(workdir)),
                   environment={k: shlex.quote(v) for k, v in cmx_environment(settings, environ).items()},
                   cache=shlex.quote(str(settings.cache)), runs=shlex.quote(str(settings.runs)),
-                  command=shlex.join(command), secret_inputs=list(secret_inputs), submitted_from=submitted_from)
+                  command=shlex.join(command), secret_inputs=list(job.secrets),
+                  submitted_from=" ".join(job.host_command).replace("\n", " "))

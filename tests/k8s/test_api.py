@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ def test_nodes_render_a_leader_worker_set_and_drop_the_stale_deployment(repo_set
     api.deploy_k8s(f"{QUERY} _cuda", out_dir=tmp_path, options=IMAGE, settings=repo_settings)
     (tmp_path / "99-mine.yaml").write_text("kind: ConfigMap\n")
     api.deploy_k8s(f"{QUERY} _cuda", inputs={"tensor_parallel_size": "8"}, out_dir=tmp_path,
-                   options=IMAGE._replace(nodes=2), settings=repo_settings)
+                   options=replace(IMAGE, nodes=2), settings=repo_settings)
     names = {p.name for p in tmp_path.iterdir()}
     assert "10-leaderworkerset.yaml" in names and "10-deployment.yaml" not in names
     assert "99-mine.yaml" in names  # not cmx's: left alone
@@ -75,8 +76,8 @@ def test_inputs_the_job_sets_itself_are_refused(repo_settings: Settings, tmp_pat
                        settings=repo_settings)
 
 
-@pytest.mark.parametrize("device, options", [("rocm", IMAGE._replace(runtime_class="nvidia")),
-                                             ("cuda", IMAGE._replace(supplemental_groups=(44,)))])
+@pytest.mark.parametrize("device, options", [("rocm", replace(IMAGE, runtime_class="nvidia")),
+                                             ("cuda", replace(IMAGE, supplemental_groups=(44,)))])
 def test_a_vendor_option_on_the_other_vendor_is_refused(repo_settings: Settings, tmp_path: Path, device: str,
                                                         options: api.K8sOptions) -> None:
     with pytest.raises(K8sError):

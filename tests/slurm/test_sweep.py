@@ -99,3 +99,40 @@ def test_a_slurm_sweep_submits_a_job_per_value_and_gathers_them(shome: SlurmHome
     jobs = json.loads(shome.cmx("jobs", "--json").stdout)
     assert sorted(j["state"] for j in jobs) == ["COMPLETED", "COMPLETED"]
     assert sorted(j["validity"] for j in jobs) == ["INVALID", "VALID"]
+
+
+def _ended_job(home: Home, job_id: str, state: str, run_json: Path) -> None:
+    """A job record whose final state cmx already saw (so no Slurm command is asked), its stdout naming its run."""
+    from cmx.slurm.jobs import JobRecord, write_record
+
+    folder = home.root / "runs" / "slurm" / f"job-{job_id}"
+    folder.mkdir(parents=True)
+    (folder / "stdout.log").write_text(f"ok: fake-bench in 1.00s (1 ran); record: {run_json}\n", encoding="utf-8")
+    (folder / "stderr.log").write_text("", encoding="utf-8")
+    write_record(home.settings.runs, JobRecord(
+        job_id=job_id, query="fake bench", argv=("python", "-m", "cmx"), host_command=(), script="job.sbatch",
+        stdout=str(folder / "stdout.log"), stderr=str(folder / "stderr.log"), results_dir=None,
+        submitted="2026-01-01T00:00:00+00:00", options={}, final_state={"state": state, "exit_code": "0:0"}))
+
+
+def test_gathering_reads_each_jobs_run_record_and_a_job_that_did_not_complete_has_no_result(
+        home: Home, tmp_path: Path) -> None:
+    from cmx import api
+    from cmx.sweep import Point, Sweep, write_sweep
+
+    summary = [{"scenario": "Offline", "mode": "performance", "validity": "VALID", "tokens_per_second": 100.0,
+                "ttft_p99_ms": 110.0, "tpot_p99_ms": 5.0}]
+    run_json = tmp_path / "run" / "run.json"
+    run_json.parent.mkdir()
+    run_json.write_text(json.dumps({"status": "ok", "plan": {"root": "fake-bench"}, "results": {
+        "fake-bench": {"outputs": {"summary": summary, "results_dir": str(tmp_path / "r")}}}}), encoding="utf-8")
+    _ended_job(home, "11", "COMPLETED", run_json)
+    _ended_job(home, "12", "CANCELLED", run_json)  # what it left behind is no result
+    sweep_dir = tmp_path / "sweep"
+    points = [Point(10.0, "qps=10", str(sweep_dir / "qps=10"), job_id="11"),
+              Point(20.0, "qps=20", str(sweep_dir / "qps=20"), job_id="12")]
+    write_sweep(sweep_dir, Sweep("fake bench", "qps", "float", (10.0, 20.0)), points, "slurm")
+    result = api.sweep_gather(sweep_dir, settings=home.settings, environ={"PATH": ""})
+    assert [(r.status, r.validity, r.tokens_per_second, r.job_id) for r in result.rows or []] == [
+        ("ok", "VALID", 100.0, "11"), ("cancelled", "cancelled", None, "12")]
+    assert [o.detail for o in result.outcomes] == ["Slurm job 11 COMPLETED", "Slurm job 12 CANCELLED"]

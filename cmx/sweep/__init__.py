@@ -2,8 +2,8 @@
 
 The pure part of `cmx sweep`: parsing and typing the swept values against the recipe's declared input type
 (every value is checked before anything runs), naming the points and their results folders, the sweep's
-own record (sweep.json in the sweep folder), and the table. Running a point is a callable the caller
-passes (cmx.api runs it here or submits it to Slurm), so this module needs neither the runner nor Slurm.
+own record (sweep.json in the sweep folder), and the table. Running a point here or on Slurm, and gathering
+the table from the points' records, is cmx.sweep.run's, so this module needs neither the runner nor Slurm.
 """
 
 from __future__ import annotations

@@ -1,0 +1,91 @@
+"""The Docker verbs: `cmx docker` (the Dockerfile, the container settings) and `cmx run --docker`, from a query and
+the user's build options to the DockerRun the launcher takes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx.docker.launch import ContainerSpec, DockerRun, Emit
+from cmx.docker.render import Rendered
+from cmx.execute.request import Runtime, resolved
+from cmx.resolve.plan import Plan
+from cmx.settings import Settings
+
+
+@dataclass(frozen=True)
+class DockerOptions:
+    """How `run --docker` and `docker` build and start the container."""
+
+    base_image: str | None = None        # instead of the device profile's pinned base
+    gpus: tuple[str, ...] | None = None  # the GPU ids the container gets (None: all)
+    ca_bundle: Path | None = None        # an extra CA bundle for the build (default: pip's or requests', if set)
+    wheelhouse: Path | None = None       # wheels pip may install from in the image
+    rebuild: bool = False                # build without Docker's layer cache
+    keep: bool = False                   # keep the build context
+
+
+@dataclass(frozen=True)
+class DockerQuery:
+    """A query as the Docker verbs take it; `jobs`, `install_missing` and `argv` (the host command line,
+    recorded with its secrets hidden) matter only to a run."""
+
+    query: str
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=dict)
+    options: DockerOptions = DockerOptions()
+    jobs: int | None = None
+    install_missing: bool = False
+    argv: Sequence[str] | None = None
+
+
+def docker_run(plan: Plan, asked: DockerQuery) -> DockerRun:
+    """What the container is asked to do. Only a CPU image installs torch, so only it takes pip's configured
+    wheel folder by default."""
+    from cmx.docker.launch import default_ca_bundle, default_wheelhouse
+    from cmx.docker.render import BuildOptions, host_user, plan_device
+    from cmx.execute.record import redact_argv
+
+    device = plan_device(plan)
+    options = asked.options
+    build = BuildOptions(base_image=options.base_image, ca_bundle=options.ca_bundle or default_ca_bundle(),
+                         wheelhouse=options.wheelhouse or (default_wheelhouse() if device in (None, "cpu") else None),
+                         user=host_user())
+    host_command = tuple(redact_argv(list(asked.argv), plan)) if asked.argv else ()
+    return DockerRun(query=asked.query, inputs=dict(asked.inputs), context=dict(asked.context), build=build,
+                     gpus=options.gpus, rebuild=options.rebuild, keep=options.keep, jobs=asked.jobs,
+                     install_missing=asked.install_missing, host_command=host_command)
+
+
+def _plan(asked: DockerQuery, settings: Settings) -> Plan:
+    return resolved(asked.query, asked.inputs, asked.context, Runtime(settings))
+
+
+def dockerfile(asked: DockerQuery, settings: Settings) -> Rendered:
+    """The Dockerfile and build context `run --docker` would use (`.dockerfile`, `.listing()`, `.tag`)."""
+    from cmx.docker.render import render
+
+    p = _plan(asked, settings)
+    return render(p, docker_run(p, asked).build, settings)
+
+
+def container(asked: DockerQuery, settings: Settings) -> ContainerSpec:
+    """The container `run --docker` would start: image, command, user, environment, mounts, devices."""
+    from cmx.docker.launch import container_spec
+    from cmx.docker.render import render
+
+    p = _plan(asked, settings)
+    request = docker_run(p, asked)
+    rendered = render(p, request.build, settings)
+    labels = {"image": rendered.tag, "base_image": rendered.base_image}
+    return container_spec(p, request, settings, image=rendered.tag, labels=labels)
+
+
+def run(asked: DockerQuery, settings: Settings, emit: Emit) -> int:
+    """Build (or reuse) the plan's image and run the same query in it; the container's exit status."""
+    from cmx.docker.launch import run_in_docker
+
+    p = _plan(asked, settings)
+    return run_in_docker(p, docker_run(p, asked), settings, emit=emit)

