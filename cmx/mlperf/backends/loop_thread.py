@@ -29,8 +29,8 @@ thread only hands work over (see base.py). `LoopThread` is that loop:
 
 A second `close()` returns once the first has finished. `close()` (or `call()`) on the loop's own
 thread is refused with a LoopThreadError: it would wait for itself; end the loop from the thread
-that owns it. A hook or task that blocks the thread past these times leaves it alive: then `close()` raises a
-LoopThreadError that says so, and the thread closes its loop itself when it ends.
+that owns it. A hook or task that blocks the thread past these times leaves it alive: then
+`close()` raises a LoopThreadError that says so, and the thread closes its loop itself when it ends.
 """
 
 from __future__ import annotations
