@@ -19,6 +19,11 @@ module implementing it, the way pre-commit's languages implement `lang_base`. Th
 - `stop()` shuts the engine(s) down; in-flight streaming requests are cancelled without a
   callback. A backend is also a context manager that starts and stops itself.
 
+A backend that streams runs its requests on one `loop_thread.LoopThread` (an asyncio loop on a
+thread the backend owns) and stops through its `close()`, whose order is the same for every
+backend: take no new requests, cancel those in flight, close the engine or connections (its close
+hooks), end the loop and its thread; each wait is bounded.
+
 Token ids are plain ints below 2**31, so a SUT can hand LoadGen `int32` arrays of them. How each
 output token is chosen is the backend's `Sampling`, one for the whole run (its warm-up included).
 """

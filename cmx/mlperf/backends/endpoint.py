@@ -18,7 +18,8 @@ used ("server" or "tokenizer"); a server answering with neither ids nor a token 
 error.
 
 HTTP: one aiohttp session (one connection pool, keep-alive) on an asyncio event loop in a thread
-the backend owns: `start()` creates both, `stop()` ends them. `submit()` only schedules onto that
+the backend owns (`loop_thread.LoopThread`): `start()` creates both, `stop()` cancels what is in
+flight, closes the session and ends the loop, in the order loop_thread sets. `submit()` only schedules onto that
 loop (thread-safe, microseconds), so nothing slow happens on LoadGen's issue thread.
 
 Failures are never retried: a retried request would be timed from its retry, not from when
@@ -31,10 +32,10 @@ and says how many samples were lost. The API key is a `cmx.secrets.Secret`: sent
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import queue
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from cmx.mlperf.backends.base import (
     StreamSink,
 )
 from cmx.mlperf.backends.batching import QueueSink, longest_first, warmup_requests
+from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.openai_api import (
     SseBuffer,
     StreamAssembler,
@@ -78,6 +80,7 @@ CONNECT_TIMEOUT_S = 10.0
 # VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so the client never sends on a connection the server is closing,
 # which would look like a lost server and fail a sample.
 KEEPALIVE_TIMEOUT_S = 4.0
+CLOSE_TIMEOUT_S = 30.0  # for closing the session when the backend stops
 DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say
 TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
 
@@ -149,10 +152,8 @@ class EndpointBackend:
         self.model: str | None = None
         self.token_ids_source: str | None = None  # "server" or "tokenizer", once started
         self._tokens: TextTokens | None = None  # set when the ids come from re-tokenizing
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop: LoopThread | None = None
         self._session: Any = None
-        self._streams: set[asyncio.Task[None]] = set()  # asyncio keeps only weak references
         self._in_flight = 0  # requests sent and not answered; touched on the loop only
 
     def __enter__(self) -> EndpointBackend:  # noqa: PYI034 - as VllmBackend
@@ -168,11 +169,6 @@ class EndpointBackend:
 
     # -- start ------------------------------------------------------------------------------------------
 
-    def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
-        """Run `coroutine` on the backend's loop and return its result here."""
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
-
     async def _open_session(self) -> None:
         import aiohttp
 
@@ -187,16 +183,21 @@ class EndpointBackend:
         timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s, sock_connect=CONNECT_TIMEOUT_S)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers)
 
+    async def _close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
     def start(self) -> StartInfo:
         if self._loop is not None:
             raise BackendError("the endpoint backend is already started")
         began = time.monotonic()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="cmx-endpoint-loop", daemon=True)
-        self._thread.start()
+        loop = self._loop = LoopThread("cmx-endpoint-loop", self.log, close_timeout_s=CLOSE_TIMEOUT_S)
+        loop.start()
+        loop.on_close(self._close_session)
         try:
-            self._call(self._open_session())
-            server, max_model_len = self._call(self._probe())
+            loop.call(self._open_session())
+            server, max_model_len = loop.call(self._probe())
             connected = time.monotonic()
             warmups = self._warm_up(max_model_len)
         except BaseException:
@@ -273,7 +274,7 @@ class EndpointBackend:
             self._use_tokenizer()
         else:
             self.token_ids_source = "server"
-            if self._call(self._complete(requests[0], probe=wanted == "auto")) is None:
+            if self._started().call(self._complete(requests[0], probe=wanted == "auto")) is None:
                 if self.config.tokenizer is None:
                     raise BackendError(f"the server at {public_url(self.url)} returns no output token ids "
                                        "(vLLM's return_token_ids)",
@@ -294,7 +295,7 @@ class EndpointBackend:
         self._tokens = TextTokens(self.config.tokenizer)
         self.token_ids_source = "tokenizer"
 
-    def _started(self) -> asyncio.AbstractEventLoop:
+    def _started(self) -> LoopThread:
         if self._loop is None or self._session is None:
             raise BackendError("the endpoint backend is not started", hint="call start() first")
         return self._loop
@@ -309,10 +310,10 @@ class EndpointBackend:
         if not requests:
             return iter(())
         batch = _Batch(total=len(requests))
-        future = asyncio.run_coroutine_threadsafe(self._run_batch(longest_first(requests), batch), loop)
+        future = loop.submit(self._run_batch(longest_first(requests), batch))
         return self._results(batch, future)
 
-    def _results(self, batch: _Batch, future: Any) -> Iterator[GenResult]:
+    def _results(self, batch: _Batch, future: concurrent.futures.Future[None]) -> Iterator[GenResult]:
         try:
             while (item := batch.results.get()) is not _FINISHED:
                 yield item
@@ -381,12 +382,7 @@ class EndpointBackend:
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
         """Send one streaming request and return at once (the request starts on the backend's loop)."""
-        self._started().call_soon_threadsafe(self._begin, request, sink)
-
-    def _begin(self, request: GenRequest, sink: StreamSink) -> None:
-        task = asyncio.get_running_loop().create_task(self._stream(request, sink))
-        self._streams.add(task)
-        task.add_done_callback(self._streams.discard)
+        self._started().spawn(self._stream(request, sink))
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
         try:
@@ -430,28 +426,12 @@ class EndpointBackend:
 
     # -- stop -----------------------------------------------------------------------------------------
 
-    async def _close(self) -> None:
-        streams = list(self._streams)
-        for task in streams:
-            task.cancel()
-        await asyncio.gather(*streams, return_exceptions=True)
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
     def details(self) -> dict[str, Any]:
         """Nothing beyond what start() returned."""
         return {}
 
     def stop(self) -> None:
-        """Cancel streaming requests in flight (no callback) and close the connections and the loop."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            self._call(self._close(), timeout=30)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
+        """Cancel the requests in flight (no callback), close the connections and end the loop."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
             loop.close()
-            self._loop = self._thread = None

@@ -30,7 +30,6 @@ import asyncio
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -44,6 +43,7 @@ from cmx.mlperf.backends.base import (
     StreamSink,
 )
 from cmx.mlperf.backends.batching import request_cost
+from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.profiles import shard_by_cost
 from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
@@ -265,9 +265,7 @@ class _Started:
     replicas: list[Replica]
     groups: list[Any]
     places: list[dict[str, Any]] = field(default_factory=list)  # what each actor said of its node
-    loop: asyncio.AbstractEventLoop | None = None
-    thread: threading.Thread | None = None
-    tasks: set[Any] = field(default_factory=set)
+    loop: LoopThread | None = None  # streaming only: where requests are sent and their streams read
 
 
 class RayReplicaBackend:
@@ -402,9 +400,8 @@ class RayReplicaBackend:
     # --- Server / Interactive ---
 
     def _start_loop(self, state: _Started) -> None:
-        state.loop = asyncio.new_event_loop()
-        state.thread = threading.Thread(target=state.loop.run_forever, name="cmx-ray-replicas", daemon=True)
-        state.thread.start()
+        state.loop = LoopThread("cmx-ray-replicas", self.log)
+        state.loop.start()
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
         state = self._started()
@@ -412,21 +409,16 @@ class RayReplicaBackend:
             raise BackendError("submit() needs streaming replicas",
                                hint="build them with VllmBackendConfig(streaming=True) for Server/Interactive")
         cost = request_cost(request, self.config.engine.output_tokens_estimate)
-        state.loop.call_soon_threadsafe(self._begin, state, request, sink, cost)
+        state.loop.spawn(self._serve(state, request, sink, cost))
 
-    def _begin(self, state: _Started, request: GenRequest, sink: StreamSink, cost: int) -> None:
+    async def _serve(self, state: _Started, request: GenRequest, sink: StreamSink, cost: int) -> None:
+        # the replica is chosen here, on the loop, where `outstanding` is kept
         live = [r for r in state.replicas if r.alive]
         if not live:
             sink.on_error(request.id, BackendError("every replica has died", hint=RAY_LOGS_HINT))
             return
         replica = min(live, key=lambda r: (r.outstanding, r.index))
         replica.outstanding += cost
-        task = asyncio.get_running_loop().create_task(self._serve(state, replica, request, sink, cost))
-        state.tasks.add(task)
-        task.add_done_callback(state.tasks.discard)
-
-    async def _serve(self, state: _Started, replica: Replica, request: GenRequest, sink: StreamSink,
-                     cost: int) -> None:
         result: GenResult | None = None
         try:
             async for ref in state.actors[replica.index].stream.remote(request):
@@ -457,15 +449,7 @@ class RayReplicaBackend:
 
     def _teardown(self, state: _Started) -> None:
         ray = state.ray
-        if state.loop is not None and state.thread is not None:
-            async def cancel() -> None:
-                tasks = list(state.tasks)
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-            asyncio.run_coroutine_threadsafe(cancel(), state.loop).result()
-            state.loop.call_soon_threadsafe(state.loop.stop)
-            state.thread.join()
+        if state.loop is not None:  # the streams in flight end before the actors do
             state.loop.close()
         stops = [a.stop.remote() for a, r in zip(state.actors, state.replicas or [None] * len(state.actors))
                  if r is None or r.alive]

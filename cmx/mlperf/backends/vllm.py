@@ -6,7 +6,8 @@ Two engine kinds, chosen by `VllmBackendConfig.streaming`:
   the batch in one `LLM.generate` call, so vLLM's scheduler keeps the batch full (continuous
   batching) instead of the harness cutting it into fixed chunks.
 - Server / Interactive (`streaming=True`): vLLM's `AsyncLLM` in this process, on one asyncio
-  event loop in a thread the backend owns. `submit()` only schedules the request onto that loop
+  event loop in a thread the backend owns (`loop_thread.LoopThread`, which also sets the order
+  of shutting down). `submit()` only schedules the request onto that loop
   (thread-safe, microseconds), and the loop streams vLLM's token deltas to the sink.
   `generate()` works here too, through the same path.
 
@@ -34,9 +35,8 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,6 +59,7 @@ from cmx.mlperf.backends.batching import (
     token_list,
     warmup_requests,
 )
+from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.machine import (
     MachineFacts,
     ModelFacts,
@@ -72,6 +73,9 @@ from cmx.mlperf.backends.profiles import (
     for_sampling,
     shard_by_cost,
 )
+
+# the most an AsyncLLM's shutdown (its engine processes ending) may take when the backend stops
+ENGINE_SHUTDOWN_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -315,9 +319,8 @@ class _StreamingEngines:
         self.sampling = sampling
         self.engines: list[Any] = []
         self.outstanding: list[int] = []  # tokens in flight per engine; touched on the loop only
-        self.tasks: set[asyncio.Task[None]] = set()  # asyncio keeps only weak references
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.thread: threading.Thread | None = None
+        # an engine's shutdown waits for its processes: give it longer than the loop's default
+        self.loop = LoopThread("cmx-vllm-loop", log, close_timeout_s=ENGINE_SHUTDOWN_TIMEOUT_S)
         self.counter = 0
 
     def import_vllm(self) -> None:
@@ -329,48 +332,32 @@ class _StreamingEngines:
         self._args_class, self._async_llm = AsyncEngineArgs, AsyncLLM
         self.params = _ParamsCache(SamplingParams, self.sampling, output_kind=RequestOutputKind.DELTA)
 
-    def _call(self, make: Callable[[], Any], timeout: float | None = None) -> Any:
-        """Run `make()` on the loop's thread and return its result here."""
-        async def run() -> Any:
-            return make()
-        assert self.loop is not None
-        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
+    async def _new_engine(self, kwargs: Mapping[str, Any]) -> Any:
+        return self._async_llm.from_engine_args(self._args_class(**kwargs))
 
     def build(self, engines: Sequence[tuple[EngineSpec, Mapping[str, Any]]]) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="cmx-vllm-loop", daemon=True)
-        self.thread.start()
+        self.loop.start()
         for spec, kwargs in engines:
             with engine_environment(spec, self.log):
                 # built on the loop, so vLLM attaches its output handler to it
-                self.engines.append(self._call(lambda kw=kwargs: self._async_llm.from_engine_args(
-                    self._args_class(**kw))))
+                engine = self.loop.call(self._new_engine(kwargs))
+            self.engines.append(engine)
+            self.loop.on_close(engine.shutdown)
             self.outstanding.append(0)
 
     def submit(self, request: GenRequest, sink: StreamSink, output_tokens_estimate: int) -> None:
-        if self.loop is None:
-            raise BackendError("the streaming engines are not running")
-        self.loop.call_soon_threadsafe(self._begin, request, sink, request_cost(request, output_tokens_estimate))
+        self.loop.spawn(self._serve(request, sink, request_cost(request, output_tokens_estimate)))
 
-    def _begin(self, request: GenRequest, sink: StreamSink, cost: int) -> None:
+    async def _serve(self, request: GenRequest, sink: StreamSink, cost: int) -> None:
+        # the engine is chosen here, on the loop, where `outstanding` is kept
         slot = min(range(len(self.engines)), key=lambda i: (self.outstanding[i], i))
         self.outstanding[slot] += cost
         self.counter += 1
-        task = asyncio.get_running_loop().create_task(self._serve(slot, request, sink, cost, str(self.counter)))
-        self.tasks.add(task)
-        task.add_done_callback(self._forget)
-
-    def _forget(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self.log.error("a streaming sink failed", exc_info=task.exception())
-
-    async def _serve(self, slot: int, request: GenRequest, sink: StreamSink, cost: int, request_id: str) -> None:
         tokens: list[int] = []
         finish = ""
         try:
             stream = self.engines[slot].generate({"prompt_token_ids": token_list(request.prompt_ids)},
-                                                 self.params.get(request), request_id)
+                                                 self.params.get(request), str(self.counter))
             async for out in stream:
                 delta = out.outputs[0].token_ids
                 if delta and not tokens:
@@ -398,21 +385,7 @@ class _StreamingEngines:
                 raise BackendError(f"a request failed: {item}") from item
             yield item
 
-    async def _cancel_all(self) -> None:
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
     def shutdown(self) -> None:
-        loop, thread = self.loop, self.thread
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self._cancel_all(), loop).result()
-        engines, self.engines = self.engines, []
-        for engine in engines:
-            engine.shutdown()
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.close()
-        self.loop = self.thread = None
+        """Cancel the requests in flight, shut the engines down on their loop, and end it (see loop_thread)."""
+        self.loop.close()
+        self.engines = []
