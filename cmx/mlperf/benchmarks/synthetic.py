@@ -1,10 +1,9 @@
-"""What every _tiny generator shares: English-like text from a fixed lexicon, and random Llama-family weights.
+"""What every _tiny generator shares: English-like text from a fixed lexicon, and the Llama family's sizes and tensor shapes.
 
 The text is sentences of real and made-up words with a Zipf-like frequency (`Lexicon`), drawn
-from a seeded numpy generator; the weights are N(0, 0.02) matrices and unit RMSNorm weights in
-float16, written with safetensors' numpy API (`write_llama_weights`). Both are byte-identical for
-the same seed on every platform (PCG64 streams). A benchmark's own tiny module adds its
-tokenizer, config.json and dataset format (cmx.mlperf.benchmarks.llama2_70b.tiny, ...).
+from a seeded numpy generator, byte-identical for the same seed on every platform (PCG64 streams);
+the Llama tensors' names and shapes (`llama_weight_shapes`) are filled by kit.weights. A benchmark's
+own tiny module adds its tokenizer, config.json and dataset format (cmx.mlperf.benchmarks.llama2_70b.tiny, ...).
 """
 
 from __future__ import annotations
@@ -133,23 +132,6 @@ def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers:
             p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,),
         })
     return shapes
-
-
-def write_llama_weights(path: Path, seed: int, vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
-                   kv_heads: int) -> None:
-    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator."""
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(seed))  # PCG64 streams are the same on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(llama_weight_shapes(vocab_size, hidden, intermediate, layers, heads, kv_heads).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float16)
-        else:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))  # a few MB; save_file would make it 0600
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, value: object) -> None:

@@ -24,7 +24,6 @@ pickled JSON string) for its code rows. The weights are random, so scores mean n
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
+from cmx.mlperf.benchmarks.kit.weights import BF16, F32, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import Lexicon, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
@@ -103,7 +103,9 @@ def make_tiny_deepseek(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hid
     # DeepSeek-R1's generation_config.json asks for sampling (temperature 0.6, top_p 0.95): the harness sets its own
     write_json(dest / "generation_config.json", {"_from_model_config": True, "bos_token_id": 0, "do_sample": True,
                                                   "eos_token_id": 1, "temperature": 0.6, "top_p": 0.95})
-    _write_weights(dest / "model.safetensors", tiny)
+    # N(0, 0.02) matrices, unit norms, bfloat16; the routing bias zero and in float32, as DeepSeek-R1 stores it
+    write_random_weights(dest / "model.safetensors", weight_shapes(tiny), seed, BF16,
+                         dtypes={"e_score_correction_bias": F32})
     return tiny
 
 
@@ -158,31 +160,6 @@ def weight_shapes(tiny: TinyDeepSeek) -> dict[str, tuple[int, ...]]:
             shapes.update({prefix + "gate_proj.weight": (width, h), prefix + "up_proj.weight": (width, h),
                            prefix + "down_proj.weight": (h, width)})
     return shapes
-
-
-def _write_weights(path: Path, tiny: TinyDeepSeek) -> None:
-    """N(0, 0.02) matrices, unit norms, a zero routing bias (float32, as DeepSeek-R1 stores it), drawn in name
-    order from one seeded generator; bfloat16 otherwise."""
-    rng = np.random.Generator(np.random.PCG64(tiny.seed))
-    tensors: dict[str, tuple[str, np.ndarray]] = {}
-    for name, shape in sorted(weight_shapes(tiny).items()):
-        if name.endswith("e_score_correction_bias"):
-            tensors[name] = ("F32", np.zeros(shape, dtype="<f4"))
-            continue
-        values = (np.ones(shape, dtype=np.float32) if name.endswith("norm.weight")
-                  else rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02))
-        bits = values.astype("<f4").view("<u4").astype(np.uint64)
-        tensors[name] = ("BF16", ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2"))  # round to nearest even
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, (dtype, data) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": list(data.shape), "data_offsets": [offset, offset + data.nbytes]}
-        offset += data.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(b"".join([len(text).to_bytes(8, "little"), text, *(d.tobytes() for _, d in tensors.values())]))
-    os.replace(tmp, path)
 
 
 # --- the tokenizer -------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANCE_FILE, TEST07_FILE
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
+from cmx.mlperf.benchmarks.kit.weights import F32, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, read_tokenizer, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
@@ -89,7 +90,8 @@ def make_tiny_gpt_oss(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidd
     write_json(dest / "generation_config.json", {"bos_token_id": tiny.first_special, "do_sample": True,
                                                   "eos_token_id": list(tiny.end_ids),
                                                   "pad_token_id": tiny.first_special + 1})
-    _write_weights(dest / "model.safetensors", tiny)
+    # N(0, 0.02) tensors, unit norms, zero biases, unquantized float32
+    write_random_weights(dest / "model.safetensors", _shapes(tiny), seed, F32)
     return tiny
 
 
@@ -128,26 +130,6 @@ def _shapes(t: TinyGptOss) -> dict[str, tuple[int, ...]]:
             p + "mlp.experts.gate_up_proj": (e, h, 2 * i), p + "mlp.experts.gate_up_proj_bias": (e, 2 * i),
             p + "mlp.experts.down_proj": (e, i, h), p + "mlp.experts.down_proj_bias": (e, h)})
     return shapes
-
-
-def _write_weights(path: Path, t: TinyGptOss) -> None:
-    """N(0, 0.02) tensors (unit norms, zero biases), drawn in name order from one seeded generator, float32."""
-    import os
-
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(t.seed))  # the same stream on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(_shapes(t).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float32)
-        elif name.endswith("bias"):
-            tensors[name] = np.zeros(shape, dtype=np.float32)
-        else:
-            tensors[name] = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))
-    os.replace(tmp, path)
 
 
 # --- the tokenizer -------------------------------------------------------------------------------

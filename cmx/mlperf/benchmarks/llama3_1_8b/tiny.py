@@ -17,19 +17,19 @@ its ROUGE scores mean nothing; only the formats are real:
 - the dataset has the structure of the MLCommons cnn_eval.json (see `make_tiny_cnndm`).
 
 Nothing here imports torch or transformers (slow to import): weights are drawn with numpy and
-written in the safetensors format directly (numpy has no bfloat16).
+written in bfloat16 by kit.weights.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.weights import BF16, write_random_weights
 from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
     COLUMNS,
     PROMPT_TEMPLATE,
@@ -124,7 +124,8 @@ def make_tiny_llama3(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidde
     write_json(dest / "generation_config.json", {"bos_token_id": tiny.bos_id, "do_sample": True,
                                                   "eos_token_id": list(tiny.eos_ids), "temperature": 0.6,
                                                   "top_p": 0.9})
-    _write_weights_bf16(dest / "model.safetensors", tiny)
+    write_random_weights(dest / "model.safetensors", llama_weight_shapes(
+        tiny.vocab_size, tiny.hidden_size, tiny.intermediate_size, tiny.layers, tiny.heads, tiny.kv_heads), seed, BF16)
     return tiny
 
 
@@ -164,43 +165,6 @@ def _model_config(tiny: TinyLlama3) -> dict[str, object]:
         "use_cache": True,
         "vocab_size": tiny.vocab_size,
     }
-
-
-def _write_weights_bf16(path: Path, tiny: TinyLlama3) -> None:
-    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator,
-    stored as bfloat16 (rounded to nearest even) in a safetensors file."""
-    rng = np.random.Generator(np.random.PCG64(tiny.seed))  # PCG64 streams are the same on every platform
-    shapes = llama_weight_shapes(tiny.vocab_size, tiny.hidden_size, tiny.intermediate_size, tiny.layers, tiny.heads,
-                            tiny.kv_heads)
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(shapes.items()):
-        if name.endswith("norm.weight"):
-            values = np.ones(shape, dtype=np.float32)
-        else:
-            values = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-        tensors[name] = _bfloat16_bits(values)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(_safetensors_bytes(tensors))
-    os.replace(tmp, path)
-
-
-def _bfloat16_bits(values: np.ndarray) -> np.ndarray:
-    """The bfloat16 bit patterns (uint16) of float32 values, rounded to nearest, ties to even."""
-    bits = values.astype("<f4").view("<u4").astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
-
-
-def _safetensors_bytes(tensors: dict[str, np.ndarray]) -> bytes:
-    """A safetensors file of bfloat16 tensors (given as their uint16 bits), in the given order:
-    an 8-byte little-endian header size, the JSON header padded to 8 bytes, then the data."""
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, bits in tensors.items():
-        header[name] = {"dtype": "BF16", "shape": list(bits.shape), "data_offsets": [offset, offset + bits.nbytes]}
-        offset += bits.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    return b"".join([len(text).to_bytes(8, "little"), text, *(bits.tobytes() for bits in tensors.values())])
 
 
 # --- the tokenizer -----------------------------------------------------------------------------

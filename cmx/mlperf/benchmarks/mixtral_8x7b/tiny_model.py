@@ -15,20 +15,18 @@ architecture and the formats are real:
   so it is made by llama2-70b's tiny generator (reached through the registry, not imported)
   and only its tokenizer files are kept;
 - weights are N(0, 0.02) matrices and unit RMSNorm weights drawn in name order from one PCG64
-  generator, stored as float16 (numpy has no bfloat16; vLLM casts to the dtype it runs in).
+  generator (kit.weights), stored as float16 like Llama 2's tiny model (vLLM casts to the dtype it runs in).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.weights import F16, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
     check_llama_sizes,
     llama_intermediate_size,
@@ -87,7 +85,7 @@ def make_tiny_mixtral(dest: Path, seed: int = 0, *, hidden_size: int = 256, laye
                        kv_heads, experts, experts_per_token)
     write_json(dest / "config.json", model_config(tiny))
     write_json(dest / "generation_config.json", {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID})
-    _write_weights(dest / "model.safetensors", tiny)
+    write_random_weights(dest / "model.safetensors", weight_shapes(tiny), seed, F16)
     return tiny
 
 
@@ -162,21 +160,6 @@ def weight_shapes(tiny: TinyMixtral) -> dict[str, tuple[int, ...]]:
             q = f"{p}block_sparse_moe.experts.{e}."
             shapes.update({q + "w1.weight": (f, h), q + "w2.weight": (h, f), q + "w3.weight": (f, h)})
     return shapes
-
-
-def _write_weights(path: Path, tiny: TinyMixtral) -> None:
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(tiny.seed))  # PCG64 streams are the same on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(weight_shapes(tiny).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float16)
-        else:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))  # save_file would make it 0600
-    os.replace(tmp, path)
 
 
 __all__ = ["BOS_ID", "EOS_ID", "EXPERTS", "EXPERTS_PER_TOKEN", "TinyMixtral", "make_tiny_mixtral", "model_config",
