@@ -31,6 +31,7 @@ import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
+from cmx.mlperf.benchmarks.kit.tokenizer import train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import BF16, F32, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import Lexicon, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
@@ -165,21 +166,11 @@ def weight_shapes(tiny: TinyDeepSeek) -> dict[str, tuple[int, ...]]:
 # --- the tokenizer -------------------------------------------------------------------------------
 
 def _tokenizer_json(seed: int, vocab_size: int) -> str:
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, decoders
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
     tail = [USER, ASSISTANT, THINK, END_THINK]
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(tail), special_tokens=[BOS, EOS, PAD],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    corpus = _corpus(seed)
-    tok.train_from_iterator(corpus, trainer, length=len(corpus))
-    if tok.get_vocab_size() != vocab_size - len(tail):
-        raise CmxError(f"the tiny tokenizer learned {tok.get_vocab_size()} tokens, not {vocab_size - len(tail)}",
-                       hint="give a smaller vocab_size")
+    tok = train_byte_level_bpe(_corpus(seed), vocab_size - len(tail), SPLIT_PATTERN, special_tokens=[BOS, EOS, PAD])
+    tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([AddedToken(USER, normalized=False), AddedToken(ASSISTANT, normalized=False)])
     # DeepSeek-R1 adds <think> and </think> as ordinary tokens: skip_special_tokens keeps them in the decoded text
     tok.add_tokens([AddedToken(THINK, normalized=False, special=False),

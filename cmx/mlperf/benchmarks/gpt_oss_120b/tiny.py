@@ -29,6 +29,7 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANCE_FILE, TEST07_FILE
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
+from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import F32, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, read_tokenizer, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
@@ -82,7 +83,7 @@ def make_tiny_gpt_oss(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidd
     write_text(dest / "tokenizer.json", _tokenizer_json(seed, vocab_size))
     specials = _specials(vocab_size)
     write_json(dest / "tokenizer_config.json", {
-        "added_tokens_decoder": {str(i): {**_added(t), "special": True} for i, t in specials},
+        "added_tokens_decoder": {str(i): {**added_token(t), "special": True} for i, t in specials},
         "bos_token": "<|startoftext|>", "eos_token": "<|return|>", "pad_token": "<|endoftext|>",
         "clean_up_tokenization_spaces": False, "model_input_names": ["input_ids", "attention_mask"],
         "model_max_length": 131072, "tokenizer_class": "PreTrainedTokenizerFast"})
@@ -139,38 +140,12 @@ def _specials(vocab_size: int) -> list[tuple[int, str]]:
     return [(first + o, HARMONY.get(o, f"<|reserved_{199998 + o}|>")) for o in range(SPECIAL_COUNT)]
 
 
-def _added(content: str) -> dict[str, object]:
-    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
-
-
 def _tokenizer_json(seed: int, vocab_size: int) -> str:
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    learned = vocab_size - SPECIAL_COUNT
-    trainer = trainers.BpeTrainer(vocab_size=learned, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[], show_progress=False)
-    corpus = _corpus(seed)
-    tok.train_from_iterator(corpus, trainer, length=len(corpus))
-    model = json.loads(tok.to_str())["model"]
-    if sorted(model["vocab"].values()) != list(range(learned)):
-        raise CmxError(f"the tiny tokenizer learned {len(model['vocab'])} tokens, not {learned}",
-                       hint="give a smaller vocab_size")
-    document = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": i, **_added(t), "special": True} for i, t in _specials(vocab_size)],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": SPLIT_PATTERN}, "behavior": "Isolated", "invert": False},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
-                  "vocab": model["vocab"], "merges": model["merges"]}}
-    return json.dumps(document, ensure_ascii=False, indent=2)
+    """A byte-level BPE of vocab_size - 21 tokens trained on generated text, the harmony specials after them;
+    no post-processor: gpt-oss adds no BOS."""
+    trained = train_byte_level_bpe(_corpus(seed), vocab_size - SPECIAL_COUNT, SPLIT_PATTERN)
+    return json.dumps(byte_level_document(trained, SPLIT_PATTERN, _specials(vocab_size), None), ensure_ascii=False,
+                      indent=2)
 
 
 def _corpus(seed: int) -> list[str]:

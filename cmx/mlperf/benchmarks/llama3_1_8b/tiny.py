@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import BF16, write_random_weights
 from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
     COLUMNS,
@@ -118,7 +119,7 @@ def make_tiny_llama3(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidde
     tiny = TinyLlama3(dest, seed, vocab_size, hidden_size, llama_intermediate_size(hidden_size), layers, heads, kv_heads)
     write_text(dest / "tokenizer.json", _trained_tokenizer_json(seed, vocab_size))
     write_json(dest / "tokenizer_config.json", _tokenizer_config(tiny))
-    write_json(dest / "special_tokens_map.json", {"bos_token": _added_token(BOS), "eos_token": _added_token(EOT)})
+    write_json(dest / "special_tokens_map.json", {"bos_token": added_token(BOS), "eos_token": added_token(EOT)})
     write_json(dest / "config.json", _model_config(tiny))
     # the real file also asks for sampling (temperature 0.6, top_p 0.9): the harness must set its own
     write_json(dest / "generation_config.json", {"bos_token_id": tiny.bos_id, "do_sample": True,
@@ -178,62 +179,25 @@ def _special_tokens(vocab_size: int) -> list[tuple[int, str]]:
 
 def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
     """Train a byte-level BPE of vocab_size - 256 tokens on generated text and add Llama 3.1's 256
-    special tokens after them. Returns the tokenizer.json text."""
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    learned = vocab_size - SPECIAL_COUNT
-    trainer = trainers.BpeTrainer(vocab_size=learned, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[], show_progress=False)
-    corpus = _training_corpus(seed)
-    tok.train_from_iterator(corpus, trainer, length=len(corpus))
-    trained = json.loads(tok.to_str())["model"]
-    if sorted(trained["vocab"].values()) != list(range(learned)):
-        raise CmxError(f"the tiny tokenizer learned {len(trained['vocab'])} tokens, not {learned}",
-                       hint="give a smaller vocab_size: the generated training text has too few distinct words")
-    return json.dumps(_tokenizer_document(trained["vocab"], trained["merges"], vocab_size), ensure_ascii=False,
-                      indent=2)
-
-
-def _added_token(content: str) -> dict[str, object]:
-    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
-
-
-def _tokenizer_document(vocab: dict[str, int], merges: list, vocab_size: int) -> dict[str, object]:
-    """A tokenizer.json shaped like Llama 3.1's: split regex then ByteLevel, BPE with ignore_merges,
-    <|begin_of_text|> added in front, specials as added tokens."""
+    special tokens after them, <|begin_of_text|> put in front of every text. Returns the tokenizer.json text."""
+    trained = train_byte_level_bpe(_training_corpus(seed), vocab_size - SPECIAL_COUNT, SPLIT_PATTERN)
     bos_id = vocab_size - SPECIAL_COUNT
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [{"id": i, **_added_token(t), "special": True} for i, t in _special_tokens(vocab_size)],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": SPLIT_PATTERN}, "behavior": "Isolated", "invert": False},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
-        "post_processor": {"type": "Sequence", "processors": [
-            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-            {"type": "TemplateProcessing",
-             "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
-             "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                      {"SpecialToken": {"id": BOS, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
-             "special_tokens": {BOS: {"id": BOS, "ids": [bos_id], "tokens": [BOS]}}}]},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
-                  "vocab": vocab, "merges": merges},
-    }
+    post_processor = {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        {"type": "TemplateProcessing",
+         "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": BOS, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+         "special_tokens": {BOS: {"id": BOS, "ids": [bos_id], "tokens": [BOS]}}}]}
+    document = byte_level_document(trained, SPLIT_PATTERN, _special_tokens(vocab_size), post_processor)
+    return json.dumps(document, ensure_ascii=False, indent=2)
 
 
 def _tokenizer_config(tiny: TinyLlama3) -> dict[str, object]:
     """Llama-3.1-8B-Instruct's tokenizer_config.json without its chat template (the reference uses none).
     clean_up_tokenization_spaces is true there, and changes decoded text (" ." becomes ".")."""
     return {
-        "added_tokens_decoder": {str(i): {**_added_token(t), "special": True} for i, t in _special_tokens(
+        "added_tokens_decoder": {str(i): {**added_token(t), "special": True} for i, t in _special_tokens(
             tiny.vocab_size)},
         "bos_token": BOS,
         "clean_up_tokenization_spaces": True,
