@@ -93,7 +93,7 @@ def _write_tokenizer(dest: Path, seed: int) -> int:
     """Llama 2's tiny tokenizer files (the layout Mixtral's tokenizer has), with Mixtral's tokenizer_config;
     returns the vocabulary size."""
     from cmx.mlperf.benchmarks import benchmark_for
-    from cmx.mlperf.benchmarks.model_folder import read_json
+    from cmx.mlperf.benchmarks.kit.model import read_json
 
     with tempfile.TemporaryDirectory(prefix="tiny-mixtral-tok-", dir=dest) as tmp:
         # llama2-70b's tiny model: its weights are thrown away, its tokenizer kept
