@@ -3,10 +3,10 @@ pinned commit) and the engine choices the benchmark's recipe was given.
 
 The model is the root step's dep named `model` (the app recipes' `as: model`, get-ml-model-llama2 or
 -llama3); the benchmark it belongs to (a tag of that recipe, found with benchmark_for) gives the size
-of its weights, which the model cache is sized for. Its repository and revision are that step's own inputs, so the weights served in the
-cluster are the weights `cmx run` would have downloaded. A tiny model is generated on the machine that
-runs the step and a `model_path` is a folder on it: neither can be fetched by a pod from a hub, so both
-are refused.
+of its weights, which the model cache is sized for. Its repository and revision are that step's own
+inputs, so the weights served in the cluster are the weights `cmx run` would have downloaded. A tiny
+model is generated on the machine that runs the step and a `model_path` is a folder on it: neither
+can be fetched by a pod from a hub, so both are refused.
 """
 
 from __future__ import annotations

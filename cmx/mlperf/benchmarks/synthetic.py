@@ -1,4 +1,4 @@
-"""What every _tiny generator shares: English-like text from a fixed lexicon, and the Llama family's sizes and tensor shapes.
+"""What every _tiny generator shares: English-like text from a fixed lexicon, and the Llama family's sizes and shapes.
 
 The text is sentences of real and made-up words with a Zipf-like frequency (`Lexicon`), drawn
 from a seeded numpy generator, byte-identical for the same seed on every platform (PCG64 streams);

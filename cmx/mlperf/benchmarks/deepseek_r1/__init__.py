@@ -53,11 +53,6 @@ class DeepSeekR1(ModelDefaults):
                           lambda: load_tests(tests), jobs=jobs)
         return result.as_dict()
 
-    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_deepseek
-
-        return make_tiny_deepseek(dest, seed, **(sizes or {})).path
-
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset
 

@@ -51,11 +51,6 @@ class GptOss120b(ModelDefaults):
 
         return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
 
-    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        from cmx.mlperf.benchmarks.gpt_oss_120b.tiny import make_tiny_gpt_oss
-
-        return make_tiny_gpt_oss(dest, seed, **(sizes or {})).path
-
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.gpt_oss_120b.tiny import make_tiny_sets
 

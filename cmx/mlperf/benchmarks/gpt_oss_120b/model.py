@@ -3,49 +3,41 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
-from cmx.mlperf.benchmarks.kit.model import (
-    GB,
-    TINY_DEFAULTS,
-    ModelError,
-    ModelFiles,
-    ModelFolder,
-    ModelSpec,
-    TinyModel,
-    architecture,
-    check_own_folder,
-    end_ids,
-    read_configs,
-    warn_other_model,
-)
+from cmx.mlperf.benchmarks.kit import model as kit
 
-MODEL_FILES = ModelFiles(tokenizer=(("tokenizer.json",),),
-                         hint="copy tokenizer.json and tokenizer_config.json of openai/gpt-oss-120b into the folder")
-TINY = TinyModel("GptOssForCausalLM", "tiny-gpt-oss-random-seed{seed}", sizes={**TINY_DEFAULTS, "experts": 4},
-                 precisions=())
+FILES = kit.ModelFiles(tokenizer=(("tokenizer.json",),),
+                       hint="copy tokenizer.json and tokenizer_config.json of openai/gpt-oss-120b into the folder")
 # MXFP4 MoE experts, bfloat16 elsewhere: about 65 GB of safetensors (get-ml-model-gpt-oss-120b's include help)
-MODEL_SIZE = 65 * GB
-_OUTPUTS = ("eos_token_ids", "architecture")
+SIZE = 65 * kit.GB
 
 
 def describe(folder: Path, name: str, revision: str, precision: str | None = None, *, is_tiny: bool,
-             log: logging.Logger | None = None) -> ModelFolder:
+             log: logging.Logger | None = None) -> kit.ModelFolder:
     """The model in `folder`, from its config.json, generation_config.json and tokenizer files. `precision` is
     not chosen: the checkpoint's quantization (mxfp4), or bf16, is reported; the rest runs in bfloat16."""
-    folder = check_own_folder(folder)
-    config, generation = read_configs(folder, MODEL_FILES)
+    folder = kit.check_own_folder(folder)
+    config, generation = kit.read_configs(folder, FILES)
     if config.get("model_type") != "gpt_oss":
-        warn_other_model(log, folder, f"{config.get('model_type')!r} model", "gpt_oss",
-                         "the closed division needs openai/gpt-oss-120b")
-    ends = end_ids(config, generation)
-    if not ends:
-        raise ModelError(f"{folder} names no eos_token_id in generation_config.json or config.json",
-                         hint="gpt-oss-120b lists [200002, 199999, 200012]; copy the original files")
+        kit.warn_other_model(log, folder, f"{config.get('model_type')!r} model", "gpt_oss",
+                             "the closed division needs openai/gpt-oss-120b")
+    ends = kit.required_end_ids(folder, config, generation,
+                                "gpt-oss-120b lists [200002, 199999, 200012]; copy the original files")
     quant = config.get("quantization_config") or {}
     precision = str(quant.get("quant_method", "bf16")) if isinstance(quant, dict) else "bf16"
-    return ModelFolder(folder, name, revision, "bfloat16", precision, ends[0], is_tiny, eos_token_ids=ends,
-                       architecture=architecture(config), reports=_OUTPUTS)
+    return kit.ModelFolder(folder, name, revision, "bfloat16", precision, ends[0], is_tiny, eos_token_ids=ends,
+                           architecture=kit.architecture(config), reports=("eos_token_ids", "architecture"))
 
 
-MODEL = ModelSpec(MODEL_SIZE, TINY, MODEL_FILES, describe)
+def make_tiny_model(dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
+    from cmx.mlperf.benchmarks.gpt_oss_120b.tiny import make_tiny_gpt_oss
+
+    return make_tiny_gpt_oss(dest, seed, **(sizes or {})).path
+
+
+# the checkpoint's quantization is reported: no precision to choose; experts is an input of its own
+TINY = kit.TinyModel("GptOssForCausalLM", "tiny-gpt-oss-random-seed{seed}", make_tiny_model,
+                     sizes={**kit.TINY_DEFAULTS, "experts": 4}, precisions=())
+MODEL = kit.ModelSpec(SIZE, TINY, FILES, describe)

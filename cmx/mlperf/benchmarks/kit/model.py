@@ -73,14 +73,19 @@ class ModelFiles:
         return None
 
 
+class MakeTiny(Protocol):
+    def __call__(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path: ...
+
+
 @dataclass(frozen=True)
 class TinyModel:
-    """How a model recipe's `_tiny` makes its model: the inputs it takes with their defaults (`sizes`, the
-    seed among them), those it cannot take and why (`fixed`), the precisions it has, its name and its
-    label in the warning that it writes noise."""
+    """How a model recipe's `_tiny` makes its model: its generator (`make`), the inputs it takes with their
+    defaults (`sizes`, the seed among them), those it cannot take and why (`fixed`), the precisions it
+    has, its name and its label in the warning that it writes noise."""
 
     label: str  # Llama 2, Mixtral (8 experts, 2 per token)
     name: str  # tiny-llama2-random-seed{seed}
+    make: MakeTiny  # the generator: the benchmark's tiny module, imported when called
     sizes: Mapping[str, int] = field(default_factory=lambda: dict(TINY_DEFAULTS))
     fixed: Mapping[str, str] = field(default_factory=dict)
     precisions: tuple[str, ...] = ("bf16", "fp16")
@@ -137,6 +142,15 @@ def end_ids(config: Mapping[str, Any], generation: Mapping[str, Any]) -> tuple[i
     return tuple(v for v in (raw if isinstance(raw, list) else [raw]) if type(v) is int)
 
 
+def required_end_ids(folder: Path, config: Mapping[str, Any], generation: Mapping[str, Any],
+                     hint: str) -> tuple[int, ...]:
+    """`end_ids`, refused when there are none (`hint`: the ids the real checkpoint lists)."""
+    ends = end_ids(config, generation)
+    if not ends:
+        raise ModelError(f"{folder} names no eos_token_id in generation_config.json or config.json", hint=hint)
+    return ends
+
+
 def architecture(config: Mapping[str, Any]) -> str:
     found = config.get("architectures") or []
     return found[0] if isinstance(found, list) and found and isinstance(found[0], str) else "unknown"
@@ -189,8 +203,7 @@ class ModelSpec:
 
 
 class ModelDefaults:
-    """The Benchmark Protocol's model side for a BENCHMARK that sets `model` (its model.py's ModelSpec) and
-    defines `make_tiny_model` (its tiny generator)."""
+    """The Benchmark Protocol's model side for a BENCHMARK that sets `model` (its model.py's ModelSpec)."""
 
     model: ModelSpec
 
@@ -199,7 +212,7 @@ class ModelDefaults:
         return self.model.size
 
     def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        raise NotImplementedError  # each benchmark's tiny generator
+        return self.model.tiny.make(dest, seed, sizes)
 
     def describe(self, folder: Path, name: str, revision: str, precision: str | None, *, is_tiny: bool,
                  log: logging.Logger | None = None) -> ModelFolder:

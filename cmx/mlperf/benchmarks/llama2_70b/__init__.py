@@ -47,11 +47,6 @@ class Llama2_70b(ModelDefaults):
                           lambda ids: tokenizer.decode(ids, skip_special_tokens=True), jobs=jobs)
         return result.as_dict()
 
-    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama
-
-        return make_tiny_llama(dest, seed, **(sizes or {})).path
-
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_openorca
 

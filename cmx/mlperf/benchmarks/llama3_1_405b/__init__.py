@@ -56,9 +56,6 @@ class Llama3_1_405b(ModelDefaults):
         (get-ml-model-llama3-405b's include help)."""
         return replace(_llama3_1_8b().model, size=800 * GB)
 
-    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        return _llama3_1_8b().make_tiny_model(dest, seed, sizes)
-
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.llama3_1_405b.tiny import make_tiny_dataset
 

@@ -47,11 +47,6 @@ class Llama3_1_8b(ModelDefaults):
         result = evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
         return result.as_dict()
 
-    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_llama3
-
-        return make_tiny_llama3(dest, seed, **(sizes or {})).path
-
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_cnndm
 

@@ -50,11 +50,6 @@ class Mixtral8x7b(ModelDefaults):
                           jobs=jobs)
         return result.as_dict()
 
-    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
-        from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_model import make_tiny_mixtral
-
-        return make_tiny_mixtral(dest, seed, **(sizes or {})).path
-
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_dataset import make_tiny_dataset
 
