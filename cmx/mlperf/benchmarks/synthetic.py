@@ -117,6 +117,24 @@ class TextSample:
         return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends)]
 
 
+@dataclass(frozen=True)
+class TinyLlamaFamily:
+    """A tiny Llama-family model folder (Llama 2, Llama 3, Mixtral) and the sizes it was made with."""
+
+    path: Path
+    seed: int
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    layers: int
+    heads: int
+    kv_heads: int
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.heads
+
+
 def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
                    kv_heads: int) -> dict[str, tuple[int, ...]]:
     kv = kv_heads * (hidden // heads)

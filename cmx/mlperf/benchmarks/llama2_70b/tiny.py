@@ -35,6 +35,7 @@ from cmx.mlperf.benchmarks.synthetic import (
     HEAD_SIZE,
     Lexicon,
     TextSample,
+    TinyLlamaFamily,
     check_llama_sizes,
     llama_intermediate_size,
     llama_weight_shapes,
@@ -66,22 +67,10 @@ _SYSTEM_PROMPTS = (
 
 
 @dataclass(frozen=True)
-class TinyLlama:
+class TinyLlama(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_llama, and what it was made from."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
     space_id: int  # the id of "▁" alone: what processorca appends to every prompt (29871 in Llama 2)
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.heads
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
 )
 from cmx.mlperf.benchmarks.synthetic import (
     Lexicon,
+    TinyLlamaFamily,
     check_llama_sizes,
     llama_intermediate_size,
     llama_weight_shapes,
@@ -62,21 +63,8 @@ _LEXICON_TEXTS = 6000
 
 
 @dataclass(frozen=True)
-class TinyLlama3:
+class TinyLlama3(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_llama3, and what it was made from."""
-
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.heads
 
     @property
     def bos_id(self) -> int:

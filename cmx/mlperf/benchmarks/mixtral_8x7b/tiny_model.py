@@ -28,6 +28,7 @@ from pathlib import Path
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.kit.weights import F16, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
+    TinyLlamaFamily,
     check_llama_sizes,
     llama_intermediate_size,
     write_json,
@@ -41,23 +42,11 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 @dataclass(frozen=True)
-class TinyMixtral:
+class TinyMixtral(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_mixtral, and what it was made from."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
     experts: int
     experts_per_token: int
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.heads
 
     @property
     def architecture(self) -> str:
