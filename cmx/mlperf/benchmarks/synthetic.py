@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.weights import attention_shapes, decoder_shapes, swiglu_shapes
 
 HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
 _LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
@@ -136,20 +137,11 @@ class TinyLlamaFamily:
 
 
 def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
-                   kv_heads: int) -> dict[str, tuple[int, ...]]:
+                        kv_heads: int) -> dict[str, tuple[int, ...]]:
+    """A LlamaForCausalLM checkpoint's tensors and shapes: grouped-query attention and a SwiGLU MLP per layer."""
     kv = kv_heads * (hidden // heads)
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (vocab_size, hidden),
-                                          "model.norm.weight": (hidden,), "lm_head.weight": (vocab_size, hidden)}
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "self_attn.q_proj.weight": (hidden, hidden), p + "self_attn.k_proj.weight": (kv, hidden),
-            p + "self_attn.v_proj.weight": (kv, hidden), p + "self_attn.o_proj.weight": (hidden, hidden),
-            p + "mlp.gate_proj.weight": (intermediate, hidden), p + "mlp.up_proj.weight": (intermediate, hidden),
-            p + "mlp.down_proj.weight": (hidden, intermediate),
-            p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,),
-        })
-    return shapes
+    return decoder_shapes(vocab_size, hidden, layers, lambda i: {**attention_shapes(hidden, hidden, kv),
+                                                                 **swiglu_shapes("mlp.", hidden, intermediate)})
 
 
 def write_json(path: Path, value: object) -> None:

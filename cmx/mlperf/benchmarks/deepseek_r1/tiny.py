@@ -32,7 +32,7 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
 from cmx.mlperf.benchmarks.kit.tokenizer import train_byte_level_bpe
-from cmx.mlperf.benchmarks.kit.weights import BF16, F32, write_random_weights
+from cmx.mlperf.benchmarks.kit.weights import BF16, F32, decoder_shapes, swiglu_shapes, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import Lexicon, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
@@ -135,32 +135,27 @@ def _model_config(tiny: TinyDeepSeek) -> dict[str, object]:
 
 
 def weight_shapes(tiny: TinyDeepSeek) -> dict[str, tuple[int, ...]]:
-    """The checkpoint's tensor names and shapes (DeepSeek-R1's, per-expert), at the tiny sizes."""
+    """The checkpoint's tensor names and shapes (DeepSeek-R1's, per-expert), at the tiny sizes: MLA attention, a
+    dense first layer, then routed experts (a gate with its score-correction bias) and a shared one."""
     h, n = tiny.hidden_size, tiny.heads
     q_rank, kv_rank, rope = _DIMS["q_lora_rank"], _LATENT["kv_lora_rank"], _LATENT["qk_rope_head_dim"]
     nope, v = _DIMS["qk_nope_head_dim"], _DIMS["v_head_dim"]
-    dense, moe = h * 2, h // 2
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (tiny.vocab_size, h), "model.norm.weight": (h,),
-                                          "lm_head.weight": (tiny.vocab_size, h)}
-    for i in range(tiny.layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-            p + "self_attn.q_a_proj.weight": (q_rank, h), p + "self_attn.q_a_layernorm.weight": (q_rank,),
-            p + "self_attn.q_b_proj.weight": (n * (nope + rope), q_rank),
-            p + "self_attn.kv_a_proj_with_mqa.weight": (kv_rank + rope, h),
-            p + "self_attn.kv_a_layernorm.weight": (kv_rank,),
-            p + "self_attn.kv_b_proj.weight": (n * (nope + v), kv_rank), p + "self_attn.o_proj.weight": (h, n * v),
-        })
-        mlps = [(p + "mlp.", dense)] if i == 0 else [
-            *((f"{p}mlp.experts.{e}.", moe) for e in range(tiny.experts)), (p + "mlp.shared_experts.", moe)]
-        if i > 0:
-            shapes[p + "mlp.gate.weight"] = (tiny.experts, h)
-            shapes[p + "mlp.gate.e_score_correction_bias"] = (tiny.experts,)
-        for prefix, width in mlps:
-            shapes.update({prefix + "gate_proj.weight": (width, h), prefix + "up_proj.weight": (width, h),
-                           prefix + "down_proj.weight": (h, width)})
-    return shapes
+
+    def layer(i: int) -> dict[str, tuple[int, ...]]:
+        shapes: dict[str, tuple[int, ...]] = {
+            "self_attn.q_a_proj.weight": (q_rank, h), "self_attn.q_a_layernorm.weight": (q_rank,),
+            "self_attn.q_b_proj.weight": (n * (nope + rope), q_rank),
+            "self_attn.kv_a_proj_with_mqa.weight": (kv_rank + rope, h),
+            "self_attn.kv_a_layernorm.weight": (kv_rank,),
+            "self_attn.kv_b_proj.weight": (n * (nope + v), kv_rank), "self_attn.o_proj.weight": (h, n * v)}
+        if i == 0:
+            return {**shapes, **swiglu_shapes("mlp.", h, h * 2)}
+        shapes.update({"mlp.gate.weight": (tiny.experts, h), "mlp.gate.e_score_correction_bias": (tiny.experts,)})
+        for prefix in (*(f"mlp.experts.{e}." for e in range(tiny.experts)), "mlp.shared_experts."):
+            shapes.update(swiglu_shapes(prefix, h, h // 2))
+        return shapes
+
+    return decoder_shapes(tiny.vocab_size, h, tiny.layers, layer)
 
 
 # --- the tokenizer -------------------------------------------------------------------------------

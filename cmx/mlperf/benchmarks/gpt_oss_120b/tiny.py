@@ -30,7 +30,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANCE_FILE, TEST07_FILE
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
 from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
-from cmx.mlperf.benchmarks.kit.weights import F32, write_random_weights
+from cmx.mlperf.benchmarks.kit.weights import F32, attention_shapes, decoder_shapes, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, read_tokenizer, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
@@ -115,22 +115,16 @@ def _config(t: TinyGptOss) -> dict[str, object]:
 
 
 def _shapes(t: TinyGptOss) -> dict[str, tuple[int, ...]]:
-    h, q, kv, e, i = t.hidden_size, t.heads * HEAD_SIZE, t.kv_heads * HEAD_SIZE, t.experts, t.hidden_size
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (t.vocab_size, h), "model.norm.weight": (h,),
-                                          "lm_head.weight": (t.vocab_size, h)}
-    for n in range(t.layers):
-        p = f"model.layers.{n}."
-        shapes.update({
-            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-            p + "self_attn.q_proj.weight": (q, h), p + "self_attn.q_proj.bias": (q,),
-            p + "self_attn.k_proj.weight": (kv, h), p + "self_attn.k_proj.bias": (kv,),
-            p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.v_proj.bias": (kv,),
-            p + "self_attn.o_proj.weight": (h, q), p + "self_attn.o_proj.bias": (h,),
-            p + "self_attn.sinks": (t.heads,),
-            p + "mlp.router.weight": (e, h), p + "mlp.router.bias": (e,),
-            p + "mlp.experts.gate_up_proj": (e, h, 2 * i), p + "mlp.experts.gate_up_proj_bias": (e, 2 * i),
-            p + "mlp.experts.down_proj": (e, i, h), p + "mlp.experts.down_proj_bias": (e, h)})
-    return shapes
+    """Attention with biases and sinks; a router with a bias and fused gate_up and down experts with biases."""
+    h, e, i = t.hidden_size, t.experts, t.hidden_size
+
+    def layer(n: int) -> dict[str, tuple[int, ...]]:
+        return {**attention_shapes(h, t.heads * HEAD_SIZE, t.kv_heads * HEAD_SIZE, bias=True),
+                "self_attn.sinks": (t.heads,), "mlp.router.weight": (e, h), "mlp.router.bias": (e,),
+                "mlp.experts.gate_up_proj": (e, h, 2 * i), "mlp.experts.gate_up_proj_bias": (e, 2 * i),
+                "mlp.experts.down_proj": (e, i, h), "mlp.experts.down_proj_bias": (e, h)}
+
+    return decoder_shapes(t.vocab_size, h, t.layers, layer)
 
 
 # --- the tokenizer -------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,36 @@ from cmx.errors import CmxError
 
 F16, F32, BF16 = "F16", "F32", "BF16"
 _SCALE = np.float32(0.02)  # the initializer_range of every checkpoint the tiny models imitate
+
+
+def decoder_shapes(vocab_size: int, hidden: int, layers: int,
+                   layer: Callable[[int], Mapping[str, tuple[int, ...]]]) -> dict[str, tuple[int, ...]]:
+    """A decoder checkpoint's tensors (Hugging Face names) and shapes: the embeddings, the final norm and the LM
+    head, then per layer its two RMSNorms and what `layer(i)` names below `model.layers.{i}.`."""
+    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (vocab_size, hidden),
+                                          "model.norm.weight": (hidden,), "lm_head.weight": (vocab_size, hidden)}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        shapes.update({p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,)})
+        shapes.update({p + name: shape for name, shape in layer(i).items()})
+    return shapes
+
+
+def attention_shapes(hidden: int, q: int, kv: int, *, bias: bool = False) -> dict[str, tuple[int, ...]]:
+    """self_attn's q, k, v and o projections (`q` and `kv` wide), with their biases when `bias`."""
+    shapes: dict[str, tuple[int, ...]] = {
+        "self_attn.q_proj.weight": (q, hidden), "self_attn.k_proj.weight": (kv, hidden),
+        "self_attn.v_proj.weight": (kv, hidden), "self_attn.o_proj.weight": (hidden, q)}
+    if bias:
+        shapes.update({"self_attn.q_proj.bias": (q,), "self_attn.k_proj.bias": (kv,), "self_attn.v_proj.bias": (kv,),
+                       "self_attn.o_proj.bias": (hidden,)})
+    return shapes
+
+
+def swiglu_shapes(prefix: str, hidden: int, width: int) -> dict[str, tuple[int, ...]]:
+    """A SwiGLU MLP's gate, up and down projections below `prefix` (mlp., mlp.experts.3.)."""
+    return {prefix + "gate_proj.weight": (width, hidden), prefix + "up_proj.weight": (width, hidden),
+            prefix + "down_proj.weight": (hidden, width)}
 
 
 def write_random_weights(path: Path, shapes: Mapping[str, tuple[int, ...]], seed: int, dtype: str, *,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
-from cmx.mlperf.benchmarks.kit.weights import F16, write_random_weights
+from cmx.mlperf.benchmarks.kit.weights import F16, attention_shapes, decoder_shapes, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
     TinyLlamaFamily,
     check_llama_sizes,
@@ -133,22 +133,15 @@ def model_config(tiny: TinyMixtral) -> dict[str, object]:
 
 def weight_shapes(tiny: TinyMixtral) -> dict[str, tuple[int, ...]]:
     """The tensors of a MixtralForCausalLM checkpoint (Hugging Face names) and their shapes."""
-    h, f, v = tiny.hidden_size, tiny.intermediate_size, tiny.vocab_size
-    kv = tiny.kv_heads * tiny.head_size
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,),
-                                          "lm_head.weight": (v, h)}
-    for i in range(tiny.layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "self_attn.q_proj.weight": (h, h), p + "self_attn.k_proj.weight": (kv, h),
-            p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.o_proj.weight": (h, h),
-            p + "block_sparse_moe.gate.weight": (tiny.experts, h),
-            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-        })
-        for e in range(tiny.experts):
-            q = f"{p}block_sparse_moe.experts.{e}."
-            shapes.update({q + "w1.weight": (f, h), q + "w2.weight": (h, f), q + "w3.weight": (f, h)})
-    return shapes
+    h, f = tiny.hidden_size, tiny.intermediate_size
+
+    def layer(i: int) -> dict[str, tuple[int, ...]]:
+        experts = {f"block_sparse_moe.experts.{e}.{w}.weight": shape for e in range(tiny.experts)
+                   for w, shape in (("w1", (f, h)), ("w2", (h, f)), ("w3", (f, h)))}
+        return {**attention_shapes(h, h, tiny.kv_heads * tiny.head_size),
+                "block_sparse_moe.gate.weight": (tiny.experts, h), **experts}
+
+    return decoder_shapes(tiny.vocab_size, h, tiny.layers, layer)
 
 
 __all__ = ["BOS_ID", "EOS_ID", "EXPERTS", "EXPERTS_PER_TOKEN", "TinyMixtral", "make_tiny_mixtral", "model_config",
