@@ -205,7 +205,11 @@ class ModelSpec:
 class ModelDefaults:
     """The Benchmark Protocol's model side for a BENCHMARK that sets `model` (its model.py's ModelSpec)."""
 
-    model: ModelSpec
+    @property
+    def model(self) -> ModelSpec:
+        """The benchmark's ModelSpec: a BENCHMARK sets it as a field (`model: ModelSpec = MODEL`), or a property
+        where it shares another benchmark's model side (llama3.1-405b, llama3.1-8b's at its own size)."""
+        raise NotImplementedError(f"{type(self).__name__} sets no ModelSpec (`model: ModelSpec = MODEL`)")
 
     @property
     def model_size(self) -> int:
