@@ -119,13 +119,20 @@ class TextSample:
 
 
 @dataclass(frozen=True)
-class TinyLlamaFamily:
-    """A tiny Llama-family model folder (Llama 2, Llama 3, Mixtral) and the sizes it was made with."""
+class TinyModelFolder:
+    """A tiny model folder, the seed it was drawn from and the sizes every architecture has; each tiny
+    generator's record adds its own."""
 
     path: Path
     seed: int
     vocab_size: int
     hidden_size: int
+
+
+@dataclass(frozen=True)
+class TinyLlamaFamily(TinyModelFolder):
+    """A tiny Llama-family model folder (Llama 2, Llama 3, Mixtral) and the sizes it was made with."""
+
     intermediate_size: int
     layers: int
     heads: int

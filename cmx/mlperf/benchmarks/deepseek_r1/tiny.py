@@ -33,7 +33,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
 from cmx.mlperf.benchmarks.kit.tokenizer import train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import BF16, F32, decoder_shapes, swiglu_shapes, write_random_weights
-from cmx.mlperf.benchmarks.synthetic import Lexicon, write_json, write_text
+from cmx.mlperf.benchmarks.synthetic import Lexicon, TinyModelFolder, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
 BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
@@ -58,13 +58,9 @@ SUBSET_NAMES = ("aime1983", "math500", "gpqa", "mmlu_pro", "livecodebench")
 
 
 @dataclass(frozen=True)
-class TinyDeepSeek:
+class TinyDeepSeek(TinyModelFolder):
     """A tiny model folder made by make_tiny_deepseek, and its sizes."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
     layers: int
     heads: int
     experts: int

@@ -31,7 +31,7 @@ from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANC
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
 from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import F32, attention_shapes, decoder_shapes, write_random_weights
-from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, read_tokenizer, write_json, write_text
+from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, TinyModelFolder, read_tokenizer, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
 # tiktoken's o200k pattern (o200k_harmony uses it): the text is split by this regex, then byte-level BPE
@@ -49,13 +49,9 @@ _TEXTS = 4000
 
 
 @dataclass(frozen=True)
-class TinyGptOss:
+class TinyGptOss(TinyModelFolder):
     """A tiny model folder made by make_tiny_gpt_oss, and what it was made from."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
     layers: int
     heads: int
     kv_heads: int
