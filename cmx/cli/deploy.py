@@ -78,8 +78,8 @@ builds; push it to a registry the cluster pulls from and pass --image.
               help="The cluster's GPU, e.g. \"AMD Instinct MI300X\" (turns on ROCm's AITER kernels).")
 @click.option("--hf-token-secret", default="hf-token", show_default=True, metavar="NAME",
               help="The Secret whose key `token` holds the Hugging Face token (optional in the pods).")
-@click.option("--cache-size", metavar="SIZE", help="The model cache volume (default: 200Gi for llama2-70b, "
-                                                    "50Gi for llama3.1-8b).")
+@click.option("--cache-size", metavar="SIZE", help="The model cache volume (default: the benchmark's weights and "
+                                                    "half again: 200Gi for llama2-70b, 1150Gi for llama3.1-405b).")
 @click.option("--results-size", default="10Gi", show_default=True, metavar="SIZE", help="The results volume.")
 @click.option("--storage-class", metavar="NAME",
               help="StorageClass of both volumes (the model cache's must offer ReadWriteMany).")

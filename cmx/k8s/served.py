@@ -2,14 +2,16 @@
 pinned commit) and the engine choices the benchmark's recipe was given.
 
 The model is the root step's dep named `model` (the app recipes' `as: model`, get-ml-model-llama2 or
--llama3). Its repository and revision are that step's own inputs, so the weights served in the
-cluster are the weights `cmx run` would have downloaded. A tiny model is generated on the machine that
-runs the step and a `model_path` is a folder on it: neither can be fetched by a pod from a hub, so both
-are refused.
+-llama3); the benchmark it belongs to (a tag of that recipe, found with benchmark_for) gives the size
+of its weights, which the model cache is sized for. Its repository and revision are that step's own
+inputs, so the weights served in the cluster are the weights `cmx run` would have downloaded. A tiny
+model is generated on the machine that runs the step and a `model_path` is a folder on it: neither
+can be fetched by a pod from a hub, so both are refused.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,10 +19,13 @@ from typing import Any
 from cmx.k8s import K8sError
 from cmx.resolve.plan import Plan, Step
 
-# the model cache a PVC is sized for by default: the weights of the largest checkpoint the recipe
-# serves, with room for a second revision (llama2-70b: 130 GB in fp16; llama3.1-8b: 16 GB)
-CACHE_SIZES = {"get-ml-model-llama2": "200Gi", "get-ml-model-llama3": "50Gi"}
-DEFAULT_CACHE_SIZE = "200Gi"
+# the model cache a PVC is sized for by default: the benchmark's weights (its model_size) and half as much
+# again, for the tokenizer and config files, a download's partial files and a second revision fetched
+# beside the first, in steps of CACHE_STEP_GI (llama2-70b: 130 GB -> 200Gi; llama3.1-8b: 16 GB -> 50Gi)
+CACHE_HEADROOM = 1.5
+CACHE_STEP_GI = 50
+DEFAULT_CACHE_SIZE = "200Gi"  # a model step of no benchmark cmx knows
+_GI = 2**30
 # the root recipe's inputs that are vLLM engine choices (as cmx.mlperf.app_step reads them)
 ENGINE_INPUTS = ("tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                  "max_model_len")
@@ -34,18 +39,21 @@ class ServedModelError(K8sError):
 class ServedModel:
     """A Hugging Face repository at a commit, as `vllm serve REPO --revision REV` downloads it.
 
-    recipe: the step that provides it (get-ml-model-llama2), for messages and the cache's default size.
+    recipe: the step that provides it (get-ml-model-llama2), for messages.
     quantized: a pre-quantized checkpoint (the fp8 variation's), so vLLM is not asked to quantize it again.
+    model_size: bytes of the benchmark's weights (its Benchmark.model_size); 0 when no benchmark is known.
     """
 
     repo: str
     revision: str
     recipe: str
     quantized: bool = False
+    model_size: int = 0
 
     @property
     def cache_size(self) -> str:
-        return CACHE_SIZES.get(self.recipe, DEFAULT_CACHE_SIZE)
+        """The model cache's default size: the weights with CACHE_HEADROOM, rounded up to CACHE_STEP_GI."""
+        return cache_size_for(self.model_size) if self.model_size else DEFAULT_CACHE_SIZE
 
     def snapshot_dir(self, hf_home: str) -> str:
         """Where huggingface_hub puts this commit's files under HF_HOME: the benchmark Job reads the
@@ -85,7 +93,27 @@ def served_model(plan: Plan) -> ServedModel:
         raise ServedModelError(f"{step.name} pins no commit of {repo} (its {name} input)",
                                hint=f"give --input {step.name}.{name}=<40-hex commit>: pods must serve the "
                                     "weights a rerun would get")
-    return ServedModel(repo=str(repo), revision=str(revision), recipe=step.name, quantized=fp8)
+    return ServedModel(repo=str(repo), revision=str(revision), recipe=step.name, quantized=fp8,
+                       model_size=model_size(step))
+
+
+def model_size(step: Step) -> int:
+    """Bytes of the weights of the benchmark whose name the model recipe carries as a tag (get-ml-model-llama2:
+    llama2-70b), read from the benchmark through the registry; 0 for a recipe of no benchmark."""
+    from cmx.mlperf.benchmarks import UnknownBenchmark, benchmark_for
+
+    for tag in step.recipe.tags:
+        try:
+            return benchmark_for(tag).model_size
+        except UnknownBenchmark:
+            continue
+    return 0
+
+
+def cache_size_for(weights: int) -> str:
+    """A Kubernetes quantity for a cache that holds `weights` bytes with CACHE_HEADROOM: 130 GB -> 200Gi."""
+    steps = math.ceil(weights * CACHE_HEADROOM / (CACHE_STEP_GI * _GI))
+    return f"{max(steps, 1) * CACHE_STEP_GI}Gi"
 
 
 def engine_inputs(plan: Plan) -> dict[str, Any]:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from cmx import api
-from cmx.k8s.served import ServedModelError, engine_inputs, plan_precision, served_model
+from cmx.k8s.served import (
+    DEFAULT_CACHE_SIZE,
+    ServedModel,
+    ServedModelError,
+    cache_size_for,
+    engine_inputs,
+    plan_precision,
+    served_model,
+)
+from cmx.mlperf.benchmarks import all_benchmarks, benchmark_for
 from cmx.settings import Settings
+from tests.conftest import REPO
 
 
 def _plan(query: str, settings: Settings, **inputs: str):  # type: ignore[no-untyped-def]
@@ -56,3 +67,31 @@ def test_engine_inputs_are_the_app_recipes(repo_settings: Settings) -> None:
     assert engine_inputs(plan) == {"tensor_parallel_size": 4, "max_num_seqs": 512, "max_num_batched_tokens": None,
                                    "gpu_memory_utilization": None, "max_model_len": None}
     assert plan_precision(plan) == "bf16"
+
+
+# the benchmark's weights (Benchmark.model_size, each model.py citing its figure) and half again, in 50Gi steps
+@pytest.mark.parametrize(("query", "family", "size"), [
+    ("app mlperf inference llama2-70b", "llama2-70b", "200Gi"),  # 130 GB
+    ("app mlperf inference llama3.1-8b", "llama3.1-8b", "50Gi"),  # 16 GB
+    ("app mlperf inference llama3.1-405b", "llama3.1-405b", "1150Gi"),  # 800 GB
+    ("app mlperf inference mixtral-8x7b", "mixtral-8x7b", "150Gi"),  # 93 GB
+    ("app mlperf inference deepseek-r1", "deepseek-r1", "1000Gi"),  # 690 GB
+    ("app mlperf inference gpt-oss-120b", "gpt-oss-120b", "100Gi"),  # 65 GB
+])
+def test_the_model_cache_is_sized_from_the_benchmarks_model_size(repo_settings: Settings, query: str, family: str,
+                                                                 size: str) -> None:
+    model = served_model(_plan(query + " _cuda", repo_settings))
+    assert model.model_size == benchmark_for(family).model_size and model.cache_size == size
+
+
+def test_the_cache_holds_the_weights_and_half_again_in_50gi_steps() -> None:
+    assert [cache_size_for(n) for n in (1, 33 * 2**30, 34 * 2**30, 130 * 10**9)] == ["50Gi", "50Gi", "100Gi",
+                                                                                     "200Gi"]
+    assert ServedModel(repo="r", revision="c" * 40, recipe="get-my-model").cache_size == DEFAULT_CACHE_SIZE
+
+
+def test_every_model_recipe_names_its_benchmark_among_its_tags() -> None:
+    families = {b.family for b in all_benchmarks()}
+    for path in sorted((REPO / "recipes").glob("get-ml-model-*/recipe.yaml")):
+        tags = yaml.safe_load(path.read_text(encoding="utf-8"))["tags"]
+        assert len(families & set(tags)) == 1, path

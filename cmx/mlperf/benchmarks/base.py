@@ -10,13 +10,15 @@ See docs/benchmarks/adding-a-benchmark.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
+from cmx.mlperf.benchmarks.kit.model import ModelFolder
 
 
 class DatasetError(CmxError):
@@ -55,7 +57,11 @@ class Dataset(Protocol):
 
 
 class Benchmark(Protocol):
-    """One MLPerf benchmark: its names, dataset, generation, accuracy and `_tiny` generator."""
+    """One MLPerf benchmark: its names, dataset, generation, accuracy, `_tiny` generators and model side.
+
+    The model side has shared defaults (cmx.mlperf.benchmarks.kit.model.ModelDefaults, from the
+    ModelSpec a benchmark's model.py states); a benchmark defines only what is its own.
+    """
 
     @property
     def family(self) -> str:
@@ -83,8 +89,36 @@ class Benchmark(Protocol):
         """The reference evaluator's result dict for an accuracy run's log, in its key order: what accuracy.txt prints."""
         ...
 
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        """Write a random-weight model of the real architecture, with its tokenizer, into `dest`."""
+    def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
+        """Write a random-weight model of the real architecture, with its tokenizer, into `dest` (`sizes`: the
+        model recipe's tiny inputs, hidden_size, layers and so on; None: the smallest defaults)."""
+        ...
+
+    # --- the model side: what a get-ml-model recipe (kit.model_recipe) and Kubernetes use ---------------
+
+    @property
+    def model_size(self) -> int:
+        """Bytes of the real checkpoint's weights (what a Kubernetes model cache is sized for)."""
+        ...
+
+    def make_tiny(self, dest: Path, precision: str | None, inputs: Mapping[str, object], *,
+                  log: logging.Logger | None = None) -> ModelFolder:
+        """The tiny model made in `dest`, sized by the model recipe's `inputs`, described as the recipe reports it
+        (`precision`: the recipe's precision variation; None where it has none)."""
+        ...
+
+    def describe(self, folder: Path, name: str, revision: str, precision: str | None, *, is_tiny: bool,
+                 log: logging.Logger | None = None) -> ModelFolder:
+        """The model in `folder` (downloaded, or a user's own), checked and read as the recipe reports it; a folder
+        of another model is accepted with a warning to `log` (the open division may run it)."""
+        ...
+
+    def require_model_files(self, paths: Collection[str], repo: str, revision: str) -> None:
+        """Refuse a choice of files to download that lacks what a folder needs (ModelError): before the weights."""
+        ...
+
+    def refuse_tiny_inputs(self, inputs: Mapping[str, object]) -> None:
+        """Refuse the tiny model's inputs (sizes, seed) given for the real model (ModelError)."""
         ...
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:

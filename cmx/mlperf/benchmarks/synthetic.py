@@ -1,10 +1,9 @@
-"""What every _tiny generator shares: English-like text from a fixed lexicon, and random Llama-family weights.
+"""What every _tiny generator shares: English-like text from a fixed lexicon, and the Llama family's sizes and shapes.
 
 The text is sentences of real and made-up words with a Zipf-like frequency (`Lexicon`), drawn
-from a seeded numpy generator; the weights are N(0, 0.02) matrices and unit RMSNorm weights in
-float16, written with safetensors' numpy API (`write_llama_weights`). Both are byte-identical for
-the same seed on every platform (PCG64 streams). A benchmark's own tiny module adds its
-tokenizer, config.json and dataset format (cmx.mlperf.benchmarks.llama2_70b.tiny, ...).
+from a seeded numpy generator, byte-identical for the same seed on every platform (PCG64 streams);
+the Llama tensors' names and shapes (`llama_weight_shapes`) are filled by kit.weights. A benchmark's
+own tiny module adds its tokenizer, config.json and dataset format (cmx.mlperf.benchmarks.llama2_70b.tiny, ...).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.weights import attention_shapes, decoder_shapes, swiglu_shapes
 
 HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
 _LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
@@ -118,38 +118,37 @@ class TextSample:
         return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends)]
 
 
+@dataclass(frozen=True)
+class TinyModelFolder:
+    """A tiny model folder, the seed it was drawn from and the sizes every architecture has; each tiny
+    generator's record adds its own."""
+
+    path: Path
+    seed: int
+    vocab_size: int
+    hidden_size: int
+
+
+@dataclass(frozen=True)
+class TinyLlamaFamily(TinyModelFolder):
+    """A tiny Llama-family model folder (Llama 2, Llama 3, Mixtral) and the sizes it was made with."""
+
+    intermediate_size: int
+    layers: int
+    heads: int
+    kv_heads: int
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.heads
+
+
 def llama_weight_shapes(vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
-                   kv_heads: int) -> dict[str, tuple[int, ...]]:
+                        kv_heads: int) -> dict[str, tuple[int, ...]]:
+    """A LlamaForCausalLM checkpoint's tensors and shapes: grouped-query attention and a SwiGLU MLP per layer."""
     kv = kv_heads * (hidden // heads)
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (vocab_size, hidden),
-                                          "model.norm.weight": (hidden,), "lm_head.weight": (vocab_size, hidden)}
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "self_attn.q_proj.weight": (hidden, hidden), p + "self_attn.k_proj.weight": (kv, hidden),
-            p + "self_attn.v_proj.weight": (kv, hidden), p + "self_attn.o_proj.weight": (hidden, hidden),
-            p + "mlp.gate_proj.weight": (intermediate, hidden), p + "mlp.up_proj.weight": (intermediate, hidden),
-            p + "mlp.down_proj.weight": (hidden, intermediate),
-            p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,),
-        })
-    return shapes
-
-
-def write_llama_weights(path: Path, seed: int, vocab_size: int, hidden: int, intermediate: int, layers: int, heads: int,
-                   kv_heads: int) -> None:
-    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator."""
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(seed))  # PCG64 streams are the same on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(llama_weight_shapes(vocab_size, hidden, intermediate, layers, heads, kv_heads).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float16)
-        else:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))  # a few MB; save_file would make it 0600
-    os.replace(tmp, path)
+    return decoder_shapes(vocab_size, hidden, layers, lambda i: {**attention_shapes(hidden, hidden, kv),
+                                                                 **swiglu_shapes("mlp.", hidden, intermediate)})
 
 
 def write_json(path: Path, value: object) -> None:

@@ -1,4 +1,4 @@
-"""cmx.mlperf.benchmarks.llama2_70b.model: what a Llama 2 model folder must hold, and the outputs read from it."""
+"""llama2-70b's model side (its model.py on the kit's defaults): what a Llama 2 folder must hold, and its outputs."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.benchmarks.llama2_70b.model import (
-    describe,
-    make_tiny,
-    require_model_files,
-)
-from cmx.mlperf.benchmarks.model_folder import (
+from cmx.mlperf.benchmarks import benchmark_for
+from cmx.mlperf.benchmarks.kit.model import (
     ModelError,
     check_own_folder,
     refuse_tiny_inputs,
 )
+
+BENCH = benchmark_for("llama2-70b")
+describe, make_tiny, require_model_files = BENCH.describe, BENCH.make_tiny, BENCH.require_model_files
 
 
 def model_folder(path: Path, config: dict | None = None, generation: dict | None = None,

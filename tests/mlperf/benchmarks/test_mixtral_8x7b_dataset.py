@@ -11,12 +11,11 @@ import pytest
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks import benchmark_for
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.model import ModelError
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import COLUMNS, SUBSETS, load_mixtral
 from cmx.mlperf.benchmarks.mixtral_8x7b.mbxp import MbxpProblem, grade
 from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_dataset import make_tiny_dataset
-from cmx.mlperf.benchmarks.mixtral_8x7b.model import describe, make_tiny
 from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_model import TinyMixtral, make_tiny_mixtral, weight_shapes
-from cmx.mlperf.benchmarks.model_folder import ModelError
 from cmx.mlperf.scoring.sandbox import LanguageUnavailable, check_language, run_programs
 
 
@@ -90,6 +89,8 @@ def test_the_model_step_reports_the_architecture_and_refuses_a_vocab_size(tiny: 
                                                                         caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
+    bench = benchmark_for("mixtral-8x7b")
+    describe, make_tiny = bench.describe, bench.make_tiny
     model = describe(tiny, "mine", "", "fp16", is_tiny=False)
     assert (model.architecture, model.eos_token_id, model.dtype) == ("MixtralForCausalLM", 2, "float16")
     made = make_tiny(tmp_path / "t", "bf16", {"seed": 1, "layers": 1})

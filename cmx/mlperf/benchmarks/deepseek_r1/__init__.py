@@ -18,10 +18,12 @@ from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.deepseek_r1.generation import REFERENCE_SAMPLING
+from cmx.mlperf.benchmarks.deepseek_r1.model import MODEL
+from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 
 
 @dataclass(frozen=True)
-class DeepSeekR1:
+class DeepSeekR1(ModelDefaults):
     family: str = "deepseek-r1"
     # constants.py (b66003e) MODEL_CONFIG['v5.1'/'v6.0'/'v6.1']['models']: one name, one target
     names: tuple[str, ...] = ("deepseek-r1",)
@@ -30,6 +32,7 @@ class DeepSeekR1:
         "Offline": "deepseek-r1", "Server": "deepseek-r1", "Interactive": "deepseek-r1-interactive"})
     # backend_registry.py: greedy (seed 42: generation.py), MAX_OSL 20000 new tokens; vLLM stops at the model's end id
     generation: Generation = Generation(max_tokens=20_000, sampling=REFERENCE_SAMPLING)
+    model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.deepseek_r1.dataset import load_deepseek
@@ -49,11 +52,6 @@ class DeepSeekR1:
         result = evaluate(read_accuracy_log(accuracy_log), answers, subsets, reference_decoder(tokenizer_dir),
                           lambda: load_tests(tests), jobs=jobs)
         return result.as_dict()
-
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_deepseek
-
-        return make_tiny_deepseek(dest, seed).path
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset

@@ -24,7 +24,6 @@ pickled JSON string) for its code rows. The weights are random, so scores mean n
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +31,9 @@ import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
-from cmx.mlperf.benchmarks.synthetic import Lexicon, write_json, write_text
+from cmx.mlperf.benchmarks.kit.tokenizer import train_byte_level_bpe
+from cmx.mlperf.benchmarks.kit.weights import BF16, F32, decoder_shapes, swiglu_shapes, write_random_weights
+from cmx.mlperf.benchmarks.synthetic import Lexicon, TinyModelFolder, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
 BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
@@ -57,13 +58,9 @@ SUBSET_NAMES = ("aime1983", "math500", "gpqa", "mmlu_pro", "livecodebench")
 
 
 @dataclass(frozen=True)
-class TinyDeepSeek:
+class TinyDeepSeek(TinyModelFolder):
     """A tiny model folder made by make_tiny_deepseek, and its sizes."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
     layers: int
     heads: int
     experts: int
@@ -103,7 +100,9 @@ def make_tiny_deepseek(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hid
     # DeepSeek-R1's generation_config.json asks for sampling (temperature 0.6, top_p 0.95): the harness sets its own
     write_json(dest / "generation_config.json", {"_from_model_config": True, "bos_token_id": 0, "do_sample": True,
                                                   "eos_token_id": 1, "temperature": 0.6, "top_p": 0.95})
-    _write_weights(dest / "model.safetensors", tiny)
+    # N(0, 0.02) matrices, unit norms, bfloat16; the routing bias zero and in float32, as DeepSeek-R1 stores it
+    write_random_weights(dest / "model.safetensors", weight_shapes(tiny), seed, BF16,
+                         dtypes={"e_score_correction_bias": F32})
     return tiny
 
 
@@ -132,77 +131,37 @@ def _model_config(tiny: TinyDeepSeek) -> dict[str, object]:
 
 
 def weight_shapes(tiny: TinyDeepSeek) -> dict[str, tuple[int, ...]]:
-    """The checkpoint's tensor names and shapes (DeepSeek-R1's, per-expert), at the tiny sizes."""
+    """The checkpoint's tensor names and shapes (DeepSeek-R1's, per-expert), at the tiny sizes: MLA attention, a
+    dense first layer, then routed experts (a gate with its score-correction bias) and a shared one."""
     h, n = tiny.hidden_size, tiny.heads
     q_rank, kv_rank, rope = _DIMS["q_lora_rank"], _LATENT["kv_lora_rank"], _LATENT["qk_rope_head_dim"]
     nope, v = _DIMS["qk_nope_head_dim"], _DIMS["v_head_dim"]
-    dense, moe = h * 2, h // 2
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (tiny.vocab_size, h), "model.norm.weight": (h,),
-                                          "lm_head.weight": (tiny.vocab_size, h)}
-    for i in range(tiny.layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-            p + "self_attn.q_a_proj.weight": (q_rank, h), p + "self_attn.q_a_layernorm.weight": (q_rank,),
-            p + "self_attn.q_b_proj.weight": (n * (nope + rope), q_rank),
-            p + "self_attn.kv_a_proj_with_mqa.weight": (kv_rank + rope, h),
-            p + "self_attn.kv_a_layernorm.weight": (kv_rank,),
-            p + "self_attn.kv_b_proj.weight": (n * (nope + v), kv_rank), p + "self_attn.o_proj.weight": (h, n * v),
-        })
-        mlps = [(p + "mlp.", dense)] if i == 0 else [
-            *((f"{p}mlp.experts.{e}.", moe) for e in range(tiny.experts)), (p + "mlp.shared_experts.", moe)]
-        if i > 0:
-            shapes[p + "mlp.gate.weight"] = (tiny.experts, h)
-            shapes[p + "mlp.gate.e_score_correction_bias"] = (tiny.experts,)
-        for prefix, width in mlps:
-            shapes.update({prefix + "gate_proj.weight": (width, h), prefix + "up_proj.weight": (width, h),
-                           prefix + "down_proj.weight": (h, width)})
-    return shapes
 
+    def layer(i: int) -> dict[str, tuple[int, ...]]:
+        shapes: dict[str, tuple[int, ...]] = {
+            "self_attn.q_a_proj.weight": (q_rank, h), "self_attn.q_a_layernorm.weight": (q_rank,),
+            "self_attn.q_b_proj.weight": (n * (nope + rope), q_rank),
+            "self_attn.kv_a_proj_with_mqa.weight": (kv_rank + rope, h),
+            "self_attn.kv_a_layernorm.weight": (kv_rank,),
+            "self_attn.kv_b_proj.weight": (n * (nope + v), kv_rank), "self_attn.o_proj.weight": (h, n * v)}
+        if i == 0:
+            return {**shapes, **swiglu_shapes("mlp.", h, h * 2)}
+        shapes.update({"mlp.gate.weight": (tiny.experts, h), "mlp.gate.e_score_correction_bias": (tiny.experts,)})
+        for prefix in (*(f"mlp.experts.{e}." for e in range(tiny.experts)), "mlp.shared_experts."):
+            shapes.update(swiglu_shapes(prefix, h, h // 2))
+        return shapes
 
-def _write_weights(path: Path, tiny: TinyDeepSeek) -> None:
-    """N(0, 0.02) matrices, unit norms, a zero routing bias (float32, as DeepSeek-R1 stores it), drawn in name
-    order from one seeded generator; bfloat16 otherwise."""
-    rng = np.random.Generator(np.random.PCG64(tiny.seed))
-    tensors: dict[str, tuple[str, np.ndarray]] = {}
-    for name, shape in sorted(weight_shapes(tiny).items()):
-        if name.endswith("e_score_correction_bias"):
-            tensors[name] = ("F32", np.zeros(shape, dtype="<f4"))
-            continue
-        values = (np.ones(shape, dtype=np.float32) if name.endswith("norm.weight")
-                  else rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02))
-        bits = values.astype("<f4").view("<u4").astype(np.uint64)
-        tensors[name] = ("BF16", ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2"))  # round to nearest even
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, (dtype, data) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": list(data.shape), "data_offsets": [offset, offset + data.nbytes]}
-        offset += data.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(b"".join([len(text).to_bytes(8, "little"), text, *(d.tobytes() for _, d in tensors.values())]))
-    os.replace(tmp, path)
+    return decoder_shapes(tiny.vocab_size, h, tiny.layers, layer)
 
 
 # --- the tokenizer -------------------------------------------------------------------------------
 
 def _tokenizer_json(seed: int, vocab_size: int) -> str:
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, decoders
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
     tail = [USER, ASSISTANT, THINK, END_THINK]
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(tail), special_tokens=[BOS, EOS, PAD],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    corpus = _corpus(seed)
-    tok.train_from_iterator(corpus, trainer, length=len(corpus))
-    if tok.get_vocab_size() != vocab_size - len(tail):
-        raise CmxError(f"the tiny tokenizer learned {tok.get_vocab_size()} tokens, not {vocab_size - len(tail)}",
-                       hint="give a smaller vocab_size")
+    tok = train_byte_level_bpe(_corpus(seed), vocab_size - len(tail), SPLIT_PATTERN, special_tokens=[BOS, EOS, PAD])
+    tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([AddedToken(USER, normalized=False), AddedToken(ASSISTANT, normalized=False)])
     # DeepSeek-R1 adds <think> and </think> as ordinary tokens: skip_special_tokens keeps them in the decoded text
     tok.add_tokens([AddedToken(THINK, normalized=False, special=False),

@@ -18,10 +18,12 @@ from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.gpt_oss_120b.generation import REFERENCE_SAMPLING
+from cmx.mlperf.benchmarks.gpt_oss_120b.model import MODEL
+from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 
 
 @dataclass(frozen=True)
-class GptOss120b:
+class GptOss120b(ModelDefaults):
     family: str = "gpt-oss-120b"
     # constants.py (b66003e) MODEL_CONFIG['v6.0'/'v6.1']['models']: one name, one target (99%)
     names: tuple[str, ...] = ("gpt-oss-120b",)
@@ -31,6 +33,7 @@ class GptOss120b:
     # README.md "Generation Configuration": 10240 output tokens for performance runs (and TEST07/TEST09);
     # generation_config.json: sampled at temperature 1.0, no seed; the model's own end ids stop it (generation.py)
     generation: Generation = Generation(max_tokens=10240, sampling=REFERENCE_SAMPLING)
+    model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
 
     def load_dataset(self, path: Path) -> Dataset:
         """The accuracy set of the MLCommons folder `path` (what accuracy.txt is scored on)."""
@@ -47,11 +50,6 @@ class GptOss120b:
         from cmx.mlperf.benchmarks.gpt_oss_120b.scorer import score_log
 
         return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
-
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.gpt_oss_120b.tiny import make_tiny_gpt_oss
-
-        return make_tiny_gpt_oss(dest, seed).path
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.gpt_oss_120b.tiny import make_tiny_sets

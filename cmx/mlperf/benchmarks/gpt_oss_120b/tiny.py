@@ -29,7 +29,9 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANCE_FILE, TEST07_FILE
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
-from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, read_tokenizer, write_json, write_text
+from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
+from cmx.mlperf.benchmarks.kit.weights import F32, attention_shapes, decoder_shapes, write_random_weights
+from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, TinyModelFolder, read_tokenizer, write_json, write_text
 from cmx.mlperf.scoring.livecodebench import encode_private_tests
 
 # tiktoken's o200k pattern (o200k_harmony uses it): the text is split by this regex, then byte-level BPE
@@ -47,13 +49,9 @@ _TEXTS = 4000
 
 
 @dataclass(frozen=True)
-class TinyGptOss:
+class TinyGptOss(TinyModelFolder):
     """A tiny model folder made by make_tiny_gpt_oss, and what it was made from."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
     layers: int
     heads: int
     kv_heads: int
@@ -81,7 +79,7 @@ def make_tiny_gpt_oss(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidd
     write_text(dest / "tokenizer.json", _tokenizer_json(seed, vocab_size))
     specials = _specials(vocab_size)
     write_json(dest / "tokenizer_config.json", {
-        "added_tokens_decoder": {str(i): {**_added(t), "special": True} for i, t in specials},
+        "added_tokens_decoder": {str(i): {**added_token(t), "special": True} for i, t in specials},
         "bos_token": "<|startoftext|>", "eos_token": "<|return|>", "pad_token": "<|endoftext|>",
         "clean_up_tokenization_spaces": False, "model_input_names": ["input_ids", "attention_mask"],
         "model_max_length": 131072, "tokenizer_class": "PreTrainedTokenizerFast"})
@@ -89,7 +87,8 @@ def make_tiny_gpt_oss(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidd
     write_json(dest / "generation_config.json", {"bos_token_id": tiny.first_special, "do_sample": True,
                                                   "eos_token_id": list(tiny.end_ids),
                                                   "pad_token_id": tiny.first_special + 1})
-    _write_weights(dest / "model.safetensors", tiny)
+    # N(0, 0.02) tensors, unit norms, zero biases, unquantized float32
+    write_random_weights(dest / "model.safetensors", _shapes(tiny), seed, F32)
     return tiny
 
 
@@ -112,42 +111,16 @@ def _config(t: TinyGptOss) -> dict[str, object]:
 
 
 def _shapes(t: TinyGptOss) -> dict[str, tuple[int, ...]]:
-    h, q, kv, e, i = t.hidden_size, t.heads * HEAD_SIZE, t.kv_heads * HEAD_SIZE, t.experts, t.hidden_size
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (t.vocab_size, h), "model.norm.weight": (h,),
-                                          "lm_head.weight": (t.vocab_size, h)}
-    for n in range(t.layers):
-        p = f"model.layers.{n}."
-        shapes.update({
-            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-            p + "self_attn.q_proj.weight": (q, h), p + "self_attn.q_proj.bias": (q,),
-            p + "self_attn.k_proj.weight": (kv, h), p + "self_attn.k_proj.bias": (kv,),
-            p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.v_proj.bias": (kv,),
-            p + "self_attn.o_proj.weight": (h, q), p + "self_attn.o_proj.bias": (h,),
-            p + "self_attn.sinks": (t.heads,),
-            p + "mlp.router.weight": (e, h), p + "mlp.router.bias": (e,),
-            p + "mlp.experts.gate_up_proj": (e, h, 2 * i), p + "mlp.experts.gate_up_proj_bias": (e, 2 * i),
-            p + "mlp.experts.down_proj": (e, i, h), p + "mlp.experts.down_proj_bias": (e, h)})
-    return shapes
+    """Attention with biases and sinks; a router with a bias and fused gate_up and down experts with biases."""
+    h, e, i = t.hidden_size, t.experts, t.hidden_size
 
+    def layer(n: int) -> dict[str, tuple[int, ...]]:
+        return {**attention_shapes(h, t.heads * HEAD_SIZE, t.kv_heads * HEAD_SIZE, bias=True),
+                "self_attn.sinks": (t.heads,), "mlp.router.weight": (e, h), "mlp.router.bias": (e,),
+                "mlp.experts.gate_up_proj": (e, h, 2 * i), "mlp.experts.gate_up_proj_bias": (e, 2 * i),
+                "mlp.experts.down_proj": (e, i, h), "mlp.experts.down_proj_bias": (e, h)}
 
-def _write_weights(path: Path, t: TinyGptOss) -> None:
-    """N(0, 0.02) tensors (unit norms, zero biases), drawn in name order from one seeded generator, float32."""
-    import os
-
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(t.seed))  # the same stream on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(_shapes(t).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float32)
-        elif name.endswith("bias"):
-            tensors[name] = np.zeros(shape, dtype=np.float32)
-        else:
-            tensors[name] = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))
-    os.replace(tmp, path)
+    return decoder_shapes(t.vocab_size, h, t.layers, layer)
 
 
 # --- the tokenizer -------------------------------------------------------------------------------
@@ -157,38 +130,12 @@ def _specials(vocab_size: int) -> list[tuple[int, str]]:
     return [(first + o, HARMONY.get(o, f"<|reserved_{199998 + o}|>")) for o in range(SPECIAL_COUNT)]
 
 
-def _added(content: str) -> dict[str, object]:
-    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
-
-
 def _tokenizer_json(seed: int, vocab_size: int) -> str:
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    learned = vocab_size - SPECIAL_COUNT
-    trainer = trainers.BpeTrainer(vocab_size=learned, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[], show_progress=False)
-    corpus = _corpus(seed)
-    tok.train_from_iterator(corpus, trainer, length=len(corpus))
-    model = json.loads(tok.to_str())["model"]
-    if sorted(model["vocab"].values()) != list(range(learned)):
-        raise CmxError(f"the tiny tokenizer learned {len(model['vocab'])} tokens, not {learned}",
-                       hint="give a smaller vocab_size")
-    document = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": i, **_added(t), "special": True} for i, t in _specials(vocab_size)],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": SPLIT_PATTERN}, "behavior": "Isolated", "invert": False},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
-                  "vocab": model["vocab"], "merges": model["merges"]}}
-    return json.dumps(document, ensure_ascii=False, indent=2)
+    """A byte-level BPE of vocab_size - 21 tokens trained on generated text, the harmony specials after them;
+    no post-processor: gpt-oss adds no BOS."""
+    trained = train_byte_level_bpe(_corpus(seed), vocab_size - SPECIAL_COUNT, SPLIT_PATTERN)
+    return json.dumps(byte_level_document(trained, SPLIT_PATTERN, _specials(vocab_size), None), ensure_ascii=False,
+                      indent=2)
 
 
 def _corpus(seed: int) -> list[str]:

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama2_70b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
+from cmx.mlperf.benchmarks.llama2_70b.model import MODEL
 
 
 @dataclass(frozen=True)
-class Llama2_70b:
+class Llama2_70b(ModelDefaults):
     family: str = "llama2-70b"
     names: tuple[str, ...] = ("llama2-70b-99", "llama2-70b-99.9")
     # loadgen/mlperf.conf: llama2-70b.* and llama2-70b-interactive.*
@@ -25,6 +27,7 @@ class Llama2_70b:
     # language/llama2-70b/SUT.py gen_kwargs: greedy (do_sample False, num_beams 1), max_new_tokens 1024,
     # min_new_tokens 1 (2 here: LoadGen needs two tokens for TPOT); EOS is the tokenizer's </s>
     generation: Generation = Generation(max_tokens=MAX_NEW_TOKENS, sampling=REFERENCE_SAMPLING)
+    model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.llama2_70b.dataset import load_openorca
@@ -43,11 +46,6 @@ class Llama2_70b:
         result = evaluate(read_accuracy_log(accuracy_log), references,
                           lambda ids: tokenizer.decode(ids, skip_special_tokens=True), jobs=jobs)
         return result.as_dict()
-
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama
-
-        return make_tiny_llama(dest, seed).path
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_openorca

@@ -16,7 +16,7 @@ ROUGE scores mean nothing; only the formats are real:
   pickle (see `make_tiny_openorca`).
 
 Nothing here imports torch or transformers (slow to import): weights are drawn with numpy and
-written with safetensors' numpy API, and config.json is written as JSON.
+written by kit.weights, and config.json is written as JSON.
 """
 
 from __future__ import annotations
@@ -30,15 +30,17 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.weights import F16, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
     HEAD_SIZE,
     Lexicon,
     TextSample,
+    TinyLlamaFamily,
     check_llama_sizes,
     llama_intermediate_size,
+    llama_weight_shapes,
     read_tokenizer,
     write_json,
-    write_llama_weights,
     write_text,
 )
 
@@ -65,22 +67,10 @@ _SYSTEM_PROMPTS = (
 
 
 @dataclass(frozen=True)
-class TinyLlama:
+class TinyLlama(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_llama, and what it was made from."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
     space_id: int  # the id of "▁" alone: what processorca appends to every prompt (29871 in Llama 2)
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.heads
 
 
 @dataclass(frozen=True)
@@ -111,7 +101,8 @@ def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden
     write_json(dest / "config.json", _model_config(vocab_size, hidden_size, intermediate, layers, heads, kv_heads))
     write_json(dest / "generation_config.json", {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID,
                                                   "pad_token_id": UNK_ID})
-    write_llama_weights(dest / "model.safetensors", seed, vocab_size, hidden_size, intermediate, layers, heads, kv_heads)
+    write_random_weights(dest / "model.safetensors",
+                         llama_weight_shapes(vocab_size, hidden_size, intermediate, layers, heads, kv_heads), seed, F16)
     space_id = json.loads(tokenizer_json)["model"]["vocab"][SPACE]
     return TinyLlama(dest, seed, vocab_size, hidden_size, intermediate, layers, heads, kv_heads, space_id)
 

@@ -9,15 +9,16 @@ the same architecture, reached through the registry). `BENCHMARK` imports them w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.kit.model import GB, ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_405b.generation import REFERENCE_SAMPLING
 
 
 @dataclass(frozen=True)
-class Llama3_1_405b:
+class Llama3_1_405b(ModelDefaults):
     family: str = "llama3.1-405b"
     # constants.py (b66003e) MODEL_CONFIG['v5.1'/'v6.0']['models']: one name, one target (99%)
     names: tuple[str, ...] = ("llama3.1-405b",)
@@ -48,15 +49,26 @@ class Llama3_1_405b:
                           jobs=jobs)
         return result.as_dict()
 
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks import benchmark_for
-
-        return benchmark_for("llama3.1-8b").make_tiny_model(dest, seed)
+    @property
+    def model(self) -> ModelSpec:
+        """llama3.1-8b's model side (a Llama 3.1 folder holds the same files at 8B and 405B) at 405B's size:
+        Llama-3.1-405B-Instruct's 405.9 B parameters in bfloat16, about 800 GB of safetensors
+        (get-ml-model-llama3-405b's include help)."""
+        return replace(_llama3_1_8b().model, size=800 * GB)
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.llama3_1_405b.tiny import make_tiny_dataset
 
         return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+
+def _llama3_1_8b() -> ModelDefaults:
+    """llama3.1-8b's BENCHMARK, through the registry (a benchmark package imports no other)."""
+    from cmx.mlperf.benchmarks import benchmark_for
+
+    bench = benchmark_for("llama3.1-8b")
+    assert isinstance(bench, ModelDefaults)  # it is built on the kit's defaults
+    return bench
 
 
 BENCHMARK = Llama3_1_405b()

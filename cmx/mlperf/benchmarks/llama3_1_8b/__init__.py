@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_8b.generation import REFERENCE_SAMPLING
+from cmx.mlperf.benchmarks.llama3_1_8b.model import MODEL
 
 
 @dataclass(frozen=True)
-class Llama3_1_8b:
+class Llama3_1_8b(ModelDefaults):
     family: str = "llama3.1-8b"
     names: tuple[str, ...] = ("llama3.1-8b",)  # one accuracy target (constants.py: 99% of the reference)
     # loadgen/mlperf.conf: llama3_1-8b.* and llama3_1-8b-interactive.*
@@ -26,6 +28,7 @@ class Llama3_1_8b:
     # SUT_VLLM.py gen_kwargs: greedy (temperature 0, top_k 1, seed 42: generation.py), max_tokens 128, min_tokens 1
     # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids (generation_config.json)
     generation: Generation = Generation(max_tokens=128, sampling=REFERENCE_SAMPLING)
+    model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.llama3_1_8b.dataset import load_cnndm
@@ -43,11 +46,6 @@ class Llama3_1_8b:
         references = [dataset.reference(i) for i in range(len(dataset))]
         result = evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
         return result.as_dict()
-
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_llama3
-
-        return make_tiny_llama3(dest, seed).path
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_cnndm

@@ -17,19 +17,20 @@ its ROUGE scores mean nothing; only the formats are real:
 - the dataset has the structure of the MLCommons cnn_eval.json (see `make_tiny_cnndm`).
 
 Nothing here imports torch or transformers (slow to import): weights are drawn with numpy and
-written in the safetensors format directly (numpy has no bfloat16).
+written in bfloat16 by kit.weights.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
+from cmx.mlperf.benchmarks.kit.weights import BF16, write_random_weights
 from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
     COLUMNS,
     PROMPT_TEMPLATE,
@@ -38,6 +39,7 @@ from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
 )
 from cmx.mlperf.benchmarks.synthetic import (
     Lexicon,
+    TinyLlamaFamily,
     check_llama_sizes,
     llama_intermediate_size,
     llama_weight_shapes,
@@ -61,21 +63,8 @@ _LEXICON_TEXTS = 6000
 
 
 @dataclass(frozen=True)
-class TinyLlama3:
+class TinyLlama3(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_llama3, and what it was made from."""
-
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.heads
 
     @property
     def bos_id(self) -> int:
@@ -118,13 +107,14 @@ def make_tiny_llama3(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidde
     tiny = TinyLlama3(dest, seed, vocab_size, hidden_size, llama_intermediate_size(hidden_size), layers, heads, kv_heads)
     write_text(dest / "tokenizer.json", _trained_tokenizer_json(seed, vocab_size))
     write_json(dest / "tokenizer_config.json", _tokenizer_config(tiny))
-    write_json(dest / "special_tokens_map.json", {"bos_token": _added_token(BOS), "eos_token": _added_token(EOT)})
+    write_json(dest / "special_tokens_map.json", {"bos_token": added_token(BOS), "eos_token": added_token(EOT)})
     write_json(dest / "config.json", _model_config(tiny))
     # the real file also asks for sampling (temperature 0.6, top_p 0.9): the harness must set its own
     write_json(dest / "generation_config.json", {"bos_token_id": tiny.bos_id, "do_sample": True,
                                                   "eos_token_id": list(tiny.eos_ids), "temperature": 0.6,
                                                   "top_p": 0.9})
-    _write_weights_bf16(dest / "model.safetensors", tiny)
+    write_random_weights(dest / "model.safetensors", llama_weight_shapes(
+        tiny.vocab_size, tiny.hidden_size, tiny.intermediate_size, tiny.layers, tiny.heads, tiny.kv_heads), seed, BF16)
     return tiny
 
 
@@ -166,43 +156,6 @@ def _model_config(tiny: TinyLlama3) -> dict[str, object]:
     }
 
 
-def _write_weights_bf16(path: Path, tiny: TinyLlama3) -> None:
-    """N(0, 0.02) matrices and unit RMSNorm weights, drawn in name order from one seeded generator,
-    stored as bfloat16 (rounded to nearest even) in a safetensors file."""
-    rng = np.random.Generator(np.random.PCG64(tiny.seed))  # PCG64 streams are the same on every platform
-    shapes = llama_weight_shapes(tiny.vocab_size, tiny.hidden_size, tiny.intermediate_size, tiny.layers, tiny.heads,
-                            tiny.kv_heads)
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(shapes.items()):
-        if name.endswith("norm.weight"):
-            values = np.ones(shape, dtype=np.float32)
-        else:
-            values = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-        tensors[name] = _bfloat16_bits(values)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(_safetensors_bytes(tensors))
-    os.replace(tmp, path)
-
-
-def _bfloat16_bits(values: np.ndarray) -> np.ndarray:
-    """The bfloat16 bit patterns (uint16) of float32 values, rounded to nearest, ties to even."""
-    bits = values.astype("<f4").view("<u4").astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
-
-
-def _safetensors_bytes(tensors: dict[str, np.ndarray]) -> bytes:
-    """A safetensors file of bfloat16 tensors (given as their uint16 bits), in the given order:
-    an 8-byte little-endian header size, the JSON header padded to 8 bytes, then the data."""
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, bits in tensors.items():
-        header[name] = {"dtype": "BF16", "shape": list(bits.shape), "data_offsets": [offset, offset + bits.nbytes]}
-        offset += bits.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    return b"".join([len(text).to_bytes(8, "little"), text, *(bits.tobytes() for bits in tensors.values())])
-
-
 # --- the tokenizer -----------------------------------------------------------------------------
 
 def _special_tokens(vocab_size: int) -> list[tuple[int, str]]:
@@ -214,62 +167,25 @@ def _special_tokens(vocab_size: int) -> list[tuple[int, str]]:
 
 def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
     """Train a byte-level BPE of vocab_size - 256 tokens on generated text and add Llama 3.1's 256
-    special tokens after them. Returns the tokenizer.json text."""
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    learned = vocab_size - SPECIAL_COUNT
-    trainer = trainers.BpeTrainer(vocab_size=learned, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[], show_progress=False)
-    corpus = _training_corpus(seed)
-    tok.train_from_iterator(corpus, trainer, length=len(corpus))
-    trained = json.loads(tok.to_str())["model"]
-    if sorted(trained["vocab"].values()) != list(range(learned)):
-        raise CmxError(f"the tiny tokenizer learned {len(trained['vocab'])} tokens, not {learned}",
-                       hint="give a smaller vocab_size: the generated training text has too few distinct words")
-    return json.dumps(_tokenizer_document(trained["vocab"], trained["merges"], vocab_size), ensure_ascii=False,
-                      indent=2)
-
-
-def _added_token(content: str) -> dict[str, object]:
-    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
-
-
-def _tokenizer_document(vocab: dict[str, int], merges: list, vocab_size: int) -> dict[str, object]:
-    """A tokenizer.json shaped like Llama 3.1's: split regex then ByteLevel, BPE with ignore_merges,
-    <|begin_of_text|> added in front, specials as added tokens."""
+    special tokens after them, <|begin_of_text|> put in front of every text. Returns the tokenizer.json text."""
+    trained = train_byte_level_bpe(_training_corpus(seed), vocab_size - SPECIAL_COUNT, SPLIT_PATTERN)
     bos_id = vocab_size - SPECIAL_COUNT
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [{"id": i, **_added_token(t), "special": True} for i, t in _special_tokens(vocab_size)],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": SPLIT_PATTERN}, "behavior": "Isolated", "invert": False},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
-        "post_processor": {"type": "Sequence", "processors": [
-            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-            {"type": "TemplateProcessing",
-             "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
-             "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                      {"SpecialToken": {"id": BOS, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
-             "special_tokens": {BOS: {"id": BOS, "ids": [bos_id], "tokens": [BOS]}}}]},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
-                  "vocab": vocab, "merges": merges},
-    }
+    post_processor = {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        {"type": "TemplateProcessing",
+         "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": BOS, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+         "special_tokens": {BOS: {"id": BOS, "ids": [bos_id], "tokens": [BOS]}}}]}
+    document = byte_level_document(trained, SPLIT_PATTERN, _special_tokens(vocab_size), post_processor)
+    return json.dumps(document, ensure_ascii=False, indent=2)
 
 
 def _tokenizer_config(tiny: TinyLlama3) -> dict[str, object]:
     """Llama-3.1-8B-Instruct's tokenizer_config.json without its chat template (the reference uses none).
     clean_up_tokenization_spaces is true there, and changes decoded text (" ." becomes ".")."""
     return {
-        "added_tokens_decoder": {str(i): {**_added_token(t), "special": True} for i, t in _special_tokens(
+        "added_tokens_decoder": {str(i): {**added_token(t), "special": True} for i, t in _special_tokens(
             tiny.vocab_size)},
         "bos_token": BOS,
         "clean_up_tokenization_spaces": True,

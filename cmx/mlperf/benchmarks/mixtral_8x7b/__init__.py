@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.mixtral_8x7b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
+from cmx.mlperf.benchmarks.mixtral_8x7b.model import MODEL
 
 
 @dataclass(frozen=True)
-class Mixtral8x7b:
+class Mixtral8x7b(ModelDefaults):
     family: str = "mixtral-8x7b"
     # constants.py (b66003e) MODEL_CONFIG['v5.1'/'v6.0']['models']: one name, one target (99%)
     names: tuple[str, ...] = ("mixtral-8x7b",)
@@ -27,6 +29,7 @@ class Mixtral8x7b:
         "Offline": "mixtral-8x7b", "Server": "mixtral-8x7b"})
     # SUT.py gen_kwargs: greedy (do_sample False), max_new_tokens 1024, min_new_tokens 2; EOS </s>
     generation: Generation = Generation(max_tokens=MAX_NEW_TOKENS, sampling=REFERENCE_SAMPLING)
+    model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
 
     def load_dataset(self, path: Path) -> Dataset:
         from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import load_mixtral
@@ -46,11 +49,6 @@ class Mixtral8x7b:
         result = evaluate(read_accuracy_log(accuracy_log), dataset, decode, run_programs,  # type: ignore[arg-type]
                           jobs=jobs)
         return result.as_dict()
-
-    def make_tiny_model(self, dest: Path, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_model import make_tiny_mixtral
-
-        return make_tiny_mixtral(dest, seed).path
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_dataset import make_tiny_dataset

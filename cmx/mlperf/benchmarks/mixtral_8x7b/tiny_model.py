@@ -15,21 +15,20 @@ architecture and the formats are real:
   so it is made by llama2-70b's tiny generator (reached through the registry, not imported)
   and only its tokenizer files are kept;
 - weights are N(0, 0.02) matrices and unit RMSNorm weights drawn in name order from one PCG64
-  generator, stored as float16 (numpy has no bfloat16; vLLM casts to the dtype it runs in).
+  generator (kit.weights), stored as float16 like Llama 2's tiny model (vLLM casts to the dtype it runs in).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.weights import F16, attention_shapes, decoder_shapes, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
+    TinyLlamaFamily,
     check_llama_sizes,
     llama_intermediate_size,
     write_json,
@@ -43,23 +42,11 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 @dataclass(frozen=True)
-class TinyMixtral:
+class TinyMixtral(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_mixtral, and what it was made from."""
 
-    path: Path
-    seed: int
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    layers: int
-    heads: int
-    kv_heads: int
     experts: int
     experts_per_token: int
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden_size // self.heads
 
     @property
     def architecture(self) -> str:
@@ -87,7 +74,7 @@ def make_tiny_mixtral(dest: Path, seed: int = 0, *, hidden_size: int = 256, laye
                        kv_heads, experts, experts_per_token)
     write_json(dest / "config.json", model_config(tiny))
     write_json(dest / "generation_config.json", {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID})
-    _write_weights(dest / "model.safetensors", tiny)
+    write_random_weights(dest / "model.safetensors", weight_shapes(tiny), seed, F16)
     return tiny
 
 
@@ -95,7 +82,7 @@ def _write_tokenizer(dest: Path, seed: int) -> int:
     """Llama 2's tiny tokenizer files (the layout Mixtral's tokenizer has), with Mixtral's tokenizer_config;
     returns the vocabulary size."""
     from cmx.mlperf.benchmarks import benchmark_for
-    from cmx.mlperf.benchmarks.model_folder import read_json
+    from cmx.mlperf.benchmarks.kit.model import read_json
 
     with tempfile.TemporaryDirectory(prefix="tiny-mixtral-tok-", dir=dest) as tmp:
         # llama2-70b's tiny model: its weights are thrown away, its tokenizer kept
@@ -146,37 +133,15 @@ def model_config(tiny: TinyMixtral) -> dict[str, object]:
 
 def weight_shapes(tiny: TinyMixtral) -> dict[str, tuple[int, ...]]:
     """The tensors of a MixtralForCausalLM checkpoint (Hugging Face names) and their shapes."""
-    h, f, v = tiny.hidden_size, tiny.intermediate_size, tiny.vocab_size
-    kv = tiny.kv_heads * tiny.head_size
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,),
-                                          "lm_head.weight": (v, h)}
-    for i in range(tiny.layers):
-        p = f"model.layers.{i}."
-        shapes.update({
-            p + "self_attn.q_proj.weight": (h, h), p + "self_attn.k_proj.weight": (kv, h),
-            p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.o_proj.weight": (h, h),
-            p + "block_sparse_moe.gate.weight": (tiny.experts, h),
-            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
-        })
-        for e in range(tiny.experts):
-            q = f"{p}block_sparse_moe.experts.{e}."
-            shapes.update({q + "w1.weight": (f, h), q + "w2.weight": (h, f), q + "w3.weight": (f, h)})
-    return shapes
+    h, f = tiny.hidden_size, tiny.intermediate_size
 
+    def layer(i: int) -> dict[str, tuple[int, ...]]:
+        experts = {f"block_sparse_moe.experts.{e}.{w}.weight": shape for e in range(tiny.experts)
+                   for w, shape in (("w1", (f, h)), ("w2", (h, f)), ("w3", (f, h)))}
+        return {**attention_shapes(h, h, tiny.kv_heads * tiny.head_size),
+                "block_sparse_moe.gate.weight": (tiny.experts, h), **experts}
 
-def _write_weights(path: Path, tiny: TinyMixtral) -> None:
-    from safetensors.numpy import save
-
-    rng = np.random.Generator(np.random.PCG64(tiny.seed))  # PCG64 streams are the same on every platform
-    tensors: dict[str, np.ndarray] = {}
-    for name, shape in sorted(weight_shapes(tiny).items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float16)
-        else:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(save(tensors, metadata={"format": "pt"}))  # save_file would make it 0600
-    os.replace(tmp, path)
+    return decoder_shapes(tiny.vocab_size, h, tiny.layers, layer)
 
 
 __all__ = ["BOS_ID", "EOS_ID", "EXPERTS", "EXPERTS_PER_TOKEN", "TinyMixtral", "make_tiny_mixtral", "model_config",

@@ -1,0 +1,135 @@
+"""Every benchmark package passes by existing: the kit test, run over all_benchmarks().
+
+A package found by the registry keeps the Benchmark Protocol's promises with no test of its own:
+its names and LoadGen models are the rounds' (cmx/mlperf/rounds), its tiny model comes out of the
+model recipe's sequence (kit.model_recipe's make_tiny) with the outputs its get-ml-model recipe
+declares, its tiny dataset is what its own loader reads, its scorer writes the accuracy.txt the
+checker reads every target's value from, and its model side refuses what a recipe must refuse.
+One tiny model and dataset per benchmark, made once for the module (a few seconds each).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from array import array
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cmx.mlperf.benchmarks import UnknownBenchmark, all_benchmarks, benchmark_for, dataset_for_test
+from cmx.mlperf.benchmarks.base import Benchmark
+from cmx.mlperf.benchmarks.kit.model import ModelError, ModelFolder
+from cmx.mlperf.loadgen.harness import ACCURACY_LOG, evaluate_accuracy
+from cmx.mlperf.rounds import known_rounds, load_round
+from cmx.mlperf.scoring.accuracy_txt import CHECKER_NAMES, meets_targets, read_accuracy_txt
+from tests.conftest import REPO
+
+BENCHMARKS = all_benchmarks()
+IDS = [b.family for b in BENCHMARKS]
+ROWS = 6
+
+
+def model_recipe(bench: Benchmark) -> dict:
+    """The get-ml-model recipe that carries the benchmark's family as a tag (as Kubernetes finds it)."""
+    found = [doc for path in sorted((REPO / "recipes").glob("get-ml-model-*/recipe.yaml"))
+             if bench.family in (doc := yaml.safe_load(path.read_text(encoding="utf-8")))["tags"]]
+    assert len(found) == 1, f"{bench.family}: {len(found)} model recipes"
+    return found[0]
+
+
+def default_precision(recipe: dict) -> str | None:
+    group = recipe.get("variations", {}).get("precision", {})
+    return next((name for name, v in group.items() if (v or {}).get("default")), None)
+
+
+@pytest.fixture(scope="module", params=BENCHMARKS, ids=IDS)
+def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Benchmark, ModelFolder,
+                                                                                              Path]:
+    """The benchmark, its tiny model as its recipe makes it (no input given), and a tiny dataset of ROWS rows."""
+    bench: Benchmark = request.param
+    folder = tmp_path_factory.mktemp(bench.family)
+    model = bench.make_tiny(folder / "model", default_precision(model_recipe(bench)), {},
+                            log=logging.getLogger("test-kit"))
+    dataset = bench.make_tiny_dataset(folder / "dataset", model.path, rows=ROWS, seed=0)
+    return bench, model, dataset
+
+
+def test_the_benchmarks_are_found_by_family_and_by_mlperf_name():
+    assert IDS == ["deepseek-r1", "gpt-oss-120b", "llama2-70b", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b"]
+    assert benchmark_for("llama2-70b-99.9").family == "llama2-70b"
+    assert benchmark_for("llama3.1-8b").names == ("llama3.1-8b",)
+    with pytest.raises(UnknownBenchmark, match="no benchmark is called 'llama3-8b'") as info:
+        benchmark_for("llama3-8b")
+    assert "llama3.1-8b" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS, ids=IDS)
+def test_its_names_and_loadgen_models_are_in_the_rounds(bench: Benchmark):
+    rounds = [r for r in map(load_round, known_rounds()) if set(bench.names) <= set(r.benchmark_names)]
+    assert rounds, f"no round lists {bench.names}"
+    for round_ in rounds:  # an older round may lack a scenario (deepseek-r1's Interactive came in v6.0)
+        for name in bench.names:
+            rules = round_.benchmark(name)
+            assert {s.name: s.loadgen_model for s in rules.scenarios}.items() <= dict(bench.loadgen_models).items()
+            assert rules.accuracy.metrics
+    newest = rounds[-1].benchmark(bench.names[0])
+    assert {s.name: s.loadgen_model for s in newest.scenarios} == dict(bench.loadgen_models)
+    assert bench.generation.max_tokens >= bench.generation.min_tokens >= 2
+
+
+def test_its_tiny_model_has_the_outputs_its_model_recipe_declares(tiny: tuple[Benchmark, ModelFolder, Path]):
+    bench, model, _ = tiny
+    outputs = model.outputs()
+    assert set(outputs) == set(model_recipe(bench)["outputs"])
+    assert model.is_tiny and model.revision == "" and outputs["tokenizer_path"] == model.path
+    assert model.eos_token_id in model.eos_token_ids or not model.eos_token_ids
+    # what a download must hold, the tiny folder holds
+    bench.require_model_files([p.name for p in model.path.iterdir()], "tiny", "")
+    assert bench.describe(model.path, "mine", "", model.precision, is_tiny=False).outputs() == \
+        {**outputs, "name": "mine", "is_tiny": False}
+
+
+def test_its_tiny_dataset_is_what_its_loader_reads(tiny: tuple[Benchmark, ModelFolder, Path]):
+    bench, _, path = tiny
+    for mode in ("performance", "accuracy"):
+        data = dataset_for_test(bench, path, mode)
+        assert len(data) == ROWS and len(data.limit(4)) == 4
+        for i in range(len(data)):
+            assert data.prompt_ids(i) and all(isinstance(t, int) for t in data.prompt_ids(i))
+            assert isinstance(data.reference(i), str) and data.reference(i)
+
+
+def test_its_scorer_writes_the_accuracy_txt_the_checker_reads(tiny: tuple[Benchmark, ModelFolder, Path],
+                                                              tmp_path: Path):
+    bench, model, path = tiny
+    data = bench.load_dataset(path)
+    # a tiny run's accuracy log: each sample "answers" with the first ids of its own prompt (int32, as LoadGen
+    # logs them): real ids of the tokenizer
+    records = [{"seq_id": i, "qsl_idx": i, "data": array("i", data.prompt_ids(i)[1:9]).tobytes().hex()}
+               for i in range(len(data))]
+    (tmp_path / ACCURACY_LOG).write_text(json.dumps(records))
+    values = read_accuracy_txt(evaluate_accuracy(tmp_path, path, model.path, benchmark=bench.names[0]))
+    for name in bench.names:
+        newest = [r for r in map(load_round, known_rounds()) if name in r.benchmark_names][-1]
+        targets = newest.benchmark(name).accuracy
+        assert not [s for s in meets_targets(values, targets) if "missing" in s]
+        # the checker's patterns read plain numbers under their own labels (ROUGE1 for rouge1)
+        assert all(type(values[k]) in (int, float) for k in targets.metrics), {k: values[k] for k in targets.metrics}
+        assert all(CHECKER_NAMES.get(k, k) for k in targets.metrics)
+    assert isinstance(values.get("hash"), str) and len(str(values["hash"])) == 64
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS, ids=IDS)
+def test_its_model_side_refuses_what_a_model_recipe_must(bench: Benchmark, tmp_path: Path):
+    with pytest.raises(ModelError, match="^layers applies to the tiny model only"):
+        bench.refuse_tiny_inputs({"layers": 4, "model_path": None})
+    bench.refuse_tiny_inputs({name: None for name in ("seed", "layers", "heads", "hidden_size", "model_path")})
+    with pytest.raises(ModelError, match="model_path and _tiny exclude each other"):
+        bench.make_tiny(tmp_path / "m", None, {"model_path": tmp_path})
+    with pytest.raises(ModelError, match="has no config.json among the files chosen"):
+        bench.require_model_files(["tokenizer.json", "model.safetensors"], "org/name", "c" * 40)
+    with pytest.raises(ModelError, match="has no tokenizer"):
+        bench.require_model_files(["config.json", "model.safetensors"], "org/name", "c" * 40)
+    assert bench.model_size >= 10 * 10**9  # the real checkpoint: what a Kubernetes model cache is sized for
