@@ -24,6 +24,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.kit.frames import (
@@ -36,7 +37,11 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.frames import (
     read_frame as read_any_frame,
 )
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
 
 SAMPLES = 4388  # constants.py dataset-size and performance-sample-count; mlperf.conf; README.md Reference Evals
 FILENAME = "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"  # README.md, Preprocessed & Calibration
@@ -125,6 +130,26 @@ def with_prompt_ids(source: Path, dest: Path, tokenizer_dir: Path) -> Path:
     return write_frame(frame, dest, protocol=4)
 
 
+def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+    """What get-dataset-deepseek-r1 outputs. A tiny set is made whole (its tests beside it); a download is
+    moved to source/, LiveCodeBench's tests for its code rows are fetched beside it, and the copy the
+    harness reads gets the prompt ids the model's chat template makes."""
+    from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import fetch_tests
+
+    if is_tiny:
+        return DatasetMade(path, {"source": path, "tests": path.with_name(TESTS_FILE)})
+    source = path.parent / "source" / path.name
+    source.parent.mkdir(parents=True, exist_ok=True)
+    path.replace(source)
+    frame = read_frame(source)
+    code_ids = sorted({str(a) for a, n in zip(answers_of(frame), dataset_names(frame))
+                       if subset_of(n) == "livecodebench"})
+    tests = path.with_name(TESTS_FILE)
+    fetch_tests(step, code_ids, tests)
+    dest = with_prompt_ids(source, path, Path(step.deps.model.outputs["tokenizer_path"]))
+    return DatasetMade(dest, {"source": source, "tests": tests})
+
+
 def load_deepseek(path: Path | str) -> DeepSeekDataset:
     """Read a pickle that `with_prompt_ids` wrote and check every column the harness and the scorer read."""
     path = Path(path)
@@ -141,5 +166,5 @@ def load_deepseek(path: Path | str) -> DeepSeekDataset:
 
 
 __all__ = ["FILENAME", "PROMPT_COLUMNS", "SAMPLES", "SUBSETS", "TESTS_FILE", "DatasetError", "DeepSeekDataset",
-           "answers_of",
+           "answers_of", "finish_dataset",
            "dataset_names", "load_deepseek", "read_frame", "subset_of", "with_prompt_ids"]

@@ -32,11 +32,16 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.kit.frames import read_frame, require_columns, token_arrays
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
 
 PERFORMANCE_FILE = "perf/perf_eval_ref"        # README.md, "Compliance Testing" (TEST09's set)
 ACCURACY_FILE = "acc/acc_eval_ref"             # published submissions' name (see above)
@@ -79,6 +84,39 @@ def set_file(folder: Path, stem: str, aliases: tuple[str, ...] = ()) -> Path:
                        hint="give the folder MLCommons' gpt-oss dataset download makes")
 
 
+def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+    """What get-dataset-gpt-oss-120b outputs: the folder of the sets (in a download, where the R2 listing put
+    them, with the LiveCodeBench problems of --input lcb_path linked in), each set checked, and the
+    performance set's rows (the accuracy set's are `rows`)."""
+    from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER, read_problems
+
+    folder = path if is_tiny else sets_folder(path)
+    if not is_tiny:
+        lcb = step.inputs["lcb_path"]
+        if lcb is not None:
+            read_problems(Path(lcb))  # refused now if it holds no code_generation_lite problems
+            (folder / FOLDER).symlink_to(Path(lcb).resolve(), target_is_directory=True)
+        else:
+            step.log.warning("no --input lcb_path: the LiveCodeBench rows cannot be graded until %s holds "
+                             "LiveCodeBench's code_generation_lite release_v6 files", folder / FOLDER)
+    performance = load_set(folder, "performance")
+    load_set(folder, "test07")
+    if not is_tiny and len(performance) != PERFORMANCE_SAMPLES:
+        step.log.warning("%s has %d performance rows, not the official %d", folder, len(performance),
+                         PERFORMANCE_SAMPLES)
+    return DatasetMade(folder, {"performance_rows": len(performance)})
+
+
+def sets_folder(download: Path) -> Path:
+    """The folder holding the sets (perf/ and acc/, or the files themselves; the R2 listing may nest them)."""
+    found = sorted(p.parent.parent if p.parent.name == "perf" else p.parent
+                   for p in download.rglob(PurePosixPath(PERFORMANCE_FILE).name + ".*"))
+    if not found:
+        raise DatasetError(f"the download in {download} has no {PERFORMANCE_FILE}.parquet",
+                           hint="the R2 dataset's layout changed; compare it with language/gpt-oss-120b/README.md")
+    return found[0]
+
+
 def load_set(folder: Path, mode: str = "accuracy") -> GptOssDataset:
     """The set a test reads: performance (and TEST09) the performance set, accuracy the accuracy set, TEST07 its own."""
     stem = {"performance": PERFORMANCE_FILE, "accuracy": ACCURACY_FILE, "test07": TEST07_FILE,
@@ -113,14 +151,5 @@ def _truth(value: object) -> str:
     return str(value)
 
 
-__all__ = [
-    "ACCURACY_FILE",
-    "ACCURACY_SAMPLES",
-    "PERFORMANCE_FILE",
-    "PERFORMANCE_SAMPLES",
-    "TEST07_FILE",
-    "GptOssDataset",
-    "load_file",
-    "load_set",
-    "set_file",
-]
+__all__ = ["ACCURACY_FILE", "ACCURACY_SAMPLES", "GptOssDataset", "PERFORMANCE_FILE", "PERFORMANCE_SAMPLES",
+           "TEST07_FILE", "finish_dataset", "load_file", "load_set", "set_file", "sets_folder"]

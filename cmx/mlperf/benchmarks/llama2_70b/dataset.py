@@ -30,6 +30,7 @@ from cmx.mlperf.benchmarks.kit.samples import check_limit
 if TYPE_CHECKING:  # pandas is imported when a dataset is loaded, not when cmx starts
     import pandas as pd
 
+SAMPLES = 24576  # the file's name says so; mlperf.conf llama2-70b.*.performance_sample_count_override
 # column -> what its values must be; the reference's dataset.py and evaluate-accuracy.py read these
 TEXT_COLUMNS = ("input", "output")
 TOKEN_COLUMNS = ("tok_input",)
@@ -107,4 +108,4 @@ def _check_integers(frame: pd.DataFrame, column: str, path: Path) -> None:
         raise DatasetError(f"{path}: column {column!r} has dtype {dtype}, not integers (int64)", hint=_EDITED)
 
 
-__all__ = ["REQUIRED_COLUMNS", "DatasetError", "OpenOrca", "check_openorca_frame", "load_openorca"]
+__all__ = ["REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "OpenOrca", "check_openorca_frame", "load_openorca"]
