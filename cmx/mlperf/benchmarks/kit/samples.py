@@ -44,6 +44,21 @@ class TokenSamples:
                                             if f.name != "path"})
 
 
+class TextSamples(TokenSamples):
+    """TokenSamples whose prompts are kept as text too (`inputs`) and whose references are text (`references`)."""
+
+    inputs: tuple[str, ...]
+    references: tuple[str, ...]
+
+    def prompt_text(self, i: int) -> str:
+        """The prompt of sample i as text, which `token_ids[i]` encodes."""
+        return self.inputs[i]
+
+    def reference(self, i: int) -> str:
+        """The reference answer of sample i, which the accuracy script compares against."""
+        return self.references[i]
+
+
 def check_limit(n: int, total: int, path: Path) -> None:
     """Refuse to keep n of `total` samples unless 1 <= n <= total."""
     if not 1 <= n <= total:
@@ -65,4 +80,4 @@ def check_tiny_rows(rows: int) -> None:
         raise CmxError(f"a dataset needs at least one row, not {rows}")
 
 
-__all__ = ["TinyDataset", "TokenSamples", "check_limit", "check_tiny_rows"]
+__all__ = ["TextSamples", "TinyDataset", "TokenSamples", "check_limit", "check_tiny_rows"]

@@ -32,7 +32,7 @@ from cmx.mlperf.benchmarks.kit.frames import (
     texts,
     token_arrays,
 )
-from cmx.mlperf.benchmarks.kit.samples import TokenSamples
+from cmx.mlperf.benchmarks.kit.samples import TextSamples
 
 SAMPLES = 8313  # dataset.py / SUT_VLLM.py total_sample_count; constants.py dataset-size; mlperf.conf perf count
 TEXT_COLUMNS = ("input", "gt_output", "metric")
@@ -43,7 +43,7 @@ _HINT = ("it is not the llama3.1-405b dataset pickle MLCommons publishes; get it
 
 
 @dataclass(frozen=True)
-class Llama405bDataset(TokenSamples):
+class Llama405bDataset(TextSamples):
     """The processed samples: prompts as token ids, reference answers and the scorer of each."""
 
     inputs: tuple[str, ...]
@@ -51,13 +51,6 @@ class Llama405bDataset(TokenSamples):
     references: tuple[str, ...]
     metrics: tuple[str, ...]  # rouge, niah_em or qa_em per sample
     path: Path
-
-    def prompt_text(self, i: int) -> str:
-        return self.inputs[i]
-
-    def reference(self, i: int) -> str:
-        """The reference answer of sample i (`gt_output`)."""
-        return self.references[i]
 
     def metric(self, i: int) -> str:
         """The scorer of sample i (`metric`): rouge, niah_em or qa_em."""

@@ -33,7 +33,7 @@ from cmx.mlperf.benchmarks.kit.frames import (
     texts,
     token_arrays,
 )
-from cmx.mlperf.benchmarks.kit.samples import TokenSamples
+from cmx.mlperf.benchmarks.kit.samples import TextSamples
 
 SAMPLES = 15000  # README.md --total-sample-count 15000; constants.py dataset-size; mlperf.conf perf count
 SUBSETS = ("OpenOrca", "GSM8K", "MBXP")  # the `dataset` column's values
@@ -47,22 +47,15 @@ _HINT = ("it is not the mixtral-8x7b dataset pickle MLCommons publishes; get it 
 
 
 @dataclass(frozen=True)
-class MixtralDataset(TokenSamples):
+class MixtralDataset(TextSamples):
     """The processed samples: prompts as token ids, and per sample its subset, id and ground truth."""
 
     subsets: tuple[str, ...]  # OpenOrca, GSM8K or MBXP
     ids: tuple[str, ...]
     inputs: tuple[str, ...]
     token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
-    references: tuple[str, ...]  # gt_output
+    references: tuple[str, ...]  # gt_output: the OpenOrca answer, the GSM8K number, or the MBXP test code
     path: Path
-
-    def prompt_text(self, i: int) -> str:
-        return self.inputs[i]
-
-    def reference(self, i: int) -> str:
-        """`gt_output` of sample i: the OpenOrca answer, the GSM8K number, or the MBXP test code."""
-        return self.references[i]
 
     def subset(self, i: int) -> str:
         return self.subsets[i]
