@@ -111,7 +111,8 @@ def _download(ctx: StepContext, name: str | None, facts: DatasetFacts) -> Path:
                                 on_progress=bar.update, **common)
         if gzipped:
             try:
-                unpacked = gunzip(fetched, dest, sha256=expected, what=f"the file from {url}")
+                what = "the pickle" if name.endswith(".pkl") else f"the file {name}"
+                unpacked = gunzip(fetched, dest, sha256=expected, what=f"{what} from {url}")
             finally:
                 fetched.unlink(missing_ok=True)
             return _logged(ctx, dest, unpacked.verified, unpacked.sha256)
