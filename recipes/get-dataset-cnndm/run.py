@@ -1,8 +1,7 @@
 """cnn_eval.json: downloaded and checked (the R2 list's md5, a sha256 when given, then its format), or generated."""
 
-from cmx.mlperf.benchmarks.llama3_1_8b.dataset import SAMPLES
-from cmx.mlperf.dataset_step import dataset_step
+from cmx.mlperf.benchmarks.kit.dataset_step import dataset_step
 
 
 def run(ctx):
-    return dataset_step(ctx, "llama3.1-8b", samples=SAMPLES, what="CNN/DailyMail-format")
+    return dataset_step(ctx, "llama3.1-8b")

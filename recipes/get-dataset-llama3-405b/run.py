@@ -1,8 +1,7 @@
 """The llama3.1-405b dataset pickle: downloaded and checked (the R2 list's md5, a sha256 when given, then its format), or generated."""
 
-from cmx.mlperf.benchmarks.llama3_1_405b.dataset import SAMPLES
-from cmx.mlperf.dataset_step import dataset_step
+from cmx.mlperf.benchmarks.kit.dataset_step import dataset_step
 
 
 def run(ctx):
-    return dataset_step(ctx, "llama3.1-405b", samples=SAMPLES, default_name="llama3.1-405b-dataset.pkl")
+    return dataset_step(ctx, "llama3.1-405b")

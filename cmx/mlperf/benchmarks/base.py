@@ -14,11 +14,14 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.kit.model import ModelFolder
+
+if TYPE_CHECKING:  # kit imports this module
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 
 
 class DatasetError(CmxError):
@@ -123,4 +126,9 @@ class Benchmark(Protocol):
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         """Write a dataset in the real file format, tokenized with the tiny tokenizer, to `dest`."""
+        ...
+
+    # the dataset side: what the get-dataset recipes' step (cmx.mlperf.benchmarks.kit.dataset_step) reads
+    def dataset_facts(self) -> DatasetFacts:
+        """The real dataset's size and file name, which the dataset step fetches and checks a download against."""
         ...

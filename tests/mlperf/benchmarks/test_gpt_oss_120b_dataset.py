@@ -37,10 +37,10 @@ def test_the_pre_v4_token_column_is_read_too(tmp_path):
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"ground_truth": None}, "lacks the column"),
-    ({"input_tokens": None}, "input_tokens"),
-    ({"input_tokens": [[1], []]}, "row 1 has no prompt token ids"),
-    ({"input_tokens": [[1], [-1]]}, "row 1's prompt is not a list of token ids"),
+    ({"ground_truth": None}, "has no column 'ground_truth'"),
+    ({"input_tokens": None}, "has no column 'input_tokens' or 'tok_input'"),
+    ({"input_tokens": [[1], []]}, "row 1: 'input_tokens' is empty"),
+    ({"input_tokens": [[1], [-1]]}, "row 1: 'input_tokens' holds -1, not a token id"),
     ({"dataset": ["aime25", None]}, "row 1 names no dataset"),
 ])
 def test_a_malformed_set_is_refused_naming_what_is_wrong(tmp_path, change, message):

@@ -15,11 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.deepseek_r1.generation import REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.deepseek_r1.model import MODEL
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts, DatasetMade
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,17 @@ class DeepSeekR1(ModelDefaults):
         from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset
 
         return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+
+        return DatasetFacts(SAMPLES, what="deepseek-r1-format")
+
+    def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+        from cmx.mlperf.benchmarks.deepseek_r1.dataset import finish_dataset
+
+        return finish_dataset(step, path, is_tiny=is_tiny)
 
 
 BENCHMARK = DeepSeekR1()

@@ -21,12 +21,27 @@ checked (the get-dataset-deepseek-r1 recipe checks the md5 MLCommons lists) or o
 
 from __future__ import annotations
 
-import pickle
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.frames import (
+    check_lengths,
+    require_columns,
+    texts,
+    token_arrays,
+    write_frame,
+)
+from cmx.mlperf.benchmarks.kit.frames import (
+    read_frame as read_any_frame,
+)
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+from cmx.mlperf.benchmarks.kit.samples import TokenSamples
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
 
 SAMPLES = 4388  # constants.py dataset-size and performance-sample-count; mlperf.conf; README.md Reference Evals
 FILENAME = "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"  # README.md, Preprocessed & Calibration
@@ -49,19 +64,13 @@ def subset_of(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class DeepSeekDataset:
+class DeepSeekDataset(TokenSamples):
     """The samples: prompt ids (the chat template applied), answers, and the sub-dataset of each."""
 
     token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
     answers: tuple[object, ...]  # gt_output / ground_truth as stored (text, or a number for some AIME rows)
     datasets: tuple[str, ...]  # the dataset names as the reference derives them
     path: Path
-
-    def __len__(self) -> int:
-        return len(self.token_ids)
-
-    def prompt_ids(self, i: int) -> list[int]:
-        return self.token_ids[i].tolist()
 
     def reference(self, i: int) -> str:
         """The answer of sample i as text (a LiveCodeBench question_id for code rows)."""
@@ -78,45 +87,13 @@ class DeepSeekDataset:
         """The LiveCodeBench problems the code samples are graded with (written beside the pickle)."""
         return self.path.with_name(TESTS_FILE)
 
-    def limit(self, n: int) -> DeepSeekDataset:
-        if not 1 <= n <= len(self):
-            raise DatasetError(f"cannot keep {n} samples of {self.path}: it has {len(self)}",
-                               hint=f"give a number from 1 to {len(self)}")
-        return DeepSeekDataset(self.token_ids[:n], self.answers[:n], self.datasets[:n], self.path)
-
 
 def read_frame(path: Path | str):  # -> pandas.DataFrame
     """The pickle as a DataFrame with the columns the reference reads (DatasetError naming what is wrong)."""
-    import pandas as pd
-
     path = Path(path)
-    if not path.is_file():
-        raise DatasetError(f"no dataset file at {path}" if not path.exists() else f"{path} is not a file",
-                           hint="check the path, or get the dataset with `cmx run \"get dataset deepseek-r1\"`")
-    try:
-        frame = pd.read_pickle(path)
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError,
-            KeyError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path} is not a pandas pickle: {type(exc).__name__}: {str(exc)[:80]}",
-                           hint="a download that was cut short leaves a truncated file; download it again") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not isinstance(frame, pd.DataFrame):
-        raise DatasetError(f"{path} holds a {type(frame).__name__}, not a pandas DataFrame", hint=_HINT)
-    if len(frame) == 0:
-        raise DatasetError(f"{path} holds no samples", hint=_HINT)
-    missing = [c for c in ("text_input",) if c not in frame.columns]
-    if not {"gt_output", "ground_truth"} & set(frame.columns):
-        missing.append("gt_output or ground_truth")
-    if not {"dataset", "metric"} & set(frame.columns):
-        missing.append("dataset or metric")
-    if missing:
-        raise DatasetError(f"{path} has no column {', '.join(missing)}; its columns are "
-                           f"{', '.join(map(str, frame.columns))}", hint=_HINT)
-    for row, text in enumerate(frame["text_input"].tolist()):
-        if not isinstance(text, str):
-            kind = "null" if text is None or text != text else f"of type {type(text).__name__}"  # NaN != NaN
-            raise DatasetError(f"{path}: row {row}: 'text_input' is {kind}, not text", hint=_HINT)
+    frame = read_any_frame(path, hint=_HINT, get="get dataset deepseek-r1")
+    require_columns(frame, path, ("text_input", ("gt_output", "ground_truth"), ("dataset", "metric")), hint=_HINT)
+    texts(frame, "text_input", path, hint=_HINT)
     return frame
 
 
@@ -150,12 +127,27 @@ def with_prompt_ids(source: Path, dest: Path, tokenizer_dir: Path) -> Path:
     frame = frame.copy()
     frame["tok_input"] = ids
     frame["tok_input_len"] = [len(i) for i in ids]
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    frame.to_pickle(tmp, protocol=4)
-    tmp.replace(dest)
-    return dest
+    return write_frame(frame, dest, protocol=4)
+
+
+def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+    """What get-dataset-deepseek-r1 outputs. A tiny set is made whole (its tests beside it); a download is
+    moved to source/, LiveCodeBench's tests for its code rows are fetched beside it, and the copy the
+    harness reads gets the prompt ids the model's chat template makes."""
+    from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import fetch_tests
+
+    if is_tiny:
+        return DatasetMade(path, {"source": path, "tests": path.with_name(TESTS_FILE)})
+    source = path.parent / "source" / path.name
+    source.parent.mkdir(parents=True, exist_ok=True)
+    path.replace(source)
+    frame = read_frame(source)
+    code_ids = sorted({str(a) for a, n in zip(answers_of(frame), dataset_names(frame))
+                       if subset_of(n) == "livecodebench"})
+    tests = path.with_name(TESTS_FILE)
+    fetch_tests(step, code_ids, tests)
+    dest = with_prompt_ids(source, path, Path(step.deps.model.outputs["tokenizer_path"]))
+    return DatasetMade(dest, {"source": source, "tests": tests})
 
 
 def load_deepseek(path: Path | str) -> DeepSeekDataset:
@@ -167,29 +159,12 @@ def load_deepseek(path: Path | str) -> DeepSeekDataset:
                            "template", hint="use the file get-dataset-deepseek-r1 outputs, which holds them")
     names = dataset_names(frame)
     answers = answers_of(frame)
-    lengths = frame["tok_input_len"].tolist()
-    token_ids = [_ids(ids, lengths[row], f"{path}: row {row}") for row, ids in enumerate(frame["tok_input"].tolist())]
-    return DeepSeekDataset(tuple(token_ids), tuple(answers), tuple(names), path)
-
-
-def _ids(ids: object, length: object, where: str) -> array:
-    import numpy as np
-
-    if not isinstance(ids, (list, tuple, np.ndarray)):
-        raise DatasetError(f"{where}: 'tok_input' is {type(ids).__name__}, not a list of token ids", hint=_HINT)
-    values = np.asarray(ids)
-    if values.ndim != 1 or len(values) == 0 or values.dtype.kind not in "iu":
-        raise DatasetError(f"{where}: 'tok_input' is not a non-empty list of integer ids", hint=_HINT)
-    if values.min() < 0 or values.max() > 2**31 - 1:
-        raise DatasetError(f"{where}: 'tok_input' holds an id outside 0 to 2**31-1", hint=_HINT)
-    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or int(length) != len(values):
-        raise DatasetError(f"{where} has {len(values)} ids in tok_input but tok_input_len {length!r}",
-                           hint="the file is damaged or was edited; make it again")
-    compact = array("i")
-    compact.frombytes(values.astype("=i4").tobytes())
-    return compact
+    token_ids = token_arrays(frame["tok_input"].tolist(), path, "tok_input", hint=_HINT)
+    check_lengths(token_ids, frame["tok_input_len"].tolist(), path, column="tok_input", length_column="tok_input_len",
+                  hint="the file is damaged or was edited; make it again")
+    return DeepSeekDataset(token_ids, tuple(answers), tuple(names), path)
 
 
 __all__ = ["FILENAME", "PROMPT_COLUMNS", "SAMPLES", "SUBSETS", "TESTS_FILE", "DatasetError", "DeepSeekDataset",
-           "answers_of",
+           "answers_of", "finish_dataset",
            "dataset_names", "load_deepseek", "read_frame", "subset_of", "with_prompt_ids"]

@@ -31,6 +31,8 @@ import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import SAMPLES, TESTS_FILE, with_prompt_ids
+from cmx.mlperf.benchmarks.kit.frames import write_frame
+from cmx.mlperf.benchmarks.kit.samples import check_tiny_rows
 from cmx.mlperf.benchmarks.kit.tokenizer import train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import BF16, F32, decoder_shapes, swiglu_shapes, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import Lexicon, TinyModelFolder, write_json, write_text
@@ -192,8 +194,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     problems of its code rows. The same arguments give the same bytes."""
     import pandas as pd
 
-    if rows < 1:
-        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    check_tiny_rows(rows)
     rng = np.random.Generator(np.random.PCG64([seed, 12]))
     lexicon = Lexicon.shared()
     records, problems = [], []
@@ -203,9 +204,8 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
         prompt, answer = _SAMPLERS[name](question, rng, row, problems)
         records.append({"text_input": prompt, "ground_truth": answer, "dataset": name, "question": question})
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    raw = dest.with_name(dest.name + ".raw")
-    pd.DataFrame(records, columns=["text_input", "ground_truth", "dataset", "question"]).to_pickle(raw, protocol=4)
+    raw = write_frame(pd.DataFrame(records, columns=["text_input", "ground_truth", "dataset", "question"]),
+                      dest.with_name(dest.name + ".raw"), protocol=4)
     with_prompt_ids(raw, dest, Path(tokenizer_dir))
     raw.unlink()
     tests = dest.with_name(TESTS_FILE)

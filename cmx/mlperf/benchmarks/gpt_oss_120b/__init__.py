@@ -15,11 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.gpt_oss_120b.generation import REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.gpt_oss_120b.model import MODEL
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts, DatasetMade
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,19 @@ class GptOss120b(ModelDefaults):
         from cmx.mlperf.benchmarks.gpt_oss_120b.tiny import make_tiny_sets
 
         return make_tiny_sets(dest, tokenizer_dir, rows, seed)
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_SAMPLES, PERFORMANCE_SAMPLES
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+
+        # a folder: every file of the R2 listing; `rows` counts the accuracy set, a tiny set has the performance set's
+        return DatasetFacts(ACCURACY_SAMPLES, what="gpt-oss-120b-format", default_name="gpt-oss-data",
+                            tiny_rows=PERFORMANCE_SAMPLES, whole_listing=True)
+
+    def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+        from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import finish_dataset
+
+        return finish_dataset(step, path, is_tiny=is_tiny)
 
 
 BENCHMARK = GptOss120b()

@@ -30,12 +30,18 @@ get-dataset-gpt-oss-120b recipe checks the md5 MLCommons lists) or one you made.
 
 from __future__ import annotations
 
-import pickle
 from array import array
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.frames import read_frame, require_columns, token_arrays
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+from cmx.mlperf.benchmarks.kit.samples import TokenSamples
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
 
 PERFORMANCE_FILE = "perf/perf_eval_ref"        # README.md, "Compliance Testing" (TEST09's set)
 ACCURACY_FILE = "acc/acc_eval_ref"             # published submissions' name (see above)
@@ -45,12 +51,11 @@ SUFFIXES = (".parquet", ".pkl")                # utils/tokenization.py: parquet,
 PERFORMANCE_SAMPLES = 6396  # mlperf.conf gpt-oss-120b.*.performance_sample_count_override
 ACCURACY_SAMPLES = 4395     # mlperf.conf gpt-oss-120b.*.accuracy_sample_count_override
 TOKEN_COLUMNS = ("input_tokens", "tok_input")  # v4.0+ name first, as load_tokenized_dataset looks
-_INT32_MAX = 2**31 - 1
 _HINT = "it is not a gpt-oss-120b set MLCommons publishes; get them with `cmx run \"get dataset gpt-oss-120b\"`"
 
 
 @dataclass(frozen=True)
-class GptOssDataset:
+class GptOssDataset(TokenSamples):
     """One set: prompts as token ids, the sub-dataset of each row and its ground truth."""
 
     token_ids: tuple[array, ...]  # array("i"): int32 prompt ids
@@ -58,26 +63,12 @@ class GptOssDataset:
     truths: tuple[str, ...]       # `ground_truth` as text ("" where the reference has NaN/None)
     path: Path
 
-    def __len__(self) -> int:
-        return len(self.token_ids)
-
-    def prompt_ids(self, i: int) -> list[int]:
-        """Row i's prompt ids, fed to the engine as they are (the harmony prompt is already rendered)."""
-        return self.token_ids[i].tolist()
-
     def reference(self, i: int) -> str:
         """Row i's ground truth as text: an integer, a letter or a LiveCodeBench question_id."""
         return self.truths[i]
 
     def dataset(self, i: int) -> str:
         return self.datasets[i]
-
-    def limit(self, n: int) -> GptOssDataset:
-        """The first n rows (short test runs; a compliant run uses all of them)."""
-        if not 1 <= n <= len(self):
-            raise DatasetError(f"cannot keep {n} samples of {self.path}: it has {len(self)}",
-                               hint=f"give a number from 1 to {len(self)}")
-        return GptOssDataset(self.token_ids[:n], self.datasets[:n], self.truths[:n], self.path)
 
 
 def set_file(folder: Path, stem: str, aliases: tuple[str, ...] = ()) -> Path:
@@ -93,6 +84,39 @@ def set_file(folder: Path, stem: str, aliases: tuple[str, ...] = ()) -> Path:
                        hint="give the folder MLCommons' gpt-oss dataset download makes")
 
 
+def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+    """What get-dataset-gpt-oss-120b outputs: the folder of the sets (in a download, where the R2 listing put
+    them, with the LiveCodeBench problems of --input lcb_path linked in), each set checked, and the
+    performance set's rows (the accuracy set's are `rows`)."""
+    from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER, read_problems
+
+    folder = path if is_tiny else sets_folder(path)
+    if not is_tiny:
+        lcb = step.inputs["lcb_path"]
+        if lcb is not None:
+            read_problems(Path(lcb))  # refused now if it holds no code_generation_lite problems
+            (folder / FOLDER).symlink_to(Path(lcb).resolve(), target_is_directory=True)
+        else:
+            step.log.warning("no --input lcb_path: the LiveCodeBench rows cannot be graded until %s holds "
+                             "LiveCodeBench's code_generation_lite release_v6 files", folder / FOLDER)
+    performance = load_set(folder, "performance")
+    load_set(folder, "test07")
+    if not is_tiny and len(performance) != PERFORMANCE_SAMPLES:
+        step.log.warning("%s has %d performance rows, not the official %d", folder, len(performance),
+                         PERFORMANCE_SAMPLES)
+    return DatasetMade(folder, {"performance_rows": len(performance)})
+
+
+def sets_folder(download: Path) -> Path:
+    """The folder holding the sets (perf/ and acc/, or the files themselves; the R2 listing may nest them)."""
+    found = sorted(p.parent.parent if p.parent.name == "perf" else p.parent
+                   for p in download.rglob(PurePosixPath(PERFORMANCE_FILE).name + ".*"))
+    if not found:
+        raise DatasetError(f"the download in {download} has no {PERFORMANCE_FILE}.parquet",
+                           hint="the R2 dataset's layout changed; compare it with language/gpt-oss-120b/README.md")
+    return found[0]
+
+
 def load_set(folder: Path, mode: str = "accuracy") -> GptOssDataset:
     """The set a test reads: performance (and TEST09) the performance set, accuracy the accuracy set, TEST07 its own."""
     stem = {"performance": PERFORMANCE_FILE, "accuracy": ACCURACY_FILE, "test07": TEST07_FILE,
@@ -106,44 +130,12 @@ def load_set(folder: Path, mode: str = "accuracy") -> GptOssDataset:
 def load_file(path: Path) -> GptOssDataset:
     """Read one set's DataFrame (Parquet or pickle) and check the columns the reference reads."""
     path = Path(path)
-    frame = _read_frame(path)
-    columns = [str(c) for c in getattr(frame, "columns", [])]
-    token_column = next((c for c in TOKEN_COLUMNS if c in columns), None)
-    missing = [c for c in ("dataset", "ground_truth") if c not in columns]
-    if token_column is None or missing:
-        wanted = missing + ([] if token_column else ["input_tokens (or tok_input)"])
-        raise DatasetError(f"{path} lacks the column(s) {', '.join(wanted)}", hint=_HINT)
-    if len(frame) == 0:
-        raise DatasetError(f"{path} has no rows", hint=_HINT)
-    ids = tuple(_token_array(path, i, v) for i, v in enumerate(frame[token_column].tolist()))
+    frame = read_frame(path, hint=_HINT, get="get dataset gpt-oss-120b")
+    token_column, _, _ = require_columns(frame, path, (TOKEN_COLUMNS, "dataset", "ground_truth"), hint=_HINT)
+    ids = token_arrays(frame[token_column].tolist(), path, token_column, hint=_HINT)
     datasets = tuple(_dataset_name(path, i, v) for i, v in enumerate(frame["dataset"].tolist()))
     truths = tuple(_truth(v) for v in frame["ground_truth"].tolist())
     return GptOssDataset(ids, datasets, truths, path)
-
-
-def _read_frame(path: Path):  # -> pandas.DataFrame
-    import pandas as pd
-
-    if not path.is_file():
-        raise DatasetError(f"{path} does not exist", hint=_HINT)
-    try:
-        if path.suffix == ".parquet":
-            return pd.read_parquet(path)
-        with path.open("rb") as f:
-            return pickle.load(f)
-    except ImportError as exc:  # read_parquet needs pyarrow (or fastparquet)
-        raise DatasetError(f"cannot read {path}: {exc}", hint="pip install pyarrow") from None
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-        raise DatasetError(f"cannot read {path}: {exc}", hint=_HINT) from None
-
-
-def _token_array(path: Path, row: int, value: object) -> array:
-    values = value.tolist() if hasattr(value, "tolist") else value
-    if not isinstance(values, (list, tuple)) or not values:
-        raise DatasetError(f"{path}: row {row} has no prompt token ids", hint=_HINT)
-    if not all(type(t) is int and 0 <= t <= _INT32_MAX for t in values):
-        raise DatasetError(f"{path}: row {row}'s prompt is not a list of token ids", hint=_HINT)
-    return array("i", values)
 
 
 def _dataset_name(path: Path, row: int, value: object) -> str:
@@ -160,4 +152,4 @@ def _truth(value: object) -> str:
 
 
 __all__ = ["ACCURACY_FILE", "ACCURACY_SAMPLES", "GptOssDataset", "PERFORMANCE_FILE", "PERFORMANCE_SAMPLES",
-           "TEST07_FILE", "load_file", "load_set", "set_file"]
+           "TEST07_FILE", "finish_dataset", "load_file", "load_set", "set_file", "sets_folder"]

@@ -29,6 +29,8 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import ACCURACY_FILE, PERFORMANCE_FILE, TEST07_FILE
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER as LCB_FOLDER
+from cmx.mlperf.benchmarks.kit.frames import write_frame
+from cmx.mlperf.benchmarks.kit.samples import check_tiny_rows
 from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import F32, attention_shapes, decoder_shapes, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE, Lexicon, TinyModelFolder, read_tokenizer, write_json, write_text
@@ -168,8 +170,7 @@ def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) ->
     turn (AIME, GPQA, LiveCodeBench), and livecodebench/test6.jsonl with the problems they name."""
     import pandas as pd
 
-    if rows < 1:
-        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    check_tiny_rows(rows)
     tokenizer = read_tokenizer(Path(tokenizer_dir))
     if tokenizer.token_to_id("<|start|>") is None or tokenizer.token_to_id("<|channel|>") is None:
         raise CmxError(f"the tokenizer in {tokenizer_dir} has no harmony tokens (<|start|>, <|channel|>)",
@@ -183,9 +184,9 @@ def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) ->
         ids = tokenizer.encode_batch([harmony_prompt(r["question"], effort) for r in records], add_special_tokens=False)
         for record, encoded in zip(records, ids):
             record["input_tokens"] = np.asarray(encoded.ids, dtype=np.int64)
-        path = dest / (stem + ".pkl")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(records, columns=["dataset", "question", "ground_truth", "input_tokens"]).to_pickle(path)
+        # protocol 5: pandas' default, which the reference's own pickles were written with
+        write_frame(pd.DataFrame(records, columns=["dataset", "question", "ground_truth", "input_tokens"]),
+                    dest / (stem + ".pkl"), protocol=5)
     (dest / LCB_FOLDER).mkdir(parents=True, exist_ok=True)
     write_text(dest / LCB_FOLDER / "test6.jsonl", "".join(json.dumps(p) + "\n" for p in problems))
     return dest

@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama2_70b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.llama2_70b.model import MODEL
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,12 @@ class Llama2_70b(ModelDefaults):
         from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_openorca
 
         return make_tiny_openorca(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+        from cmx.mlperf.benchmarks.llama2_70b.dataset import SAMPLES
+
+        return DatasetFacts(SAMPLES, what="OpenOrca-format")
 
 
 BENCHMARK = Llama2_70b()

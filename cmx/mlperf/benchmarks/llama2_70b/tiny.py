@@ -22,7 +22,6 @@ written by kit.weights, and config.json is written as JSON.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -30,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.frames import write_frame
+from cmx.mlperf.benchmarks.kit.samples import TinyDataset, check_tiny_rows
 from cmx.mlperf.benchmarks.kit.weights import F16, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
     HEAD_SIZE,
@@ -71,15 +72,6 @@ class TinyLlama(TinyLlamaFamily):
     """A tiny model folder made by make_tiny_llama, and what it was made from."""
 
     space_id: int  # the id of "▁" alone: what processorca appends to every prompt (29871 in Llama 2)
-
-
-@dataclass(frozen=True)
-class TinyOpenOrca:
-    """A dataset pickle made by make_tiny_openorca."""
-
-    path: Path
-    rows: int
-    seed: int
 
 
 def make_tiny_llama(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden_size: int = 256, layers: int = 2,
@@ -250,7 +242,7 @@ class _PieceIds:
 
 
 def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENORCA_ROWS,
-                       seed: int = 0) -> TinyOpenOrca:
+                       seed: int = 0) -> TinyDataset:
     """Write an OpenOrca-format pickle of `rows` generated samples, tokenized with the tokenizer in
     `tokenizer_dir` (its tokenizer.json).
 
@@ -264,8 +256,7 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
     """
     import pandas as pd
 
-    if rows < 1:
-        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    check_tiny_rows(rows)
     tokenizer, space_id = _load_tokenizer(Path(tokenizer_dir))
     rng = np.random.Generator(np.random.PCG64([seed, 2]))
     lexicon = Lexicon.shared()
@@ -292,12 +283,7 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
         raise CmxError(f"a generated sample has {longest} tokens, over processorca's limit of 1023",
                        hint=f"the tokenizer in {tokenizer_dir} splits text into very small pieces; use the tiny "
                             "model's tokenizer or one with a larger vocabulary")
-    dest_pickle = Path(dest_pickle)
-    dest_pickle.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest_pickle.with_name(dest_pickle.name + ".tmp")
-    frame.to_pickle(tmp, protocol=5)
-    os.replace(tmp, dest_pickle)
-    return TinyOpenOrca(dest_pickle, rows, seed)
+    return TinyDataset(write_frame(frame, dest_pickle, protocol=5), rows, seed)
 
 
 def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSample, outputs: TextSample,
@@ -344,5 +330,5 @@ def chat_prompt(system_prompt: str, question: str) -> str:
     return _PROMPT_SYSTEM.format(system_prompt, question) if system_prompt else _PROMPT_NO_SYSTEM.format(question)
 
 
-__all__ = ["BOS_ID", "EOS_ID", "HEAD_SIZE", "OPENORCA_COLUMNS", "OPENORCA_ROWS", "TinyLlama", "TinyOpenOrca",
+__all__ = ["BOS_ID", "EOS_ID", "HEAD_SIZE", "OPENORCA_COLUMNS", "OPENORCA_ROWS", "TinyLlama",
            "UNK_ID", "chat_prompt", "make_tiny_llama", "make_tiny_openorca"]

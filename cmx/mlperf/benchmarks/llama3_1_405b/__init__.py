@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.kit.model import GB, ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_405b.generation import REFERENCE_SAMPLING
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,12 @@ class Llama3_1_405b(ModelDefaults):
         from cmx.mlperf.benchmarks.llama3_1_405b.tiny import make_tiny_dataset
 
         return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import SAMPLES
+
+        return DatasetFacts(SAMPLES, default_name="llama3.1-405b-dataset.pkl")
 
 
 def _llama3_1_8b() -> ModelDefaults:

@@ -15,12 +15,12 @@ The weights are random, so the scores mean nothing; only the formats are real.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.frames import write_frame
+from cmx.mlperf.benchmarks.kit.samples import TinyDataset, check_tiny_rows
 from cmx.mlperf.benchmarks.llama3_1_405b.dataset import (
     METRICS,
     REQUIRED_COLUMNS,
@@ -31,22 +31,12 @@ from cmx.mlperf.benchmarks.synthetic import Lexicon, read_llama3_tokenizer
 BOS = "<|begin_of_text|>"
 
 
-@dataclass(frozen=True)
-class TinyLlama405bDataset:
-    """A dataset pickle made by make_tiny_dataset."""
-
-    path: Path
-    rows: int
-    seed: int
-
-
-def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyLlama405bDataset:
+def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyDataset:
     """Write a pickle of `rows` generated samples (rouge, niah_em, qa_em in turn), tokenized with the
     tokenizer in `tokenizer_dir` (<|begin_of_text|> first). The same arguments give the same bytes."""
     import pandas as pd
 
-    if rows < 1:
-        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    check_tiny_rows(rows)
     tokenizer = read_llama3_tokenizer(Path(tokenizer_dir), BOS, "Answer:")
     rng = np.random.Generator(np.random.PCG64([seed, 3]))
     lexicon = Lexicon.shared()
@@ -60,12 +50,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     ids = [e.ids for e in tokenizer.encode_batch(prompts)]
     frame = pd.DataFrame({"input": prompts, "tok_input": ids, "tok_input_len": [len(i) for i in ids],
                           "gt_output": answers, "metric": metrics}, columns=list(REQUIRED_COLUMNS))
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    frame.to_pickle(tmp, protocol=4)
-    tmp.replace(dest)
-    return TinyLlama405bDataset(dest, rows, seed)
+    return TinyDataset(write_frame(frame, dest, protocol=4), rows, seed)
 
 
 def _uuid(rng: np.random.Generator) -> str:
@@ -95,5 +80,4 @@ def _qa(lexicon: Lexicon, rng: np.random.Generator) -> tuple[str, str]:
 _SAMPLERS = {"rouge": _rouge, "niah_em": _niah, "qa_em": _qa}
 
 
-
-__all__ = ["TinyLlama405bDataset", "make_tiny_dataset"]
+__all__ = ["make_tiny_dataset"]

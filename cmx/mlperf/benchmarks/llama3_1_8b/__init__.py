@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_8b.generation import REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.llama3_1_8b.model import MODEL
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,12 @@ class Llama3_1_8b(ModelDefaults):
         from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_cnndm
 
         return make_tiny_cnndm(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+        from cmx.mlperf.benchmarks.llama3_1_8b.dataset import SAMPLES
+
+        return DatasetFacts(SAMPLES, what="CNN/DailyMail-format")
 
 
 BENCHMARK = Llama3_1_8b()

@@ -20,24 +20,29 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.frames import (
+    kind,
+    names,
+    require_file,
+    short,
+    token_array,
+)
+from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 
 SAMPLES = 13368  # dataset.py total_sample_count; loadgen/mlperf.conf performance_sample_count_override
 COLUMNS = ("instruction", "input", "tok_input", "output")  # download_cnndm.py, in the order it writes them
 TEMPLATE_KEY = "llama"  # download_cnndm.py: instruction = "llama", the key of instruction_template
 PROMPT_TEMPLATE = ("Summarize the following news article in 128 tokens. Please output the summary only, without "
                    "any other text.\n\nArticle:\n{input}\n\nSummary:")  # download_cnndm.py instruction_template
-_INT32_MAX = 2**31 - 1
 _HINT = "it is not the llama3.1-8b cnn_eval.json that download_cnndm.py writes; get it with `cmx run \"get dataset cnndm\"`"
 
 
 @dataclass(frozen=True)
-class CnnDailyMail:
+class CnnDailyMail(TokenSamples):
     """The processed CNN/DailyMail samples: prompts as token ids, reference summaries as text.
 
     Sample i is row i of the file. `templates` holds each row's prompt template (the same
@@ -50,13 +55,6 @@ class CnnDailyMail:
     templates: tuple[str, ...]
     path: Path
 
-    def __len__(self) -> int:
-        return len(self.articles)
-
-    def prompt_ids(self, i: int) -> list[int]:
-        """The prompt of sample i as token ids (`tok_input`), as the reference SUT feeds them to vLLM."""
-        return self.token_ids[i].tolist()
-
     def prompt_text(self, i: int) -> str:
         """The prompt of sample i as text: the template with the article in it (what `tok_input` encodes)."""
         return self.templates[i].format_map({"input": self.articles[i]})
@@ -64,18 +62,6 @@ class CnnDailyMail:
     def reference(self, i: int) -> str:
         """The reference summary of sample i (`output`), which ROUGE compares against."""
         return self.references[i]
-
-    @cached_property
-    def input_lengths(self) -> tuple[int, ...]:
-        """The number of prompt tokens of every sample."""
-        return tuple(len(ids) for ids in self.token_ids)
-
-    def limit(self, n: int) -> CnnDailyMail:
-        """The first n samples (for short test runs; a compliant run uses all of them)."""
-        if not 1 <= n <= len(self):
-            raise DatasetError(f"cannot keep {n} samples of {self.path}: it has {len(self)}",
-                               hint=f"give a number from 1 to {len(self)}")
-        return CnnDailyMail(self.articles[:n], self.references[:n], self.token_ids[:n], self.templates[:n], self.path)
 
 
 def load_cnndm(path: Path | str) -> CnnDailyMail:
@@ -104,18 +90,14 @@ def load_cnndm(path: Path | str) -> CnnDailyMail:
 
 
 def _read_rows(path: Path) -> list:
-    if not path.is_file():
-        raise DatasetError(f"no dataset file at {path}" if not path.exists() else f"{path} is not a file",
-                           hint="check the path, or get the dataset with `cmx run \"get dataset cnndm\"`")
-    compactor = _RowCompactor()
+    require_file(path, get="get dataset cnndm")
+    compactor = _RowCompactor(path)
     try:
         with open(path, encoding="utf-8") as f:  # text: a bytes copy of the file is never held
             rows = json.load(f, object_hook=compactor)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path} is not valid JSON: {exc}",
                            hint="a download that was cut short leaves a truncated file; download it again") from None
-    except _BadTokens as exc:
-        raise DatasetError(f"{path}: row {compactor.rows - 1}: 'tok_input' {exc.args[0]}", hint=_HINT) from None
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(rows, list):
@@ -125,29 +107,20 @@ def _read_rows(path: Path) -> list:
     return rows
 
 
-class _BadTokens(Exception):
-    """Raised inside json.load when a tok_input is not a list of token ids; reported as DatasetError."""
-
-
 class _RowCompactor:
     """json.load's object_hook: turns each row's tok_input into an int32 array as soon as the row is
-    parsed, so that the ids of only one row at a time exist as Python ints. Counts the rows."""
+    parsed, so that the ids of only one row at a time exist as Python ints. Counts the rows, to name the
+    one whose ids are not token ids."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.rows = 0
 
     def __call__(self, obj: dict) -> dict:
-        ids = obj.get("tok_input")
         if "tok_input" in obj or "input" in obj or "output" in obj:  # a row, not its instruction object
             self.rows += 1
-        if isinstance(ids, list):
-            if not all(type(t) is int for t in ids):  # bool and float are refused too
-                bad = next(t for t in ids if type(t) is not int)
-                raise _BadTokens(f"holds {_short(repr(bad))}, not a token id (an integer)")
-            if ids and (min(ids) < 0 or max(ids) > _INT32_MAX):
-                raise _BadTokens(f"holds {min(ids) if min(ids) < 0 else max(ids)}, not a token id "
-                                 f"(0 to {_INT32_MAX})")
-            obj["tok_input"] = array("i", ids)
+        if "tok_input" in obj:
+            obj["tok_input"] = token_array(obj["tok_input"], f"{self.path}: row {self.rows - 1}: 'tok_input'", hint=_HINT)
         return obj
 
 
@@ -156,17 +129,13 @@ def _check_row(row: object, where: str) -> None:
         raise DatasetError(f"{where} is a JSON {type(row).__name__}, not an object", hint=_HINT)
     missing = [c for c in COLUMNS if c not in row]
     if missing:
-        raise DatasetError(f"{where} has no {_names(missing)}; it has {_names(row) or 'no keys'}", hint=_HINT)
+        raise DatasetError(f"{where} has no {names(missing)}; it has {names(row) or 'no keys'}", hint=_HINT)
     for column in ("input", "output"):
         if not isinstance(row[column], str):
-            raise DatasetError(f"{where}: {column!r} is {_kind(row[column])}, not text", hint=_HINT)
-    if not isinstance(row["tok_input"], array):
-        raise DatasetError(f"{where}: 'tok_input' is {_kind(row['tok_input'])}, not a list of token ids", hint=_HINT)
-    if not row["tok_input"]:
-        raise DatasetError(f"{where}: 'tok_input' is empty", hint=_HINT)
+            raise DatasetError(f"{where}: {column!r} is {kind(row[column])}, not text", hint=_HINT)
     instruction = row["instruction"]
     if not isinstance(instruction, dict) or not isinstance(instruction.get(TEMPLATE_KEY), str):
-        raise DatasetError(f"{where}: 'instruction' is {_short(repr(instruction))}, not an object whose "
+        raise DatasetError(f"{where}: 'instruction' is {short(repr(instruction))}, not an object whose "
                            f"{TEMPLATE_KEY!r} is the prompt template", hint=_HINT)
 
 
@@ -174,24 +143,12 @@ def _checked_template(template: str, where: str) -> str:
     try:
         filled = template.format_map({"input": "\0"})
     except (KeyError, ValueError, IndexError, AttributeError) as exc:
-        raise DatasetError(f"{where}: the prompt template {_short(repr(template))} cannot be filled with the "
+        raise DatasetError(f"{where}: the prompt template {short(repr(template))} cannot be filled with the "
                            f"article: {type(exc).__name__}: {exc}", hint=_HINT) from None
     if "\0" not in filled:
-        raise DatasetError(f"{where}: the prompt template {_short(repr(template))} has no {{input}} field for the "
+        raise DatasetError(f"{where}: the prompt template {short(repr(template))} has no {{input}} field for the "
                            "article", hint=_HINT)
     return template
-
-
-def _kind(value: object) -> str:
-    return "null" if value is None else f"a {type(value).__name__} ({_short(repr(value))})"
-
-
-def _names(names: Sequence[str] | dict) -> str:
-    return ", ".join(repr(n) for n in names)
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 __all__ = ["COLUMNS", "PROMPT_TEMPLATE", "SAMPLES", "CnnDailyMail", "DatasetError", "load_cnndm"]

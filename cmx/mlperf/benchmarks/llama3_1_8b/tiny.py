@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.samples import TinyDataset, check_tiny_rows
 from cmx.mlperf.benchmarks.kit.tokenizer import added_token, byte_level_document, train_byte_level_bpe
 from cmx.mlperf.benchmarks.kit.weights import BF16, write_random_weights
 from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
@@ -79,15 +80,6 @@ class TinyLlama3(TinyLlamaFamily):
     def eot_id(self) -> int:
         """<|eot_id|>, the tokenizer's eos_token, as in Llama-3.1-8B-Instruct."""
         return self.bos_id + 9
-
-
-@dataclass(frozen=True)
-class TinyCnnDailyMail:
-    """A dataset file made by make_tiny_cnndm."""
-
-    path: Path
-    rows: int
-    seed: int
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -214,7 +206,7 @@ def _highlights(lexicon: Lexicon, rng: np.random.Generator, rows: int) -> list[s
 
 # --- the dataset ---------------------------------------------------------------------------------
 
-def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyCnnDailyMail:
+def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyDataset:
     """Write a cnn_eval.json of `rows` generated samples, tokenized with the tokenizer in `tokenizer_dir`.
 
     Like download_cnndm.py: every row holds `instruction` ({"llama": PROMPT_TEMPLATE}), `input`
@@ -223,8 +215,7 @@ def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, s
     summary). The same arguments give a byte-identical file (written without the reference's
     indentation, which would only make it larger).
     """
-    if rows < 1:
-        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    check_tiny_rows(rows)
     tokenizer = read_llama3_tokenizer(Path(tokenizer_dir), BOS, "Summary:")
     rng = np.random.Generator(np.random.PCG64([seed, 2]))
     lexicon = Lexicon.shared()
@@ -237,9 +228,9 @@ def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, s
     dest_json = Path(dest_json)
     dest_json.parent.mkdir(parents=True, exist_ok=True)
     write_text(dest_json, json.dumps(records, ensure_ascii=False))
-    return TinyCnnDailyMail(dest_json, rows, seed)
+    return TinyDataset(dest_json, rows, seed)
 
 
 
-__all__ = ["BOS", "EOT", "SPECIAL_COUNT", "SPLIT_PATTERN", "TinyCnnDailyMail", "TinyLlama3", "make_tiny_cnndm",
+__all__ = ["BOS", "EOT", "SPECIAL_COUNT", "SPLIT_PATTERN", "TinyLlama3", "make_tiny_cnndm",
            "make_tiny_llama3"]

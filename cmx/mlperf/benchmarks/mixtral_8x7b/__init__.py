@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import Dataset, Generation
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.mixtral_8x7b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.mixtral_8x7b.model import MODEL
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,13 @@ class Mixtral8x7b(ModelDefaults):
         from cmx.mlperf.benchmarks.mixtral_8x7b.tiny_dataset import make_tiny_dataset
 
         return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+        from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import SAMPLES
+
+        # the name when the R2 listing is not read: the file of README.md's wget alternative
+        return DatasetFacts(SAMPLES, default_name="09292024_mixtral_15k_mintoken2_v1.pkl")
 
 
 BENCHMARK = Mixtral8x7b()

@@ -21,14 +21,19 @@ get-dataset-mixtral-8x7b recipe checks the md5 MLCommons' R2 list holds) or one 
 
 from __future__ import annotations
 
-import pickle
 from array import array
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.frames import (
+    check_lengths,
+    read_frame,
+    require_columns,
+    texts,
+    token_arrays,
+)
+from cmx.mlperf.benchmarks.kit.samples import TextSamples
 
 SAMPLES = 15000  # README.md --total-sample-count 15000; constants.py dataset-size; mlperf.conf perf count
 SUBSETS = ("OpenOrca", "GSM8K", "MBXP")  # the `dataset` column's values
@@ -37,53 +42,26 @@ REQUIRED_COLUMNS = ("dataset", "id", "input", "tok_input", "gt_output")
 COLUMNS = ("dataset", "id", "question", "input", "ref_output", "gt_output", "tok_input", "tok_ref_output",
            "stop_sequence", "tok_stop_sequence", "tok_input_len", "tok_ref_output_len")
 _TEXT_COLUMNS = ("dataset", "id", "input", "gt_output")
-_INT32_MAX = 2**31 - 1
 _HINT = ("it is not the mixtral-8x7b dataset pickle MLCommons publishes; get it with "
          "`cmx run \"get dataset mixtral-8x7b\"`")
 
 
 @dataclass(frozen=True)
-class MixtralDataset:
+class MixtralDataset(TextSamples):
     """The processed samples: prompts as token ids, and per sample its subset, id and ground truth."""
 
     subsets: tuple[str, ...]  # OpenOrca, GSM8K or MBXP
     ids: tuple[str, ...]
     inputs: tuple[str, ...]
     token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
-    references: tuple[str, ...]  # gt_output
+    references: tuple[str, ...]  # gt_output: the OpenOrca answer, the GSM8K number, or the MBXP test code
     path: Path
-
-    def __len__(self) -> int:
-        return len(self.subsets)
-
-    def prompt_ids(self, i: int) -> list[int]:
-        """The prompt of sample i as token ids (`tok_input`), as the reference feeds them to the model."""
-        return self.token_ids[i].tolist()
-
-    def prompt_text(self, i: int) -> str:
-        return self.inputs[i]
-
-    def reference(self, i: int) -> str:
-        """`gt_output` of sample i: the OpenOrca answer, the GSM8K number, or the MBXP test code."""
-        return self.references[i]
 
     def subset(self, i: int) -> str:
         return self.subsets[i]
 
     def sample_id(self, i: int) -> str:
         return self.ids[i]
-
-    @cached_property
-    def input_lengths(self) -> tuple[int, ...]:
-        return tuple(len(ids) for ids in self.token_ids)
-
-    def limit(self, n: int) -> MixtralDataset:
-        """The first n samples (for short test runs; a compliant run uses all of them)."""
-        if not 1 <= n <= len(self):
-            raise DatasetError(f"cannot keep {n} samples of {self.path}: it has {len(self)}",
-                               hint=f"give a number from 1 to {len(self)}")
-        return MixtralDataset(self.subsets[:n], self.ids[:n], self.inputs[:n], self.token_ids[:n],
-                              self.references[:n], self.path)
 
 
 def mbxp_language(sample_id: str) -> tuple[str, str]:
@@ -96,92 +74,20 @@ def load_mixtral(path: Path | str) -> MixtralDataset:
     """Read the dataset pickle and check every column the reference reads. Raises DatasetError naming the
     file, the column and the first bad row."""
     path = Path(path)
-    frame = _read_frame(path)
-    where = str(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise DatasetError(f"{where} has no column{'s' if len(missing) > 1 else ''} {_names(missing)}; its columns "
-                           f"are {_names(map(str, frame.columns)) or 'none'}", hint=_HINT)
-    if len(frame) == 0:
-        raise DatasetError(f"{where} holds no samples", hint=_HINT)
-    texts = {c: frame[c].tolist() for c in _TEXT_COLUMNS}
-    for column, values in texts.items():
-        for row, value in enumerate(values):
-            if not isinstance(value, str):
-                raise DatasetError(f"{where}: row {row}: {column!r} is {_kind(value)}, not text", hint=_HINT)
-    for row, (subset, sample_id) in enumerate(zip(texts["dataset"], texts["id"])):
+    frame = read_frame(path, hint=_HINT, get="get dataset mixtral-8x7b")
+    require_columns(frame, path, REQUIRED_COLUMNS, hint=_HINT)
+    subsets, ids, inputs, references = (texts(frame, c, path, hint=_HINT) for c in _TEXT_COLUMNS)
+    for row, (subset, sample_id) in enumerate(zip(subsets, ids)):
         if subset not in SUBSETS:
-            raise DatasetError(f"{where}: row {row}: dataset {subset!r} is none of {', '.join(SUBSETS)}", hint=_HINT)
+            raise DatasetError(f"{path}: row {row}: dataset {subset!r} is none of {', '.join(SUBSETS)}", hint=_HINT)
         if subset == "MBXP" and not all(mbxp_language(sample_id)):
-            raise DatasetError(f"{where}: row {row}: the MBXP id {sample_id!r} is not <language>_<entry point>",
+            raise DatasetError(f"{path}: row {row}: the MBXP id {sample_id!r} is not <language>_<entry point>",
                                hint=_HINT)
-    lengths = frame["tok_input_len"].tolist() if "tok_input_len" in frame.columns else None
-    token_ids = []
-    for row, ids in enumerate(frame["tok_input"].tolist()):
-        compact = _token_array(ids, f"{where}: row {row}: 'tok_input'")
-        if lengths is not None and (isinstance(lengths[row], bool) or not _is_int(lengths[row])
-                                    or int(lengths[row]) != len(compact)):
-            raise DatasetError(f"{where}: row {row} has {len(compact)} ids in tok_input but tok_input_len "
-                               f"{lengths[row]!r}", hint="the file is damaged or was edited; download it again")
-        token_ids.append(compact)
-    return MixtralDataset(tuple(texts["dataset"]), tuple(texts["id"]), tuple(texts["input"]), tuple(token_ids),
-                          tuple(texts["gt_output"]), path)
-
-
-def _read_frame(path: Path):  # -> pandas.DataFrame
-    import pandas as pd
-
-    if not path.is_file():
-        raise DatasetError(f"no dataset file at {path}" if not path.exists() else f"{path} is not a file",
-                           hint="check the path, or get the dataset with `cmx run \"get dataset mixtral-8x7b\"`")
-    try:
-        frame = pd.read_pickle(path)
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError,
-            IndexError, KeyError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path} is not a pandas pickle: {type(exc).__name__}: {_short(str(exc))}",
-                           hint="a download that was cut short leaves a truncated file; download it again") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not isinstance(frame, pd.DataFrame):
-        raise DatasetError(f"{path} holds a {type(frame).__name__}, not a pandas DataFrame", hint=_HINT)
-    return frame
-
-
-def _token_array(ids: object, where: str) -> array:
-    import numpy as np
-
-    if not isinstance(ids, (list, tuple, np.ndarray)):
-        raise DatasetError(f"{where} is {_kind(ids)}, not a list of token ids", hint=_HINT)
-    values = np.asarray(ids)
-    if values.ndim != 1 or len(values) == 0:
-        raise DatasetError(f"{where} is {'empty' if len(values) == 0 else 'not a flat list'}", hint=_HINT)
-    if values.dtype.kind not in "iu":
-        bad = next((t for t in values.tolist() if type(t) is not int), values.dtype)
-        raise DatasetError(f"{where} holds {_short(repr(bad))}, not a token id (an integer)", hint=_HINT)
-    if values.min() < 0 or values.max() > _INT32_MAX:
-        raise DatasetError(f"{where} holds {values.min() if values.min() < 0 else values.max()}, not a token id "
-                           f"(0 to {_INT32_MAX})", hint=_HINT)
-    compact = array("i")
-    compact.frombytes(values.astype("=i4").tobytes())
-    return compact
-
-
-def _is_int(value: object) -> bool:
-    import numpy as np
-
-    return isinstance(value, (int, np.integer))
-
-
-def _kind(value: object) -> str:
-    return "null" if value is None else f"a {type(value).__name__} ({_short(repr(value))})"
-
-
-def _names(names: Iterable[str]) -> str:
-    return ", ".join(repr(n) for n in names)
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
+    token_ids = token_arrays(frame["tok_input"].tolist(), path, "tok_input", hint=_HINT)
+    if "tok_input_len" in frame.columns:  # not read by the reference, but wrong only in a damaged file
+        check_lengths(token_ids, frame["tok_input_len"].tolist(), path, column="tok_input",
+                      length_column="tok_input_len")
+    return MixtralDataset(tuple(subsets), tuple(ids), tuple(inputs), token_ids, tuple(references), path)
 
 
 __all__ = ["COLUMNS", "REQUIRED_COLUMNS", "SAMPLES", "SUBSETS", "DatasetError", "MixtralDataset", "load_mixtral",

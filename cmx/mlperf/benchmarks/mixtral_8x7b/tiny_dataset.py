@@ -21,13 +21,12 @@ shape. The weights are random, so the scores mean nothing; only the formats are 
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.frames import write_frame
+from cmx.mlperf.benchmarks.kit.samples import TinyDataset, check_tiny_rows
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import COLUMNS, SAMPLES, SUBSETS
 from cmx.mlperf.benchmarks.synthetic import Lexicon, read_tokenizer
 
@@ -42,22 +41,12 @@ _GSM8K_PREAMBLE = "As an expert problem solver solve step by step the following 
 _OPERATIONS = (("add", "a + b"), ("subtract", "a - b"), ("multiply", "a * b"), ("larger_of", "max(a, b)"))
 
 
-@dataclass(frozen=True)
-class TinyMixtralDataset:
-    """A dataset pickle made by make_tiny_dataset."""
-
-    path: Path
-    rows: int
-    seed: int
-
-
-def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyMixtralDataset:
+def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed: int = 0) -> TinyDataset:
     """Write a pickle of `rows` generated samples (OpenOrca, GSM8K, MBXP in turn), tokenized with the
     tokenizer in `tokenizer_dir`. The same arguments give the same bytes."""
     import pandas as pd
 
-    if rows < 1:
-        raise CmxError(f"a dataset needs at least one row, not {rows}")
+    check_tiny_rows(rows)
     tokenizer = read_tokenizer(Path(tokenizer_dir))
     rng = np.random.Generator(np.random.PCG64([seed, 4]))
     lexicon = Lexicon.shared()
@@ -79,12 +68,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
         columns["tok_ref_output_len"].append(len(ref_ids))
     frame = pd.DataFrame({c: pd.Series(v, dtype="int64" if c.endswith("_len") else object)
                           for c, v in columns.items()}, columns=list(COLUMNS))
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    frame.to_pickle(tmp, protocol=4)
-    os.replace(tmp, dest)
-    return TinyMixtralDataset(dest, rows, seed)
+    return TinyDataset(write_frame(frame, dest, protocol=4), rows, seed)
 
 
 def _mid_text_ids(tokenizer, text: str) -> list[int]:  # tokenizer: tokenizers.Tokenizer
@@ -132,4 +116,4 @@ def _mbxp(lexicon: Lexicon, rng: np.random.Generator, row: int) -> dict[str, str
 _SAMPLERS = {"OpenOrca": _openorca, "GSM8K": _gsm8k, "MBXP": _mbxp}
 
 
-__all__ = ["CODE_STOP", "EOS_STOP", "TinyMixtralDataset", "make_tiny_dataset"]
+__all__ = ["CODE_STOP", "EOS_STOP", "make_tiny_dataset"]
