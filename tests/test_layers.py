@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import REPO
 
 CMX = REPO / "cmx"
@@ -59,17 +57,10 @@ def test_only_the_registry_and_a_benchmarks_own_package_import_it():
     assert strays == []
 
 
-# The get-dataset-* recipes move onto the registry on branch dataset-kit (issue 20). Strict: the merge that
-# clears them turns this into a failure until the marker goes, and the test below with it.
-@pytest.mark.xfail(strict=True, reason="the get-dataset-* recipes import their benchmark until branch dataset-kit")
 def test_a_recipe_reaches_a_benchmark_only_through_the_registry():
     """recipes/**/run.py names a benchmark (benchmark_for("llama2-70b")) and may use the kit; a benchmark package's
     own modules are its business, behind the Protocol."""
     assert _recipe_strays() == []
-
-
-def test_no_recipe_but_the_dataset_ones_imports_a_benchmark_package():
-    assert [s for s in _recipe_strays() if not s.startswith("recipes/get-dataset-")] == []
 
 
 def _recipe_strays() -> list[str]:
@@ -136,7 +127,7 @@ def test_the_package_imports_form_no_circle():
         state[module] = 1
         for dep in sorted(graph[module]):
             if state.get(dep) == 1:
-                circles.append(" -> ".join(stack[stack.index(dep):] + [dep]))
+                circles.append(" -> ".join([*stack[stack.index(dep):], dep]))
             elif dep not in state:
                 visit(dep, [*stack, dep])
         state[module] = 2
