@@ -47,7 +47,7 @@ class JobRecord:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "JobRecord":
+    def from_json(cls, data: Mapping[str, Any]) -> JobRecord:
         fields = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["argv"] = tuple(fields["argv"] or ())
         fields["host_command"] = tuple(fields["host_command"] or ())
