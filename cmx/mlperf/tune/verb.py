@@ -3,9 +3,10 @@ search; the result with its outputs read into dataclasses (the answer, the probe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from cmx.errors import StepFailed
 from cmx.execute.request import RunRequest, Runtime, resolved, run_with_root
