@@ -156,7 +156,7 @@ class EndpointBackend:
         self._session: Any = None
         self._in_flight = 0  # requests sent and not answered; touched on the loop only
 
-    def __enter__(self) -> EndpointBackend:  # noqa: PYI034 - as VllmBackend
+    def __enter__(self) -> EndpointBackend:
         self.start()
         return self
 

@@ -224,7 +224,7 @@ class VllmServer:
         self.info: ServerInfo | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> VllmServer:  # noqa: PYI034 - as the backends
+    def __enter__(self) -> VllmServer:
         self.start()
         return self
 

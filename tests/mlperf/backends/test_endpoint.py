@@ -324,7 +324,7 @@ class OwnServer:
         except asyncio.CancelledError:
             pass
 
-    def __enter__(self) -> OwnServer:  # noqa: PYI034
+    def __enter__(self) -> OwnServer:
         self._thread.start()
         assert self._ready.wait(10)
         return self

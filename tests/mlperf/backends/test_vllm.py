@@ -41,9 +41,8 @@ from cmx.mlperf.backends.batching import (
     token_list,
     warmup_requests,
 )
-from cmx.mlperf.backends.machine import read_cpu_bf16
+from cmx.mlperf.backends.machine import ModelFacts, read_cpu_bf16
 from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec
-from cmx.mlperf.backends.machine import ModelFacts
 from cmx.mlperf.backends.vllm import (
     VllmBackend,
     VllmBackendConfig,
