@@ -310,7 +310,8 @@ def transport_error(exc: BaseException, *, url: str, what: str, timeout_s: float
     if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError,
                         ConnectionError)):
         return BackendError(f"the connection to the server was lost during {what} ({type(exc).__name__}): "
-                            "the server stopped or crashed", where=where, hint=f"see the server's log for why; {NO_RETRY}")
+                            "the server stopped or crashed", where=where,
+                            hint=f"see the server's log for why; {NO_RETRY}")
     return BackendError(f"{what} failed: {type(exc).__name__}: {exc}", where=where, hint=NO_RETRY)
 
 

@@ -27,6 +27,7 @@ of the machine can read).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -335,10 +336,8 @@ class VllmServer:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # already gone
 
 
 def _group_alive(pgid: int) -> bool:

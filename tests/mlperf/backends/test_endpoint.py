@@ -591,7 +591,7 @@ def test_zz_the_server_killed_mid_run_fails_the_batch_and_counts_the_lost_sample
     # four long streams, and Offline requests of which one is short: its result triggers the kill
     lengths = [1500] * 4 + [16] + [1500] * 19
     requests = [GenRequest(id=i, prompt_ids=ids[:100], max_tokens=n, min_tokens=n)
-                for i, ((_, ids, _), n) in enumerate(zip(served.prompts, lengths))]
+                for i, ((_, ids, _), n) in enumerate(zip(served.prompts, lengths, strict=False))]
     with EndpointBackend(served.config(max_concurrency=8)) as backend:
         sink = CollectingSink(4)
         for request in requests[:4]:
