@@ -207,5 +207,5 @@ def _rounded(qps: float) -> float:
     """Three significant figures: a target a person types again."""
     if qps <= 0:
         return qps
-    digits = 2 - int(math.floor(math.log10(qps)))
+    digits = 2 - math.floor(math.log10(qps))
     return round(qps, max(digits, 0))

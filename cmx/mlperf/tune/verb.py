@@ -66,7 +66,8 @@ class TuneAnswer:
         limits = outputs.get("limits")
         return cls(**{**values,
                       "probes": tuple(Probe(**p) for p in outputs["probes"]),
-                      "confirms": tuple(Confirm(**{**c, "problems": tuple(c["problems"])}) for c in outputs["confirms"]),
+                      "confirms": tuple(Confirm(**{**c, "problems": tuple(c["problems"])})
+                                        for c in outputs["confirms"]),
                       "limits": LatencyLimits(**limits) if limits else None})
 
 
