@@ -104,7 +104,8 @@ def recipe_description(recipe: Recipe) -> list[str]:
         for group, options in recipe.groups.items():
             out.append(f"    {group}:")
             for v in options:
-                out.append(f"      _{v.name}{' (default)' if v.default else ''}" + (f": {v.summary}" if v.summary else ""))
+                out.append(f"      _{v.name}{' (default)' if v.default else ''}"
+                           + (f": {v.summary}" if v.summary else ""))
                 out.extend(_variation_effects(v))
         if recipe.flags:
             out.append("    flags:")
@@ -144,7 +145,8 @@ def _dep_text(dep: Any) -> str:
     if dep.as_:
         text += f" as {dep.as_}"
     if dep.with_:
-        text += " with " + ", ".join(f"{k}={w.value if w.kind == 'value' else w.value!r}" if w.kind != "ref"
+        # `!r` quotes every value, a literal one too (`value` and the other kinds print alike)
+        text += " with " + ", ".join(f"{k}={w.value!r}" if w.kind != "ref"
                                       else f"{k}={{{{ {w.namespace}.{w.value} }}}}" for k, w in dep.with_)
     if dep.when:
         text += f" when {dep.when.source}"

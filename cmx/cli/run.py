@@ -105,8 +105,9 @@ checks the steps and the image's packages inside (--gpus and --keep apply).
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None,
-            progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool, **options: object) -> None:
+            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool,
+            install_missing: bool | None, progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool,
+            **options: object) -> None:
     if bool(query) == bool(locked):
         raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
                                "missing QUERY (or --locked FILE)")

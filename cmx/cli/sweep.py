@@ -81,13 +81,13 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
     if as_json:
         echo_json(result.to_json())
     elif result.table is None:
-        for point, outcome in zip(result.points, result.outcomes):
+        for point, outcome in zip(result.points, result.outcomes, strict=True):
             click.echo(f"{point.name}: Slurm job {point.job_id} {outcome.status}")
         click.echo(f"sweep: {result.sweep_dir}\n  table once they ended: cmx sweep --gather {result.sweep_dir} "
                    "(--wait to wait); cmx jobs shows each job")
     else:
         click.echo(result.table)
-        for point, outcome in zip(result.points, result.outcomes):
+        for point, outcome in zip(result.points, result.outcomes, strict=True):
             if outcome.status != "ok":
                 click.echo(f"{point.name}: {outcome.status}" + (f": {outcome.detail}" if outcome.detail else "")
                            + (f" (record: {outcome.run_record})" if outcome.run_record else ""))
