@@ -36,7 +36,10 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.k8s.deploy import K8sDeployment
     from cmx.mlperf.submission.check import CheckReport
     from cmx.mlperf.tune.verb import TuneResult
+    from cmx.recipe.model import DepSpec as DepSpec  # re-exported, as DockerSpec and Variation: `cmx show` names them
+    from cmx.recipe.model import DockerSpec as DockerSpec
     from cmx.recipe.model import Recipe
+    from cmx.recipe.model import Variation as Variation
     from cmx.registry.sources import Source
     from cmx.registry.verbs import SourceInfo
     from cmx.resolve.plan import Plan

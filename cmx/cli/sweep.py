@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -58,7 +59,7 @@ and `cmx sweep --gather SWEEP_DIR` prints the table once they ended.
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], over: str | None,
             contexts: tuple[str, ...], out_dir: Path | None, gather_dir: Path | None, wait: bool, jobs: int | None,
-            as_json: bool, in_slurm: bool, **slurm: object) -> None:
+            as_json: bool, in_slurm: bool, **slurm: Any) -> None:  # slurm: click's values, typed by slurm_options
     from cmx import api
 
     settings = app(ctx).settings()
