@@ -15,7 +15,8 @@ def _plan(query: str, settings: Settings, **inputs: str):  # type: ignore[no-unt
 
 def test_llama2_serves_the_pinned_repository_at_its_commit(repo_settings: Settings) -> None:
     model = served_model(_plan("app mlperf inference llama2 _rocm", repo_settings))
-    assert (model.repo, model.revision) == ("meta-llama/Llama-2-70b-chat-hf", "e4b287212771ce25f782ed8636cbea2d7c5ac7e2")
+    assert (model.repo, model.revision) == ("meta-llama/Llama-2-70b-chat-hf",
+                                            "e4b287212771ce25f782ed8636cbea2d7c5ac7e2")
     assert model.recipe == "get-ml-model-llama2" and model.cache_size == "200Gi" and not model.quantized
     assert model.snapshot_dir("/c") == ("/c/hub/models--meta-llama--Llama-2-70b-chat-hf/snapshots/"
                                         "e4b287212771ce25f782ed8636cbea2d7c5ac7e2")
