@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cmx import api
 from cmx.k8s.served import ServedModelError, engine_inputs, plan_precision, served_model
+from cmx.resolve.plan import Plan
 from cmx.settings import Settings
 
 
-def _plan(query: str, settings: Settings, **inputs: str):  # type: ignore[no-untyped-def]
+def _plan(query: str, settings: Settings, **inputs: str) -> Plan:
     return api.plan(query, inputs=inputs, settings=settings).plan
 
 
@@ -47,7 +50,7 @@ def test_the_tiny_model_cannot_be_served_from_a_hub(repo_settings: Settings) -> 
         served_model(_plan("app mlperf inference llama2 _cuda _tiny", repo_settings))
 
 
-def test_a_local_model_folder_cannot_be_served(repo_settings: Settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_local_model_folder_cannot_be_served(repo_settings: Settings, tmp_path: Path) -> None:
     with pytest.raises(ServedModelError, match="local folder"):
         served_model(_plan("app mlperf inference llama2 _cuda", repo_settings, model_path=str(tmp_path)))
 
