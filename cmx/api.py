@@ -14,8 +14,9 @@ Each verb takes its request's fields as keywords (or the request itself: `run(Ru
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from cmx.recipe.query import Query, having_variations, query_of
 from cmx.recipe.types import to_json
@@ -35,7 +36,10 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.k8s.deploy import K8sDeployment
     from cmx.mlperf.submission.check import CheckReport
     from cmx.mlperf.tune.verb import TuneResult
+    from cmx.recipe.model import DepSpec as DepSpec  # re-exported, as DockerSpec and Variation: `cmx show` names them
+    from cmx.recipe.model import DockerSpec as DockerSpec
     from cmx.recipe.model import Recipe
+    from cmx.recipe.model import Variation as Variation
     from cmx.registry.sources import Source
     from cmx.registry.verbs import SourceInfo
     from cmx.resolve.plan import Plan
@@ -82,7 +86,7 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def _announce_fetch(source: "Source") -> None:
+def _announce_fetch(source: Source) -> None:
     import sys
 
     sys.stderr.write(f"fetching recipe source {source.name!r} ({source.git} at {source.rev})\n")
@@ -92,8 +96,8 @@ def _settings(settings: Settings | None) -> Settings:
     return settings or load_settings()
 
 
-def _runtime(settings: Settings | None, reporter: "Reporter | None" = None, environ: Mapping[str, str] | None = None,
-             fetch: Fetcher | None = None) -> "Runtime":
+def _runtime(settings: Settings | None, reporter: Reporter | None = None, environ: Mapping[str, str] | None = None,
+             fetch: Fetcher | None = None) -> Runtime:
     from cmx.execute.request import Runtime
 
     return Runtime(_settings(settings), reporter, environ, fetch)
@@ -119,7 +123,7 @@ def find(query: str | Query | None = None, *, settings: Settings | None = None) 
     return having_variations(idx.find(q), q.variations, idx.get)
 
 
-def show(name: str, *, settings: Settings | None = None) -> "Recipe":
+def show(name: str, *, settings: Settings | None = None) -> Recipe:
     """One recipe by name (or by a query that matches exactly one recipe)."""
     from cmx.registry.verbs import recipe_named
 
@@ -127,16 +131,16 @@ def show(name: str, *, settings: Settings | None = None) -> "Recipe":
 
 
 def plan(query: str | Query, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-         settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> "PlanResult":
+         settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> PlanResult:
     """Resolve a query into a Plan and say which steps are already in the cache."""
     from cmx.execute.request import plan as plan_of
 
     return plan_of(query, inputs or {}, context or {}, _runtime(settings, environ=environ))
 
 
-def run(query: "str | Query | RunRequest", *, settings: Settings | None = None, reporter: "Reporter | None" = None,
+def run(query: str | Query | RunRequest, *, settings: Settings | None = None, reporter: Reporter | None = None,
         environ: Mapping[str, str] | None = None, fetch: Fetcher | None = _announce_fetch,
-        **options: Any) -> "RunResult":
+        **options: Any) -> RunResult:
     """Resolve and run a query; `options` are RunRequest's fields (inputs, context, jobs, check, argv, rerun_prefix,
     install_missing, locked, memo: cmx.execute.request says what each does). A pinned git source of recipes not
     fetched yet is fetched first, and `fetch` says so (on stderr by default)."""
@@ -152,9 +156,9 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None or k not in ("inputs", "context", "options")}
 
 
-def tune(query: str, *, scenario: str, settings: Settings | None = None, reporter: "Reporter | None" = None,
+def tune(query: str, *, scenario: str, settings: Settings | None = None, reporter: Reporter | None = None,
          environ: Mapping[str, str] | None = None, fetch: Fetcher | None = _announce_fetch, invocation: str = "cmx",
-         **options: Any) -> "TuneResult":
+         **options: Any) -> TuneResult:
     """`cmx tune`: for an MLPerf app query, the highest target QPS of `scenario` that stays VALID (Server,
     Interactive), or (Offline) the measured throughput, confirmed and written into an inputs file
     (cmx.mlperf.tune.verb). `options`: TuneRequest's (start_qps, out, tolerance, max_probes, confirm,
@@ -179,7 +183,7 @@ def tune(query: str, *, scenario: str, settings: Settings | None = None, reporte
 
 # --- locks ------------------------------------------------------------------------------------
 
-def lock_plan(p: "Plan", *, settings: Settings | None = None) -> "Lock":
+def lock_plan(p: Plan, *, settings: Settings | None = None) -> Lock:
     """The lockfile of a plan: every step pinned, the checksums of the entries cached now, the packages here."""
     from cmx.execute.request import lock_plan as lock_of
 
@@ -188,7 +192,7 @@ def lock_plan(p: "Plan", *, settings: Settings | None = None) -> "Lock":
 
 def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
          settings: Settings | None = None, environ: Mapping[str, str] | None = None,
-         docker: "DockerOptions | None" = None, emit: Callable[[str], None] = print) -> "Lock":
+         docker: DockerOptions | None = None, emit: Callable[[str], None] = print) -> Lock:
     """`cmx lock`: resolve the query (no step runs, nothing is fetched) and pin its plan (`lock_plan`). With
     `docker` (DockerOptions), the image `run --docker` would use is pinned too (built first when no image has its
     tag: `emit` gets the build's output), and the packages are those inside it (cmx.docker.lock)."""
@@ -220,14 +224,14 @@ def _docker_query(query: str, options: dict[str, Any]) -> Any:
     return DockerQuery(query, **_given(options))
 
 
-def docker_file(query: str, *, settings: Settings | None = None, **options: Any) -> "Rendered":
+def docker_file(query: str, *, settings: Settings | None = None, **options: Any) -> Rendered:
     """The Dockerfile and build context `run --docker` would use; `options`: DockerQuery's."""
     from cmx.docker.request import dockerfile
 
     return dockerfile(_docker_query(query, options), _settings(settings))
 
 
-def docker_container(query: str, *, settings: Settings | None = None, **options: Any) -> "ContainerSpec":
+def docker_container(query: str, *, settings: Settings | None = None, **options: Any) -> ContainerSpec:
     """The container `run --docker` would start: image, command, user, environment, mounts, devices."""
     from cmx.docker.request import container
 
@@ -245,7 +249,7 @@ def run_docker(query: str, *, settings: Settings | None = None, emit: Callable[[
 
 # --- Kubernetes -------------------------------------------------------------------------------
 
-def deploy_k8s(query: str, *, settings: Settings | None = None, **options: Any) -> "K8sDeployment":
+def deploy_k8s(query: str, *, settings: Settings | None = None, **options: Any) -> K8sDeployment:
     """`cmx deploy --k8s`: the validated manifests serving the plan's model with vLLM and benchmarking it from a
     Job, written to `out_dir`, applied with `apply`; `options`: DeployRequest's (cmx.k8s.deploy)."""
     from cmx.extras import require_extra
@@ -256,7 +260,7 @@ def deploy_k8s(query: str, *, settings: Settings | None = None, **options: Any) 
     return deploy(DeployRequest(query, **_given(options)), _settings(settings))
 
 
-def apply_k8s(deployment: "K8sDeployment", *, kubeconfig: Path | None = None) -> "K8sDeployment":
+def apply_k8s(deployment: K8sDeployment, *, kubeconfig: Path | None = None) -> K8sDeployment:
     """Server-side apply rendered objects to the kubeconfig's cluster; the deployment with what was applied."""
     from cmx.extras import require_extra
 
@@ -269,7 +273,7 @@ def apply_k8s(deployment: "K8sDeployment", *, kubeconfig: Path | None = None) ->
 # --- Slurm and sweeps -------------------------------------------------------------------------
 
 def submit_slurm(query: str, *, settings: Settings | None = None, environ: Mapping[str, str] | None = None,
-                 **options: Any) -> "JobRecord":
+                 **options: Any) -> JobRecord:
     """Submit the query as a Slurm batch job; its record. `options`: JobRequest's (options, inputs, context,
     cmx_args, host_command: cmx.slurm.request)."""
     from cmx.slurm.request import JobRequest, submit_query
@@ -278,7 +282,7 @@ def submit_slurm(query: str, *, settings: Settings | None = None, environ: Mappi
 
 
 def slurm_jobs(*, all_jobs: bool = False, limit: int = 20, job_ids: list[str] | None = None,
-               settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> list["JobStatus"]:
+               settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> list[JobStatus]:
     """The jobs cmx submitted (the `limit` most recent, or all), with their state, run record, results and validity."""
     from cmx.slurm.request import job_statuses
 
@@ -286,7 +290,7 @@ def slurm_jobs(*, all_jobs: bool = False, limit: int = 20, job_ids: list[str] | 
 
 
 def sweep(query: str, *, settings: Settings | None = None, environ: Mapping[str, str] | None = None,
-          announce: Callable[[str], None] = lambda _: None, **options: Any) -> "SweepResult":
+          announce: Callable[[str], None] = lambda _: None, **options: Any) -> SweepResult:
     """Run the query once per value of one input, here or as Slurm jobs; `options`: SweepRequest's (cmx.sweep.run)."""
     from cmx.sweep.run import SweepRequest
     from cmx.sweep.run import sweep as run_sweep
@@ -295,7 +299,7 @@ def sweep(query: str, *, settings: Settings | None = None, environ: Mapping[str,
 
 
 def sweep_gather(sweep_dir: Path, *, wait: bool = False, poll_s: float = 5.0, timeout_s: float | None = None,
-                 settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> "SweepResult":
+                 settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> SweepResult:
     """The table of a sweep from its folder (rows None while its Slurm jobs have not ended and not `wait`)."""
     from cmx.sweep.run import gather
 
@@ -310,7 +314,7 @@ def _store(settings: Settings | None) -> Any:
     return Store(_settings(settings).cache)
 
 
-def cache_entries(query: str | None = None, *, settings: Settings | None = None) -> list["Entry"]:
+def cache_entries(query: str | None = None, *, settings: Settings | None = None) -> list[Entry]:
     """Entries in the cache, all or those of recipes matching `query` (`_x`: only those built with variation x)."""
     from cmx.cache.verbs import entries
 
@@ -321,14 +325,14 @@ def cache_entries(query: str | None = None, *, settings: Settings | None = None)
     return entries(_store(s), {i.name for i in index(s).find(q)}, q.variations)
 
 
-def cache_entry(key: str, *, settings: Settings | None = None) -> "Entry":
+def cache_entry(key: str, *, settings: Settings | None = None) -> Entry:
     """The one entry whose key starts with `key`; an error when none, or several, do."""
     from cmx.cache.verbs import entry
 
     return entry(_store(settings), key)
 
 
-def cache_select(key_or_query: str, *, settings: Settings | None = None) -> list["Entry"]:
+def cache_select(key_or_query: str, *, settings: Settings | None = None) -> list[Entry]:
     """Entries whose key starts with the argument; failing that, entries of matching recipes."""
     from cmx.cache.verbs import select
 
@@ -336,7 +340,7 @@ def cache_select(key_or_query: str, *, settings: Settings | None = None) -> list
     return select(_store(s), key_or_query, lambda query: cache_entries(query, settings=s))
 
 
-def cache_remove(entries: list["Entry"], *, settings: Settings | None = None) -> None:
+def cache_remove(entries: list[Entry], *, settings: Settings | None = None) -> None:
     from cmx.cache.verbs import remove
 
     remove(_store(settings), entries)
@@ -350,21 +354,21 @@ def cache_gc(older_than_days: float | None = None, *, dry_run: bool = False,
 
 
 def cache_verify(key: str | None = None, *, remove: bool = False,
-                 settings: Settings | None = None) -> tuple[list["Entry"], list["VerifyProblem"]]:
+                 settings: Settings | None = None) -> tuple[list[Entry], list[VerifyProblem]]:
     """Re-hash entries (one or all); with `remove`, delete the corrupted ones."""
     from cmx.cache.verbs import verify
 
     return verify(_store(settings), key, remove=remove)
 
 
-def registry_sources(settings: Settings | None = None) -> list["SourceInfo"]:
+def registry_sources(settings: Settings | None = None) -> list[SourceInfo]:
     """Each source with its number of recipes (None for a git source not fetched yet: nothing is fetched here)."""
     from cmx.registry.verbs import sources
 
     return sources(_settings(settings))
 
 
-def registry_update(name: str, rev: str | None = None, *, settings: Settings | None = None) -> "Source":
+def registry_update(name: str, rev: str | None = None, *, settings: Settings | None = None) -> Source:
     """Fetch git source `name` at commit `rev` and pin it there; without `rev`, at the commit it is pinned to."""
     from cmx.registry.verbs import update
 
@@ -386,7 +390,7 @@ def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
     return write_report(Path(results), target, other=Path(other) if other is not None else None)
 
 
-def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> "CheckReport":
+def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> CheckReport:
     """Check a submission tree against a round's rules (cmx.mlperf.submission.check); the report lists every problem."""
     from cmx.mlperf.submission.check import check_tree
 

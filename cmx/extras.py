@@ -1,4 +1,4 @@
-"""Which optional extra of pyproject.toml brings which module, and the one-line refusal of a verb whose extra is missing.
+"""Which optional extra of pyproject.toml brings which module; the one-line refusal of a verb whose extra is missing.
 
 A verb that needs an extra checks for it where it starts (`require_extra`), before anything is resolved or
 written, so a bare `pip install cmx` says what to install instead of crashing on an import deep inside.

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from cmx.cli.common import app, echo_json, registry_option
+
+if TYPE_CHECKING:
+    from cmx.api import Entry
 
 
 @click.group("cache", help="""Inspect and clean the content-addressed cache.
@@ -24,7 +29,7 @@ def command() -> None:
     pass
 
 
-def _entry_json(entry) -> dict:  # type: ignore[no-untyped-def]
+def _entry_json(entry: Entry) -> dict[str, Any]:
     return {"recipe": entry.recipe, "key": entry.key, "path": str(entry.path), "created": entry.created,
             "size": entry.size, "variations": list(entry.variations),
             "inputs": entry.meta.inputs if entry.meta else {}, "outputs": entry.outputs}
@@ -61,7 +66,8 @@ def show(ctx: click.Context, key: str) -> None:
     from cmx import api
 
     entry = api.cache_entry(key, settings=app(ctx).settings())
-    echo_json({**entry.meta.to_json(), "path": str(entry.path), "outputs": entry.outputs})  # type: ignore[union-attr]
+    assert entry.meta is not None  # api.cache_entry refuses an entry whose meta.json is unreadable
+    echo_json({**entry.meta.to_json(), "path": str(entry.path), "outputs": entry.outputs})
 
 
 @command.command("rm", help="""Remove entries: by key prefixes (`rm 3f2a9c 77b1e0`), or every entry of

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from cmx.cli.common import (
@@ -36,20 +38,21 @@ hidden, mounts, devices, device requests, groups, shm size, ipc, ulimits).
 @docker_options
 @registry_option
 @click.pass_context
+# options: click's values, of the types the option decorators give
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            dockerfile_only: bool, print_run: bool, **options: object) -> None:
+            dockerfile_only: bool, print_run: bool, **options: Any) -> None:
     from cmx import api
 
     if dockerfile_only == print_run:
         raise click.UsageError("give one of --dockerfile-only and --print-run")
     text, given, context = join_query(query), parse_pairs(inputs, "--input"), parse_context(contexts)
-    where = {"inputs": given, "context": context, "options": docker_options_of(**options),  # type: ignore[arg-type]
-             "settings": app(ctx).settings()}
+    options_, settings = docker_options_of(**options), app(ctx).settings()
     if dockerfile_only:
-        rendered = api.docker_file(text, **where)
+        rendered = api.docker_file(text, inputs=given, context=context, options=options_, settings=settings)
         click.echo(rendered.dockerfile, nl=False)
         click.echo(f"\n# build context of {rendered.tag} ({len(rendered.files)} files):")
         for line in rendered.listing():
             click.echo(f"# {line}")
         return
-    echo_json(api.docker_container(text, **where).to_json())
+    echo_json(api.docker_container(text, inputs=given, context=context, options=options_,
+                                    settings=settings).to_json())

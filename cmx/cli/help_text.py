@@ -1,6 +1,54 @@
 """The pre-rendered `cmx --help` (see cmx.cli.main). Regenerate: python -m cmx.cli.help_text --write"""
 
-TOP_HELP = 'Usage: cmx [OPTIONS] COMMAND [ARGS]...\n\n  cmx: reproducible ML benchmarks from declarative recipes.\n\n  A query names recipes by tags; `_x` picks variation x; `-tag` excludes:\n\n      cmx find get python\n      cmx plan "app mlperf inference llama2 _rocm"\n      cmx run  "detect system" --json\n\n  Every step\'s output is cached under a key hashed from what made it (recipe\n  files, variations, inputs, context, deps), so a changed input never reuses a\n  stale entry. Settings: --registry / CMX_REGISTRY, CMX_CACHE, CMX_RUNS,\n  CMX_HOME.\n\nOptions:\n  --registry FILE  Registry file listing recipe sources (default:\n                   registry.yaml of the cmx home).\n  --debug          Show Python tracebacks for errors.\n  --version        Print the cmx version and exit.\n  -h, --help       Show this message and exit.\n\nCommands:\n  run       Resolve a query and run it: every step, in order, cached by\n            content.\n  plan      Show what a query would run, without running anything.\n  lock      Pin every step of a plan and its packages into a lockfile (replay:\n            run --locked).\n  find      List recipes whose tags match a query.\n  show      Describe one recipe: tags, inputs, variations, deps, outputs.\n  docker    Show the Dockerfile and container settings of `run --docker`.\n  deploy    Render (and apply) Kubernetes manifests serving the plan\'s model,\n            and a benchmark Job.\n  jobs      List the Slurm jobs cmx submitted: state and result folders.\n  sweep     Run a query once per value of one input and tabulate the results.\n  tune      Find the highest target QPS that stays VALID (Offline: the\n            throughput) and write it.\n  check     Check an MLPerf submission tree and say what to fix.\n  report    Write a benchmark\'s results as one HTML page, or compare two.\n  cache     Inspect and clean the content-addressed cache.\n  registry  List recipe sources and pin git sources to a commit.\n'
+TOP_HELP = (
+    'Usage: cmx [OPTIONS] COMMAND [ARGS]...\n'
+    '\n'
+    '  cmx: reproducible ML benchmarks from declarative recipes.\n'
+    '\n'
+    '  A query names recipes by tags; `_x` picks variation x; `-tag` excludes:\n'
+    '\n'
+    '      cmx find get python\n'
+    '      cmx plan "app mlperf inference llama2 _rocm"\n'
+    '      cmx run  "detect system" --json\n'
+    '\n'
+    "  Every step's output is cached under a key hashed from what made it (recipe\n"
+    '  files, variations, inputs, context, deps), so a changed input never reuses a\n'
+    '  stale entry. Settings: --registry / CMX_REGISTRY, CMX_CACHE, CMX_RUNS,\n'
+    '  CMX_HOME.\n'
+    '\n'
+    'Options:\n'
+    '  --registry FILE  Registry file listing recipe sources (default:\n'
+    '                   registry.yaml of the cmx home).\n'
+    '  --debug          Show Python tracebacks for errors.\n'
+    '  --version        Print the cmx version and exit.\n'
+    '  -h, --help       Show this message and exit.\n'
+    '\n'
+    'Commands:\n'
+    '  run       Resolve a query and run it: every step, in order, cached by\n'
+    '            content.\n'
+    '  plan      Show what a query would run, without running anything.\n'
+    '  lock      Pin every step of a plan and its packages into a lockfile (replay:\n'
+    '            run --locked).\n'
+    '  find      List recipes whose tags match a query.\n'
+    '  show      Describe one recipe: tags, inputs, variations, deps, outputs.\n'
+    '  docker    Show the Dockerfile and container settings of `run --docker`.\n'
+    "  deploy    Render (and apply) Kubernetes manifests serving the plan's model,\n"
+    '            and a benchmark Job.\n'
+    '  jobs      List the Slurm jobs cmx submitted: state and result folders.\n'
+    '  sweep     Run a query once per value of one input and tabulate the results.\n'
+    '  tune      Find the highest target QPS that stays VALID (Offline: the\n'
+    '            throughput) and write it.\n'
+    '  check     Check an MLPerf submission tree and say what to fix.\n'
+    "  report    Write a benchmark's results as one HTML page, or compare two.\n"
+    '  cache     Inspect and clean the content-addressed cache.\n'
+    '  registry  List recipe sources and pin git sources to a commit.\n'
+)
+
+
+def source(text: str) -> str:
+    """`text` as this module's TOP_HELP assignment: one literal a line of help, to stay within the line length."""
+    lines = "".join(f"    {line!r}\n" for line in text.splitlines(keepends=True))
+    return f"TOP_HELP = (\n{lines})\n"
 
 
 def render() -> str:
@@ -23,6 +71,6 @@ if __name__ == "__main__":
         raise SystemExit(0)
     path = Path(__file__)
     text = path.read_text(encoding="utf-8")
-    new = re.sub(r'TOP_HELP = .*?\n\n\n', lambda _: f"TOP_HELP = {render()!r}\n\n\n", text, count=1, flags=re.S)
+    new = re.sub(r'TOP_HELP = .*?\n\n\n', lambda _: source(render()) + "\n\n", text, count=1, flags=re.S)
     path.write_text(new, encoding="utf-8")
     print(f"wrote {path}")

@@ -4,6 +4,7 @@ image, into a lockfile."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -57,8 +58,9 @@ submission packaged from its results carries it in src/.
 @docker_options
 @registry_option
 @click.pass_context
+# options: click's values, of the types the option decorators give
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            out: Path, as_json: bool, in_docker: bool, **options: object) -> None:
+            out: Path, as_json: bool, in_docker: bool, **options: Any) -> None:
     from cmx import api
 
     if options["gpus"]:
@@ -66,7 +68,7 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
                                "(`cmx run --locked FILE --gpus IDS`)")
     if not in_docker and any(options.values()):
         raise click.UsageError("--base-image, --ca-bundle and --wheelhouse go with --docker")
-    docker = docker_options_of(**options) if in_docker else None  # type: ignore[arg-type]
+    docker = docker_options_of(**options) if in_docker else None
     # the build's lines go to stderr: stdout is the summary (or the JSON)
     lock = api.lock(join_query(query), inputs=parse_pairs(inputs, "--input"), context=parse_context(contexts),
                     settings=app(ctx).settings(), docker=docker, emit=lambda line: click.echo(line, err=True))

@@ -55,5 +55,5 @@ downloaded, built or executed.
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
             contexts: tuple[str, ...], verbose: bool, as_json: bool) -> None:
-    print_plan(join_query(query), with_inputs_file(parse_pairs(inputs, "--input"), inputs_file), parse_context(contexts),
-               as_json, verbose, ctx)
+    print_plan(join_query(query), with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
+               parse_context(contexts), as_json, verbose, ctx)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cmx.api import Secret, to_json
 
@@ -10,14 +11,14 @@ if TYPE_CHECKING:  # `cmx find` renders a table only: it must not import the mod
     from cmx.api import Plan, Recipe, Step
 
 
-def _label(step: "Step") -> str:
+def _label(step: Step) -> str:
     return " ".join([step.name, *(f"_{v}" for v in step.variations)])
 
 
 _SHOWN = {"build": "to build", "run": "runs", "cached": "cached", "idle": "not needed (below a cached step)"}
 
 
-def plan_tree(plan: "Plan", cached: dict[str, bool], show_inputs: bool = False) -> list[str]:
+def plan_tree(plan: Plan, cached: dict[str, bool], show_inputs: bool = False) -> list[str]:
     """The DAG as a tree from the root; a step reached a second time is shown once, then referenced."""
     lines: list[str] = []
     seen: set[str] = set()
@@ -49,7 +50,7 @@ def plan_tree(plan: "Plan", cached: dict[str, bool], show_inputs: bool = False) 
     return lines
 
 
-def plan_summary(plan: "Plan", cached: dict[str, bool]) -> str:
+def plan_summary(plan: Plan, cached: dict[str, bool]) -> str:
     counts = {"cached": 0, "build": 0, "run": 0, "idle": 0}
     for status in plan.statuses(lambda s: cached.get(s.id, False)).values():
         counts[status] += 1
@@ -79,7 +80,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
-def recipe_description(recipe: "Recipe") -> list[str]:
+def recipe_description(recipe: Recipe) -> list[str]:
     out = [f"{recipe.name}: {recipe.summary}" if recipe.summary else recipe.name,
            f"  tags: {' '.join(recipe.tags)}",
            f"  from: {recipe.path} (source {recipe.source})",
@@ -103,7 +104,8 @@ def recipe_description(recipe: "Recipe") -> list[str]:
         for group, options in recipe.groups.items():
             out.append(f"    {group}:")
             for v in options:
-                out.append(f"      _{v.name}{' (default)' if v.default else ''}" + (f": {v.summary}" if v.summary else ""))
+                out.append(f"      _{v.name}{' (default)' if v.default else ''}"
+                           + (f": {v.summary}" if v.summary else ""))
                 out.extend(_variation_effects(v))
         if recipe.flags:
             out.append("    flags:")
@@ -143,14 +145,15 @@ def _dep_text(dep: Any) -> str:
     if dep.as_:
         text += f" as {dep.as_}"
     if dep.with_:
-        text += " with " + ", ".join(f"{k}={w.value if w.kind == 'value' else w.value!r}" if w.kind != "ref"
+        # `!r` quotes every value, a literal one too (`value` and the other kinds print alike)
+        text += " with " + ", ".join(f"{k}={w.value!r}" if w.kind != "ref"
                                       else f"{k}={{{{ {w.namespace}.{w.value} }}}}" for k, w in dep.with_)
     if dep.when:
         text += f" when {dep.when.source}"
     return text
 
 
-def _cache_text(recipe: "Recipe") -> str:
+def _cache_text(recipe: Recipe) -> str:
     if not recipe.cache.enabled:
         return "no (runs every time)"
     text = f"yes, keyed on {', '.join(recipe.cache.key)}" if recipe.cache.key else \

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -105,8 +106,9 @@ checks the steps and the image's packages inside (--gpus and --keep apply).
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool, install_missing: bool | None,
-            progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool, **options: object) -> None:
+            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool,
+            install_missing: bool | None, progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool,
+            **options: Any) -> None:  # click's values, of the types the option decorators give
     if bool(query) == bool(locked):
         raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
                                "missing QUERY (or --locked FILE)")
@@ -131,7 +133,7 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                 raise click.UsageError("--json does not go with a lock made with --docker: the replay in the "
                                        "container prints its progress")
             _replay_in_docker(ctx, locked, given, jobs=jobs, install_missing=bool(install_missing), keep=keep,
-                              gpus=docker["gpus"])  # type: ignore[arg-type]
+                              gpus=docker["gpus"])
             return
         if keep or docker["gpus"]:
             raise click.UsageError("--keep and --gpus go with a lock made with `cmx lock --docker`")
@@ -211,8 +213,9 @@ def _submit_to_slurm(ctx: click.Context, text: str, given: dict, context: dict, 
     click.echo("  follow it: cmx jobs")
 
 
+# options: click's values, of the types the option decorators give
 def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, *, jobs: int | None,
-                   install_missing: bool, **options: object) -> None:
+                   install_missing: bool, **options: Any) -> None:
     from cmx import api
 
     code = api.run_docker(text, inputs=given, context=context, options=docker_options_of(**options), jobs=jobs,

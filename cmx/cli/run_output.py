@@ -47,7 +47,7 @@ def output_lines(outputs: dict[str, Any]) -> list[str]:
 
 
 def result_json(*, ok: bool, query: str, root: str, run_dir: str, seconds: float, outputs: dict[str, Any],
-                steps: dict[str, dict[str, Any]], error: dict[str, Any] | None) -> dict[str, Any]:
+                steps: dict[str, dict[str, Any]], error: str | None) -> dict[str, Any]:
     """`cmx run --json`'s document."""
     return {"ok": ok, "query": query, "root": root, "run_dir": run_dir, "seconds": round(seconds, 3),
             "outputs": outputs, "steps": steps, "error": error}

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from cmx.cli.common import app, echo_json, registry_option
+
+if TYPE_CHECKING:
+    from cmx.api import DepSpec, DockerSpec, Variation
 
 
 @click.command("show", help="""Describe recipe NAME (or the one recipe a query matches).
@@ -42,16 +47,16 @@ def command(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(line)
 
 
-def _dep(d) -> dict:  # type: ignore[no-untyped-def]
+def _dep(d: DepSpec) -> dict[str, Any]:
     return {"query": str(d.query), "as": d.as_, "when": d.when.source if d.when else None,
             "with": {k: (w.value if w.kind != "ref" else f"{{{{ {w.namespace}.{w.value} }}}}") for k, w in d.with_}}
 
 
-def _docker(spec) -> dict:  # type: ignore[no-untyped-def]
+def _docker(spec: DockerSpec) -> dict[str, Any]:
     return {"apt": list(spec.apt), "pip": list(spec.pip), "env": dict(spec.env)}
 
 
-def _variation(v) -> dict:  # type: ignore[no-untyped-def]
+def _variation(v: Variation) -> dict[str, Any]:
     from cmx import api
 
     return {"name": v.name, "default": v.default, "summary": v.summary, "inputs": api.to_json(dict(v.inputs)),

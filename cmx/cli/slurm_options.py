@@ -3,7 +3,7 @@ and the host command line without them (what the job runs)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import click
 

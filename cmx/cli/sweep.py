@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -58,7 +59,7 @@ and `cmx sweep --gather SWEEP_DIR` prints the table once they ended.
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], over: str | None,
             contexts: tuple[str, ...], out_dir: Path | None, gather_dir: Path | None, wait: bool, jobs: int | None,
-            as_json: bool, in_slurm: bool, **slurm: object) -> None:
+            as_json: bool, in_slurm: bool, **slurm: Any) -> None:  # slurm: click's values, typed by slurm_options
     from cmx import api
 
     settings = app(ctx).settings()
@@ -81,13 +82,13 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
     if as_json:
         echo_json(result.to_json())
     elif result.table is None:
-        for point, outcome in zip(result.points, result.outcomes):
+        for point, outcome in zip(result.points, result.outcomes, strict=True):
             click.echo(f"{point.name}: Slurm job {point.job_id} {outcome.status}")
         click.echo(f"sweep: {result.sweep_dir}\n  table once they ended: cmx sweep --gather {result.sweep_dir} "
                    "(--wait to wait); cmx jobs shows each job")
     else:
         click.echo(result.table)
-        for point, outcome in zip(result.points, result.outcomes):
+        for point, outcome in zip(result.points, result.outcomes, strict=True):
             if outcome.status != "ok":
                 click.echo(f"{point.name}: {outcome.status}" + (f": {outcome.detail}" if outcome.detail else "")
                            + (f" (record: {outcome.run_record})" if outcome.run_record else ""))

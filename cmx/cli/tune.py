@@ -1,4 +1,4 @@
-"""`cmx tune QUERY --scenario Server`: the highest target QPS that stays VALID, its probes as a table, the inputs file."""
+"""`cmx tune QUERY --scenario Server`: the highest QPS that stays VALID, its probes as a table, the inputs file."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def table(a: TuneAnswer) -> list[str]:
                      f"{p.seconds:.1f}", verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
     return ["  ".join(c.rjust(w) if 0 < i < len(widths) and i != 2 else c.ljust(w)
-                      for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1] for r in rows]
+                      for i, (c, w) in enumerate(zip(r, widths, strict=False))) + "  " + r[-1] for r in rows]
 
 
 def confirm_line(c: Confirm) -> str:

@@ -80,7 +80,8 @@ def plan_device(plan: Plan) -> str | None:
 
 
 def docker_spec(plan: Plan) -> DockerSpec:
-    """Every step's `docker:` contributions, merged, de-duplicated and sorted (so the file does not depend on step order)."""
+    """Every step's `docker:` contributions, merged, de-duplicated and sorted (so the file does not depend on step
+    order)."""
     apt: set[str] = set()
     pip: set[str] = set()
     env: dict[str, str] = {}

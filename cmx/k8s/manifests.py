@@ -191,7 +191,7 @@ def hf_token_env(spec: ServingSpec) -> dict[str, Any]:
 def _server_env(spec: ServingSpec) -> list[dict[str, Any]]:
     _, defaults = engine_args(spec)
     env = [{"name": k, "value": v} for k, v in sorted(defaults.items())]
-    return env + [{"name": "HF_HOME", "value": HF_HOME}, hf_token_env(spec)]
+    return [*env, {"name": "HF_HOME", "value": HF_HOME}, hf_token_env(spec)]
 
 
 def _http_probe(failures: int) -> dict[str, Any]:
@@ -337,7 +337,7 @@ def benchmark_argv(spec: ServingSpec) -> list[str]:
         argv += ["--input", f"{key}={value}"]
     for key, value in spec.benchmark_context:
         argv += ["--context", f"{key}={value}"]
-    return argv + ["--progress", "plain"]
+    return [*argv, "--progress", "plain"]
 
 
 def benchmark_job(spec: ServingSpec) -> dict[str, Any]:

@@ -47,8 +47,8 @@ class JobRecord:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "JobRecord":
-        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+    def from_json(cls, data: Mapping[str, Any]) -> JobRecord:
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["argv"] = tuple(fields["argv"] or ())
         fields["host_command"] = tuple(fields["host_command"] or ())
         fields["options"] = dict(fields["options"] or {})
@@ -135,6 +135,7 @@ def status_of(record: JobRecord, state: JobState) -> JobStatus:
     results_dir = record.results_dir or (str(outputs["results_dir"]) if outputs.get("results_dir") else None)
     run_status = run.status if run else None
     marker = None
+    validity: str | None
     if state.final and state.state != "COMPLETED":
         validity = state.state.lower()
         if results_dir and Path(results_dir).is_dir():

@@ -181,7 +181,7 @@ def rows(sweep: Sweep, points: Sequence[Point], outcomes: Sequence[Outcome]) -> 
     """The table: a row per point and performance test (one per scenario); a point that did not complete is
     one row whose validity is its status (failed, cancelled...), never a result it may have left behind."""
     out = []
-    for point, o in zip(points, outcomes):
+    for point, o in zip(points, outcomes, strict=True):
         perf = [e for e in o.summary if e.get("mode") in (None, "performance")]
         results_dir = o.results_dir or point.results_dir
         if o.status != "ok" or not perf:
@@ -200,8 +200,9 @@ def table(sweep: Sweep, table_rows: Sequence[Row]) -> str:
     head = (sweep.name, "status", "scenario", "validity", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "results")
     body = [(format_value(r.value), r.status, r.scenario or "-", r.validity or "-", _num(r.tokens_per_second),
              _num(r.ttft_p99_ms), _num(r.tpot_p99_ms), r.results_dir or "-") for r in table_rows]
-    widths = [max(len(str(c)) for c in col) for col in zip(head, *body)]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in (head, *body))
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *body, strict=True)]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+                     for line in (head, *body))
 
 
 def _num(value: float | None) -> str:

@@ -68,7 +68,7 @@ class SweepResult:
         return {"sweep_dir": str(self.sweep_dir), "query": self.sweep.query, "input": self.sweep.name,
                 "type": self.sweep.type, "values": list(self.sweep.values), "fixed": self.sweep.fixed,
                 "points": [{**asdict(p), "status": o.status, "detail": o.detail}
-                           for p, o in zip(self.points, self.outcomes)],
+                           for p, o in zip(self.points, self.outcomes, strict=True)],
                 "done": self.rows is not None,
                 "rows": [asdict(r) for r in self.rows] if self.rows is not None else None}
 

@@ -358,8 +358,8 @@ class _StrictTarInfo(tarfile.TarInfo):
             return super().fromtarfile(tar)
         # these three are tarfile's own but not in its __all__, so typeshed leaves them out (the ignores below);
         # SubsequentHeaderError is the one tarfile.next() raises
-        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:  # type: ignore[attr-defined]  # (above)
-            raise tarfile.SubsequentHeaderError(str(exc)) from None  # type: ignore[attr-defined]  # (above)
+        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:  # type: ignore[attr-defined]  # typeshed
+            raise tarfile.SubsequentHeaderError(str(exc)) from None  # type: ignore[attr-defined]  # typeshed lacks it
 
 
 def _tar_members(archive: Path, tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:

@@ -138,7 +138,7 @@ def parse_nvidia_smi_csv(text: str) -> list[Gpu]:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(columns):
             raise ValueError(f"{line!r} has {len(cells)} fields, expected {len(columns)} ({', '.join(columns)})")
-        row = {c: ("" if v.lower() in _NA else v) for c, v in zip(columns, cells)}
+        row = {c: ("" if v.lower() in _NA else v) for c, v in zip(columns, cells, strict=True)}
         if not row["name"]:
             raise ValueError(f"{line!r} has no GPU name")
         gpus.append(Gpu(vendor="nvidia", index=_int(row.get("index", ""), position), name=row["name"],

@@ -373,8 +373,9 @@ def test_rerun_command_reproduces_just_the_failing_step(home: Home) -> None:
 # --- git sources -------------------------------------------------------------------------------
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main",
-                           *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org",
+                           "-c", "init.defaultBranch=main", *args],
+                          cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def make_repo(root: Path) -> str:

@@ -21,7 +21,7 @@ def _click_help(*args: str) -> str:
 
 def test_pre_rendered_top_help_equals_clicks_rendering() -> None:
     assert render() == _click_help("--help")
-    assert TOP_HELP == render(), "cmx --help drifted: run `python -m cmx.cli.help_text --write`"
+    assert render() == TOP_HELP, "cmx --help drifted: run `python -m cmx.cli.help_text --write`"
 
 
 def test_cmx_help_fast_path_prints_the_pre_rendered_text() -> None:
@@ -38,8 +38,8 @@ def test_every_verb_help_has_usage_and_an_example(verb: str) -> None:
     assert "cmx " in text.split("\n", 2)[2], "the help shows at least one example command"
 
 
-@pytest.mark.parametrize("args", [["find"], ["find", "detect"], ["find", "detect", "--json"], ["find", "nothing-has-this"],
-                                  ["find", "get", "_rocm"], ["find", "Bad_Word"]])
+@pytest.mark.parametrize("args", [["find"], ["find", "detect"], ["find", "detect", "--json"],
+                                  ["find", "nothing-has-this"], ["find", "get", "_rocm"], ["find", "Bad_Word"]])
 def test_find_fast_path_prints_exactly_what_the_click_command_prints(home, args: list[str]) -> None:
     home.recipe("detect-thing", "name: detect-thing\nsummary: finds\ntags: [detect, thing]\n")
     home.recipe("get-thing", "name: get-thing\ntags: [get, thing]\nvariations:\n  device:\n    rocm: {}\n")

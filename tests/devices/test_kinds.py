@@ -30,7 +30,7 @@ def conforms(value: Any, hint: Any) -> bool:
             return False
         if len(args) == 2 and args[1] is Ellipsis:
             return all(conforms(v, args[0]) for v in value)
-        return len(value) == len(args) and all(conforms(v, a) for v, a in zip(value, args))
+        return len(value) == len(args) and all(conforms(v, a) for v, a in zip(value, args, strict=True))
     if origin is Mapping or hint is Mapping:
         return isinstance(value, Mapping) and all(conforms(k, args[0]) and conforms(v, args[1])
                                                   for k, v in value.items())

@@ -85,7 +85,7 @@ def test_a_vendor_option_on_the_other_vendor_is_refused(repo_settings: Settings,
 
 
 def test_apply_without_a_kubeconfig_still_leaves_the_files(repo_settings: Settings, tmp_path: Path,
-                                                           monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from cmx.k8s.apply import KubeconfigError
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nope"))

@@ -36,7 +36,8 @@ def test_kubeconfig_is_found_as_kubectl_finds_it(tmp_path: Path) -> None:
         find_kubeconfig({"KUBECONFIG": str(a)}, home=tmp_path)
 
 
-def test_apply_without_a_kubeconfig_fails_before_contacting_anything(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_apply_without_a_kubeconfig_fails_before_contacting_anything(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     with pytest.raises(KubeconfigError, match="missing"):
         apply([m.body for m in objects(make_spec("cuda"))])

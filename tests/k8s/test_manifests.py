@@ -163,7 +163,8 @@ def test_across_nodes_a_leader_worker_set_runs_vllm_over_ray(device: str) -> Non
     leader = lwt["leaderTemplate"]["spec"]["containers"][0]
     worker = lwt["workerTemplate"]["spec"]["containers"][0]
     script = leader["command"][2]
-    assert leader["command"][:2] == ["sh", "-c"] and script.startswith("ray start --head --port=6379 && exec vllm serve")
+    assert leader["command"][:2] == ["sh", "-c"]
+    assert script.startswith("ray start --head --port=6379 && exec vllm serve")
     assert "--pipeline-parallel-size 2" in script and "--distributed-executor-backend ray" in script
     assert "--tensor-parallel-size 8" in script
     assert worker["command"][2] == 'exec ray start --address="$LWS_LEADER_ADDRESS:6379" --block'

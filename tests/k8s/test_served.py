@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -16,17 +18,19 @@ from cmx.k8s.served import (
     served_model,
 )
 from cmx.mlperf.benchmarks import all_benchmarks, benchmark_for
+from cmx.resolve.plan import Plan
 from cmx.settings import Settings
 from tests.conftest import REPO
 
 
-def _plan(query: str, settings: Settings, **inputs: str):  # type: ignore[no-untyped-def]
+def _plan(query: str, settings: Settings, **inputs: str) -> Plan:
     return api.plan(query, inputs=inputs, settings=settings).plan
 
 
 def test_llama2_serves_the_pinned_repository_at_its_commit(repo_settings: Settings) -> None:
     model = served_model(_plan("app mlperf inference llama2 _rocm", repo_settings))
-    assert (model.repo, model.revision) == ("meta-llama/Llama-2-70b-chat-hf", "e4b287212771ce25f782ed8636cbea2d7c5ac7e2")
+    assert (model.repo, model.revision) == ("meta-llama/Llama-2-70b-chat-hf",
+                                            "e4b287212771ce25f782ed8636cbea2d7c5ac7e2")
     assert model.recipe == "get-ml-model-llama2" and model.cache_size == "200Gi" and not model.quantized
     assert model.snapshot_dir("/c") == ("/c/hub/models--meta-llama--Llama-2-70b-chat-hf/snapshots/"
                                         "e4b287212771ce25f782ed8636cbea2d7c5ac7e2")
@@ -57,7 +61,7 @@ def test_the_tiny_model_cannot_be_served_from_a_hub(repo_settings: Settings) -> 
         served_model(_plan("app mlperf inference llama2 _cuda _tiny", repo_settings))
 
 
-def test_a_local_model_folder_cannot_be_served(repo_settings: Settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_local_model_folder_cannot_be_served(repo_settings: Settings, tmp_path: Path) -> None:
     with pytest.raises(ServedModelError, match="local folder"):
         served_model(_plan("app mlperf inference llama2 _cuda", repo_settings, model_path=str(tmp_path)))
 

@@ -47,7 +47,7 @@ def _lws() -> dict:
 def test_a_leader_worker_sets_pod_templates_are_validated_as_pod_template_specs() -> None:
     lws = _lws()
     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resource"] = {}
-    with pytest.raises(InvalidManifest, match="workerTemplate.*'resource' was unexpected"):
+    with pytest.raises(InvalidManifest, match=r"workerTemplate.*'resource' was unexpected"):
         validate(lws)
 
 

@@ -156,7 +156,7 @@ class EndpointBackend:
         self._session: Any = None
         self._in_flight = 0  # requests sent and not answered; touched on the loop only
 
-    def __enter__(self) -> EndpointBackend:  # noqa: PYI034 - as VllmBackend
+    def __enter__(self) -> EndpointBackend:
         self.start()
         return self
 
@@ -262,7 +262,8 @@ class EndpointBackend:
             version = json.loads(text).get("version") if status == 200 else None
         except Exception as exc:  # noqa: BLE001 - /version is vLLM's own; another server need not have it
             self.log.debug("no GET /version: %s", exc)
-        return {"software": "vLLM" if owner == "vllm" else owner, "version": version if isinstance(version, str) else None,
+        return {"software": "vLLM" if owner == "vllm" else owner,
+                "version": version if isinstance(version, str) else None,
                 "owned_by": owner, "http_server": headers.get("Server")}
 
     def _warm_up(self, max_model_len: int | None) -> int:
@@ -393,7 +394,8 @@ class EndpointBackend:
             return
         except Exception as exc:  # noqa: BLE001 - any failure goes to the sink, which must hear of it
             self.log.error("streaming request %s failed: %s", request.id, exc)
-            sink.on_error(request.id, BackendError(f"streaming request {request.id} failed: {type(exc).__name__}: {exc}"))
+            sink.on_error(request.id,
+                          BackendError(f"streaming request {request.id} failed: {type(exc).__name__}: {exc}"))
             return
         sink.on_done(result)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 import logging
 import threading
@@ -170,10 +171,8 @@ class LoopThread:
 
     def _cancel_from_outside(self, future: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
         if future.cancelled() and self._loop is not None and not self._loop.is_closed():
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed between the check and the call: the task is over
                 self._loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the loop closed between the check and the call: the task is over
-                pass
 
     def _task_done(self, task: asyncio.Task[Any], future: concurrent.futures.Future[Any] | None) -> None:
         self._tasks.discard(task)

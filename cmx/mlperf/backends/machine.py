@@ -1,4 +1,4 @@
-"""What the engine profiles need to know of the machine and the model, read from sysfs, cgroups, the environment and config.json.
+"""What the engine profiles need to know of the machine and the model: sysfs, cgroups, the environment, config.json.
 
 `read_machine_facts()` reads NUMA memory (clamped to the cgroup's limit), the visible GPU ids
 (the device kind's visibility variables, cmx.devices, when set, else the detected GPUs) and whether the CPU has

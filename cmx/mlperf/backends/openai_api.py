@@ -127,7 +127,7 @@ def server_error_text(data: Any) -> str | None:
 def parse_answer(data: Any) -> Answer:
     """A completion, or one streamed chunk of one, as JSON data; ValueError when it is neither."""
     if not isinstance(data, dict):
-        raise ValueError("the answer is not a JSON object")  # noqa: TRY004 - every malformed answer is a ValueError
+        raise ValueError("the answer is not a JSON object")
     if (error := server_error_text(data)) is not None:
         raise ValueError(f"the server reported an error: {error}")
     usage = data.get("usage")
@@ -138,7 +138,7 @@ def parse_answer(data: Any) -> Answer:
         return Answer(completion_tokens=count, has_choice=False)
     choice = choices[0] if isinstance(choices, list) else None
     if not isinstance(choice, dict):
-        raise ValueError("'choices' is not a list of objects")  # noqa: TRY004 - as every malformed answer
+        raise ValueError("'choices' is not a list of objects")
     ids = choice.get("token_ids")
     if ids is not None and not (isinstance(ids, list) and all(isinstance(t, int) for t in ids)):
         raise ValueError("'token_ids' is not a list of integers")
@@ -310,7 +310,8 @@ def transport_error(exc: BaseException, *, url: str, what: str, timeout_s: float
     if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError,
                         ConnectionError)):
         return BackendError(f"the connection to the server was lost during {what} ({type(exc).__name__}): "
-                            "the server stopped or crashed", where=where, hint=f"see the server's log for why; {NO_RETRY}")
+                            "the server stopped or crashed", where=where,
+                            hint=f"see the server's log for why; {NO_RETRY}")
     return BackendError(f"{what} failed: {type(exc).__name__}: {exc}", where=where, hint=NO_RETRY)
 
 

@@ -27,6 +27,7 @@ vLLM) as this process: Ray imports this module there to build the actors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -346,12 +347,12 @@ class RayReplicaBackend:
         binds: list[str | None] = [None] * len(state.actors)
         if self.config.engine.options.device == "cpu":
             binds = cpu_binds(state.places, self.config.cpus_per_replica)
-            for replica, bind in zip(state.replicas, binds):
+            for replica, bind in zip(state.replicas, binds, strict=True):
                 if bind is not None:
                     replica.devices = tuple(f"cpu:{c}" for c in bind.split(","))
-        refs = [a.start.remote(b) for a, b in zip(state.actors, binds)]
+        refs = [a.start.remote(b) for a, b in zip(state.actors, binds, strict=True)]
         infos = []
-        for replica, ref in zip(state.replicas, refs):
+        for replica, ref in zip(state.replicas, refs, strict=True):
             try:
                 infos.append(state.ray.get(ref))
             except state.ray.exceptions.RayError as err:
@@ -371,7 +372,7 @@ class RayReplicaBackend:
         estimate = self.config.engine.output_tokens_estimate
         shards = shard_by_cost([request_cost(r, estimate) for r in requests], len(live))
         pending: dict[Any, tuple[Replica, int]] = {}
-        for replica, shard in zip(live, shards):
+        for replica, shard in zip(live, shards, strict=True):
             if shard:
                 ref = state.actors[replica.index].generate.remote([requests[i] for i in shard])
                 pending[ref] = (replica, len(shard))
@@ -451,8 +452,9 @@ class RayReplicaBackend:
         ray = state.ray
         if state.loop is not None:  # the streams in flight end before the actors do
             state.loop.close()
-        stops = [a.stop.remote() for a, r in zip(state.actors, state.replicas or [None] * len(state.actors))
-                 if r is None or r.alive]
+        # no replicas yet: the actors failed to start, and each is stopped; else one replica per actor
+        replicas: list[Replica | None] = [*state.replicas] or [None] * len(state.actors)
+        stops = [a.stop.remote() for a, r in zip(state.actors, replicas, strict=True) if r is None or r.alive]
         if stops:
             ray.wait(stops, num_returns=len(stops), timeout=60)
         for actor in state.actors:
@@ -460,10 +462,8 @@ class RayReplicaBackend:
         from ray.util.placement_group import remove_placement_group
 
         for group in state.groups:
-            try:
+            with contextlib.suppress(Exception):  # a group on a dead node is gone already
                 remove_placement_group(group)
-            except Exception:  # noqa: BLE001 - a group on a dead node is gone already
-                pass
         ray.shutdown()
 
     def _started(self) -> _Started:

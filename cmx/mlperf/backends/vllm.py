@@ -128,11 +128,11 @@ def engine_environment(spec: EngineSpec, log: logging.Logger) -> Iterator[None]:
         os.environ.update(spec.env)
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
+        for key, old in saved.items():
+            if old is None:
                 os.environ.pop(key, None)
             else:
-                os.environ[key] = value
+                os.environ[key] = old
 
 
 class VllmBackend:
@@ -179,7 +179,8 @@ class VllmBackend:
             raise BackendError("the vLLM backend is already started")
         began = time.monotonic()
         sampling = self.config.sampling
-        engines = _StreamingEngines(self.log, sampling) if self.config.streaming else _OfflineEngines(self.log, sampling)
+        engines = (_StreamingEngines(self.log, sampling) if self.config.streaming
+                   else _OfflineEngines(self.log, sampling))
         engines.import_vllm()  # before measuring memory, so the facts count vLLM's own share
         specs, model = self._plan()
         for spec in specs:
@@ -266,7 +267,8 @@ class _OfflineEngines:
         shards = [[requests[i] for i in shard] for shard in shard_by_cost(costs, len(self.llms))]
         # LLM.generate waits on its engine process and releases the GIL: one thread per engine
         with ThreadPoolExecutor(max_workers=len(self.llms), thread_name_prefix="cmx-vllm-shard") as pool:
-            futures = [pool.submit(self._run, llm, shard) for llm, shard in zip(self.llms, shards) if shard]
+            futures = [pool.submit(self._run, llm, shard)
+                       for llm, shard in zip(self.llms, shards, strict=True) if shard]
             for future in as_completed(futures):
                 yield from future.result()
 
@@ -277,7 +279,7 @@ class _OfflineEngines:
         outputs = llm.generate(prompts, [params.get(r) for r in ordered], use_tqdm=False)
         return [check_result(r, GenResult(id=r.id, token_ids=list(out.outputs[0].token_ids),
                                           finish_reason=str(out.outputs[0].finish_reason or "")))
-                for r, out in zip(ordered, outputs)]
+                for r, out in zip(ordered, outputs, strict=False)]
 
     def shutdown(self) -> None:
         llms, self.llms = self.llms, []

@@ -27,6 +27,7 @@ of the machine can read).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -224,7 +225,7 @@ class VllmServer:
         self.info: ServerInfo | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> VllmServer:  # noqa: PYI034 - as the backends
+    def __enter__(self) -> VllmServer:
         self.start()
         return self
 
@@ -335,10 +336,8 @@ class VllmServer:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # already gone
 
 
 def _group_alive(pgid: int) -> bool:

@@ -10,7 +10,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.report.collect import ResultRow, ResultsReport, TuneConfirm, TuneRecord, collect
+from cmx.mlperf.report.collect import Percentiles, ResultRow, ResultsReport, TuneConfirm, TuneRecord, collect
 from cmx.mlperf.report.plots import comparison, latency_distribution, throughput_over_time, tune_probes
 from cmx.mlperf.tune.search import Probe
 from cmx.templates import render
@@ -155,7 +155,7 @@ def _cells(r: ResultRow) -> list[Cell]:
             _accuracy(r), Cell(_flags(r), "" if r.compliant else "warn")]
 
 
-def _latency(p, limit: float | None) -> Cell:  # type: ignore[no-untyped-def]
+def _latency(p: Percentiles | None, limit: float | None) -> Cell:
     if p is None:
         return Cell("-")
     text = " / ".join(_ms(v) for v in (p.p50, p.p90, p.p99)) + (f" (limit {limit:.0f})" if limit else "")
@@ -177,7 +177,7 @@ def _accuracy(r: ResultRow) -> Cell:
 
 def _flags(r: ResultRow) -> str:
     flags = [name for name, on in (("short", r.short), ("tiny", r.tiny)) if on]
-    return ", ".join(flags + ["compliant" if r.compliant else "not compliant"])
+    return ", ".join([*flags, "compliant" if r.compliant else "not compliant"])
 
 
 def _ms(value: float | None) -> str:

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.report.collect import ResultRow, TuneRecord
+from cmx.mlperf.report.collect import ResultRow, SampleTimes, TuneConfirm, TuneRecord
+from cmx.mlperf.tune.search import Probe
+
+if TYPE_CHECKING:  # matplotlib is an extra (cmx[report]); imported when a plot is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 WIDTH_IN, HEIGHT_IN = 7.0, 2.8
 CDF_POINTS = 2000  # the most points a distribution's curve is drawn with
@@ -24,7 +31,7 @@ class PlotsUnavailable(CmxError):
     """matplotlib, which draws the report's plots, is not installed."""
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> ModuleType:
     try:
         import matplotlib
     except ImportError:
@@ -38,7 +45,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def _svg(fig) -> str:  # type: ignore[no-untyped-def]
+def _svg(fig: Figure) -> str:
     plt = _pyplot()
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
@@ -64,7 +71,7 @@ def latency_distribution(row: ResultRow) -> str | None:
     return _svg(fig)
 
 
-def _cdf(ax, values: np.ndarray, name: str, limit: float | None) -> None:  # type: ignore[no-untyped-def]
+def _cdf(ax: Axes, values: np.ndarray, name: str, limit: float | None) -> None:
     if not values.size:
         ax.text(0.5, 0.5, f"no {name}", ha="center", va="center", transform=ax.transAxes)
         return
@@ -111,7 +118,7 @@ def throughput_over_time(row: ResultRow, bin_s: float | None = None) -> str | No
     return _svg(fig)
 
 
-def _cumulative_tokens(row: ResultRow, s) -> str:  # type: ignore[no-untyped-def]
+def _cumulative_tokens(row: ResultRow, s: SampleTimes) -> str:
     start = float(np.min(s.issued))
     order = np.argsort(s.completed)
     done = np.concatenate(([0.0], s.completed[order] - start))
@@ -147,20 +154,23 @@ def tune_probes(tune: TuneRecord) -> str | None:
     if not tune.probes:
         return None
     plt = _pyplot()
+    # each panel: its name, the value of a probe and of a confirm run (None: not measured), its limit
+    panels: list[tuple[str, Callable[[Probe], float | None], Callable[[TuneConfirm], float | None], float | None]]
     panels = [("completed queries/s", lambda p: p.completed_qps, lambda c: c.samples_per_second, None)]
     if tune.ttft_limit_ms is not None or tune.tpot_limit_ms is not None:
         panels += [("TTFT p99 (ms)", lambda p: p.ttft_p99_ms, lambda c: c.ttft_p99_ms, tune.ttft_limit_ms),
                    ("TPOT p99 (ms)", lambda p: p.tpot_p99_ms, lambda c: c.tpot_p99_ms, tune.tpot_limit_ms)]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), HEIGHT_IN), squeeze=False)
     top = max(p.qps for p in tune.probes) * 1.08
-    for ax, (name, probe_value, confirm_value, limit) in zip(axes[0], panels):
+    for ax, (name, probe_value, confirm_value, limit) in zip(axes[0], panels, strict=True):
         for kind, colour, marker, keep in (("pass", PASS, "o", lambda p: p.passed),
                                            ("VALID, failed", VALID_FAIL, "o",
                                             lambda p: not p.passed and p.validity == "VALID"),
                                            ("INVALID", INVALID, "x", lambda p: not p.passed and p.validity != "VALID")):
             shown = [(p.qps, probe_value(p)) for p in tune.probes if keep(p) and probe_value(p) is not None]
             if shown:
-                ax.scatter(*zip(*shown), color=colour, marker=marker, s=30, zorder=3, label=f"probe: {kind}")
+                ax.scatter(*zip(*shown, strict=True), color=colour, marker=marker, s=30, zorder=3,
+                           label=f"probe: {kind}")
         for n, p in enumerate(tune.probes, start=1):
             if probe_value(p) is not None:
                 ax.annotate(str(n), (p.qps, probe_value(p)), textcoords="offset points", xytext=(4, 4), fontsize=7)
@@ -169,12 +179,13 @@ def tune_probes(tune: TuneRecord) -> str | None:
                      if p.ttft_projected_ms is not None and p.ttft_p99_ms is not None
                      and p.ttft_projected_ms > p.ttft_p99_ms * 1.01]
             if grown:
-                ax.scatter(*zip(*grown), facecolors="none", edgecolors="#7f7f7f", s=30, label="TTFT projected")
+                ax.scatter(*zip(*grown, strict=True), facecolors="none", edgecolors="#7f7f7f", s=30,
+                           label="TTFT projected")
         confirms = [(c.qps, confirm_value(c), c.ok) for c in tune.confirms if confirm_value(c) is not None]
         for ok in (True, False):
             shown = [(q, v) for q, v, good in confirms if good is ok]
             if shown:
-                ax.scatter(*zip(*shown), color="#1f77b4" if ok else INVALID, marker="*", s=90, zorder=4,
+                ax.scatter(*zip(*shown, strict=True), color="#1f77b4" if ok else INVALID, marker="*", s=90, zorder=4,
                            label="confirm run" + ("" if ok else ": failed"))
         if name.startswith("completed"):
             ax.plot([0, top], [0, top], color="#bbbbbb", ls=":", lw=1, label="completed = target")
@@ -186,7 +197,7 @@ def tune_probes(tune: TuneRecord) -> str | None:
         ax.set_ylim(bottom=0)
         ax.set_xlabel("target queries/s")
         ax.set_ylabel(name)
-    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels())}
+    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels(), strict=False)}
     fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.suptitle(f"{tune.label}: cmx tune's probes")
     fig.tight_layout()

@@ -103,8 +103,8 @@ def run_probe(lg: Any, spec: ProbeSpec, backend: Any, dataset: Any, qps: float, 
         qsl.construct(lg)
         sut.construct()
         logger.info("probe: %s at %g queries/s", spec.rules.name, qps)
-        lg.StartTestWithLogSettings(sut.handle, qsl.handle, probe_settings(lg, spec, qps, samples), log_settings(lg, out),
-                                    str(out / "no-audit.config"))
+        lg.StartTestWithLogSettings(sut.handle, qsl.handle, probe_settings(lg, spec, qps, samples),
+                                    log_settings(lg, out), str(out / "no-audit.config"))
         if not sut.wait_idle(IDLE_TIMEOUT_S):
             logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
     finally:

@@ -1,4 +1,4 @@
-"""The tune process: one engine for every probe, then the confirm run through FromConfig, the one call this process makes.
+"""The tune process: one engine for every probe, then the confirm run through FromConfig, the one call it makes.
 
     python -m cmx.mlperf.tune.process --config TUNE_DIR/tune_config.json
 
@@ -131,7 +131,7 @@ def offline_target(probe: Probe) -> float | None:
     """Offline's target_qps: the measured samples/s, three significant figures."""
     if not probe.completed_qps:
         return None
-    digits = 2 - int(math.floor(math.log10(probe.completed_qps)))
+    digits = 2 - math.floor(math.log10(probe.completed_qps))
     return round(probe.completed_qps, max(digits, 0))
 
 

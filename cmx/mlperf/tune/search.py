@@ -196,16 +196,17 @@ def _shrink(hi: Probe, limits: Limits, policy: Policy) -> float:
 
 def _stalled(probes: Sequence[Probe]) -> bool:
     """The last two probes inside a bracket together did not halve it: bisect once."""
-    widths = []
+    widths: list[float | None] = []
     for n in range(len(probes) - 2, len(probes) + 1):
         b = bracket(probes[:n])
         widths.append(b.hi.qps - b.lo.qps if b.lo is not None and b.hi is not None else None)
-    return None not in widths and widths[-1] > widths[0] / 2  # type: ignore[operator]
+    known = [w for w in widths if w is not None]
+    return len(known) == len(widths) and known[-1] > known[0] / 2
 
 
 def _rounded(qps: float) -> float:
     """Three significant figures: a target a person types again."""
     if qps <= 0:
         return qps
-    digits = 2 - int(math.floor(math.log10(qps)))
+    digits = 2 - math.floor(math.log10(qps))
     return round(qps, max(digits, 0))

@@ -3,9 +3,10 @@ search; the result with its outputs read into dataclasses (the answer, the probe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from cmx.errors import StepFailed
 from cmx.execute.request import RunRequest, Runtime, resolved, run_with_root
@@ -65,7 +66,8 @@ class TuneAnswer:
         limits = outputs.get("limits")
         return cls(**{**values,
                       "probes": tuple(Probe(**p) for p in outputs["probes"]),
-                      "confirms": tuple(Confirm(**{**c, "problems": tuple(c["problems"])}) for c in outputs["confirms"]),
+                      "confirms": tuple(Confirm(**{**c, "problems": tuple(c["problems"])})
+                                        for c in outputs["confirms"]),
                       "limits": LatencyLimits(**limits) if limits else None})
 
 

@@ -1,4 +1,4 @@
-"""The endpoint backend (cmx/mlperf/backends/endpoint.py, openai_api.py) and the vLLM server it talks to (vllm_server.py).
+"""The endpoint backend (cmx/mlperf/backends/endpoint.py, openai_api.py) and the vLLM server it uses (vllm_server.py).
 
 Unit tests cover the pure parts with the bytes a real vLLM 0.32 server sends (recorded below from
 one): request bodies, streamed chunks, token ids and counts, error classification, and the
@@ -15,6 +15,7 @@ starts), the refused key, an unknown model, and, last, the server killed mid-run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -216,7 +217,8 @@ def test_a_backend_that_is_not_started_says_so():
 
 # --- unit: the server's command line -----------------------------------------------------------------
 
-FACTS = MachineFacts(memory=(NodeMemory(0, 64 << 30, 60 << 30),), gpus=("0", "1", "2", "3"), gpu_name="AMD Instinct MI300X")
+FACTS = MachineFacts(memory=(NodeMemory(0, 64 << 30, 60 << 30),), gpus=("0", "1", "2", "3"),
+                     gpu_name="AMD Instinct MI300X")
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda", "rocm"])
@@ -241,8 +243,8 @@ def test_the_server_gets_the_in_process_profiles_engine_arguments_as_flags(devic
 
 
 def test_the_api_key_goes_through_the_environment_not_the_command_line(monkeypatch: pytest.MonkeyPatch):
-    spec = EngineSpec(devices=(), engine_kwargs={"dtype": "bfloat16"}, env={"A": "1"}, env_defaults={"B": "2", "C": "3"},
-                      env_unset=("D",))
+    spec = EngineSpec(devices=(), engine_kwargs={"dtype": "bfloat16"}, env={"A": "1"},
+                      env_defaults={"B": "2", "C": "3"}, env_unset=("D",))
     kwargs, env, defaults, unset = merged_spec([spec])
     environ = server_environment(env, defaults, unset, {"C": "user", "D": "x", "VLLM_API_KEY": "stale"}, Secret(KEY))
     assert environ == {"A": "1", "B": "2", "C": "user", "VLLM_API_KEY": KEY}
@@ -319,12 +321,10 @@ class OwnServer:
 
         self.loop = asyncio.new_event_loop()
         self.task = self.loop.create_task(main())
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             self.loop.run_until_complete(self.task)
-        except asyncio.CancelledError:
-            pass
 
-    def __enter__(self) -> OwnServer:  # noqa: PYI034
+    def __enter__(self) -> OwnServer:
         self._thread.start()
         assert self._ready.wait(10)
         return self
@@ -395,7 +395,8 @@ def test_an_unreachable_server_is_named_with_a_curl_line():
 
 # --- e2e: one real vLLM server ---------------------------------------------------------------------------
 
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM (the cpu extra) is not installed")
+needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                                reason="vLLM (the cpu extra) is not installed")
 
 MAX_MODEL_LEN, MAX_NUM_SEQS = 2048, 16
 
@@ -591,7 +592,7 @@ def test_zz_the_server_killed_mid_run_fails_the_batch_and_counts_the_lost_sample
     # four long streams, and Offline requests of which one is short: its result triggers the kill
     lengths = [1500] * 4 + [16] + [1500] * 19
     requests = [GenRequest(id=i, prompt_ids=ids[:100], max_tokens=n, min_tokens=n)
-                for i, ((_, ids, _), n) in enumerate(zip(served.prompts, lengths))]
+                for i, ((_, ids, _), n) in enumerate(zip(served.prompts, lengths, strict=False))]
     with EndpointBackend(served.config(max_concurrency=8)) as backend:
         sink = CollectingSink(4)
         for request in requests[:4]:

@@ -217,7 +217,7 @@ def test_a_hook_that_blocks_the_thread_past_the_time_allowed_is_reported_and_the
     loop_thread = LoopThread(NAME, cancel_timeout_s=0.1, close_timeout_s=0.1, join_timeout_s=0.1)
     loop_thread.start()
     loop_thread.on_close(lambda: time.sleep(1.0))
-    with pytest.raises(LoopThreadError, match="did not stop within 0.1 s"):
+    with pytest.raises(LoopThreadError, match=r"did not stop within 0.1 s"):
         loop_thread.close()
     for thread in threading.enumerate():
         if thread.name == NAME:

@@ -230,7 +230,7 @@ def test_cpu_memory_fraction_leaves_room_for_the_system_on_an_idle_machine():
 
 
 def test_cpu_memory_fraction_refuses_a_machine_without_room_and_says_what_to_do():
-    with pytest.raises(ProfileError, match="node 0 has 2.0 of 100.0 GiB available") as err:
+    with pytest.raises(ProfileError, match=r"node 0 has 2.0 of 100.0 GiB available") as err:
         cpu_memory_fraction((NodeMemory(0, 100 * GIB, 2 * GIB),), reserve_bytes=GIB)
     assert "kv_cache_space_gib" in str(err.value)
 

@@ -1,4 +1,4 @@
-"""Sampling as data: its bounds, what it calls greedy, how a run's differs from the reference's, and each benchmark's."""
+"""Sampling as data: its bounds, what it calls greedy, how a run's differs from the reference's, each benchmark's."""
 
 from __future__ import annotations
 

@@ -41,9 +41,8 @@ from cmx.mlperf.backends.batching import (
     token_list,
     warmup_requests,
 )
-from cmx.mlperf.backends.machine import read_cpu_bf16
+from cmx.mlperf.backends.machine import ModelFacts, read_cpu_bf16
 from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec
-from cmx.mlperf.backends.machine import ModelFacts
 from cmx.mlperf.backends.vllm import (
     VllmBackend,
     VllmBackendConfig,
@@ -188,7 +187,8 @@ def test_the_offline_path_and_its_warm_up_sample_as_the_config_says(tmp_path: Pa
     monkeypatch.setattr(_OfflineEngines, "import_vllm", import_vllm)
     monkeypatch.setattr(_OfflineEngines, "build", build)
     spec = EngineSpec(devices=(), engine_kwargs={}, env={})
-    monkeypatch.setattr(VllmBackend, "_plan", lambda self: ((spec,), ModelFacts(kv_bytes_per_token=1, max_model_len=2048)))
+    facts = ModelFacts(kv_bytes_per_token=1, max_model_len=2048)
+    monkeypatch.setattr(VllmBackend, "_plan", lambda self: ((spec,), facts))
     config = VllmBackendConfig(model=tmp_path, options=EngineOptions(device="cpu"), warmup_requests=2,
                                sampling=GPT_OSS_LIKE)
     with VllmBackend(config) as backend:
