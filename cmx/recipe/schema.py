@@ -224,10 +224,13 @@ def _inputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> dic
         c.ident(name, at, "input name")
         spec = c.mapping(spec, at, f"input {name!r}", INPUT_KEYS)
         inherited = out.get(name)
-        if "type" not in spec and inherited is None:
+        if "type" in spec:
+            type_name = c.string(spec["type"], spec.line_of("type"), "type")
+        elif inherited is not None:
+            type_name = inherited.type
+        else:
             raise c.fail(at, f"input {name!r} has no type", f"add `type:` (one of {', '.join(INPUT_TYPES)})")
-        type_name = c.string(spec["type"], spec.line_of("type"), "type") if "type" in spec else inherited.type
-        if inherited is not None and type_name != inherited.type:
+        if inherited is not None and base is not None and type_name != inherited.type:
             raise c.fail(spec.line_of("type"), f"input {name!r} is {inherited.type} in the base "
                                                f"({base.where(inherited.line, inherited.origin or base.path)}), "
                                                f"{type_name} here", "an input keeps its base's type: its variations "
@@ -257,7 +260,7 @@ def _inputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> dic
                 raise c.fail(default_at, f"secret input {name!r} cannot have a default",
                              "secrets come from the command line or `env:`; never write them in a recipe")
             default = _typed(c, default, type_name, choices, default_at, f"default of {name!r}")
-        help_ = spec["help"] if "help" in spec else inherited.help if inherited is not None else ""
+        help_ = spec.get("help", inherited.help if inherited is not None else "")
         out[name] = InputSpec(name=name, type=type_name, default=default, required=required,
                               help=c.string(help_, spec.line_of("help"), "help"),
                               env=env, choices=choices, line=at)
@@ -599,7 +602,7 @@ def _outputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> di
         if inherited is not None and type_name != inherited.type:
             raise c.fail(spec.line_of("type"), f"output {name!r} is {inherited.type} in the base, {type_name} here",
                          "an output keeps its base's type: its run.py returns that; give it another name")
-        help_ = spec["help"] if "help" in spec else inherited.help if inherited is not None else ""
+        help_ = spec.get("help", inherited.help if inherited is not None else "")
         out[name] = OutputSpec(name, type_name, c.string(help_, spec.line_of("help"), "help"))
     return out
 

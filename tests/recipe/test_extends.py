@@ -258,8 +258,8 @@ def test_the_child_runs_the_bases_run_py_with_its_params(home: Home, monkeypatch
      "batch", ["variation 'batch' is not one of the base's group 'scenario': there is nothing to remove"]),
     ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  size:\n    short: {}\n", "child", "short: {}",
      ["variation 'short' is in the base's flags, not its group 'size'"]),
-    ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  size:\n    full: {remove: true}\n"
-     "    tiny: {remove: true}\n", "child", "size:", ["variation group 'size' is left with no choice"]),
+    ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  size:\n    full: {remove: true}\n    tiny: {remove: true}\n",
+     "child", "size:", ["variation group 'size' is left with no choice"]),
     ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  scenario:\n    server: {remove: yes please}\n",
      "child", "remove", ["`remove` must be `true` and alone"]),
     ("name: app-x\ntags: [x]\nvariations:\n  scenario:\n    server: {remove: true}\n", "child", "remove",
