@@ -82,3 +82,11 @@ def home(tmp_path: Path) -> Home:
     (root / "recipes").mkdir(parents=True)
     (root / "registry.yaml").write_text("sources:\n  - name: local\n    path: recipes\n", encoding="utf-8")
     return Home(root)
+
+
+@pytest.fixture
+def builtin(home: Home) -> Home:
+    """The home with this checkout's own recipes/ as its one source: the real recipes, as a user has them."""
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
+                                             encoding="utf-8")
+    return home

@@ -82,9 +82,13 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 
 def recipe_description(recipe: Recipe) -> list[str]:
     out = [f"{recipe.name}: {recipe.summary}" if recipe.summary else recipe.name,
-           f"  tags: {' '.join(recipe.tags)}",
+           f"  tags: {' '.join(recipe.tags) or '-'}",
            f"  from: {recipe.path} (source {recipe.source})",
            f"  cache: {_cache_text(recipe)}"]
+    if recipe.extends:  # what it inherits is shown merged below; this says from where
+        out.insert(3, f"  extends: {recipe.extends} ({', '.join(str(b) for b in recipe.bases)})")
+    if recipe.abstract:
+        out.insert(1, "  abstract: a base other recipes extend; no query selects it")
     if recipe.context:
         out.append(f"  reads context: {', '.join(recipe.context)}")
     if recipe.inputs:

@@ -30,7 +30,8 @@ def command(ctx: click.Context, name: str, as_json: bool) -> None:
     if as_json:
         echo_json({
             "name": recipe.name, "summary": recipe.summary, "tags": list(recipe.tags), "path": str(recipe.path),
-            "source": recipe.source, "context": list(recipe.context),
+            "source": recipe.source, "extends": recipe.extends, "bases": [str(b) for b in recipe.bases],
+            "abstract": recipe.abstract, "params": dict(recipe.params), "context": list(recipe.context),
             "cache": {"enabled": recipe.cache.enabled, "key": list(recipe.cache.key or []),
                       "fingerprint": recipe.cache.fingerprint.__dict__ if recipe.cache.fingerprint else None},
             "inputs": {n: {"type": s.type, "default": api.to_json(s.default), "required": s.required, "help": s.help,

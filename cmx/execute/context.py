@@ -140,10 +140,12 @@ class StepContext:
                  on_progress: Callable[[int, int | None, str, str], None] | None = None,
                  scratch: Path | None = None, stop: threading.Event | None = None,
                  run_argv: Sequence[str] = (), run_record: Path | None = None,
-                 chosen: Mapping[str, str] | None = None) -> None:
+                 chosen: Mapping[str, str] | None = None, params: Mapping[str, Any] | None = None) -> None:
         self.step_id = step_id
         self.recipe = recipe
         self.inputs: Mapping[str, Any] = MappingProxyType(inputs)
+        # the recipe's `params:`, fixed in its recipe.yaml (and so in its digest), never given from outside
+        self.params: Mapping[str, Any] = MappingProxyType(dict(params or {}))
         self.context: Mapping[str, Any] = MappingProxyType(context)
         self.deps = Deps(deps)
         self.workdir = workdir

@@ -195,7 +195,7 @@ class Runner:
                 self.store.discard(build_dir)
             if scratch is not None and scratch.is_dir() and not any(scratch.iterdir()):
                 scratch.rmdir()  # kept only when the step left something to resume from
-            message = _message(exc) + ("" if isinstance(exc, CmxError) else _raised_at(exc, step.recipe.path))
+            message = _message(exc) + ("" if isinstance(exc, CmxError) else _raised_at(exc, step.recipe.run_path.parent))
             message = log.redact(message)  # an error may quote a revealed secret; it goes to stderr and run.json
             hint = log.redact(exc.hint) if isinstance(exc, CmxError) and exc.hint else None
             log.logger.error("step failed: %s%s", message, f" (hint: {hint})" if hint else "")
@@ -228,7 +228,7 @@ class Runner:
                           run_argv=self._record.argv if self._record else (),
                           run_record=self._record.path / "run.json" if self._record else None,
                           chosen={group: v.name for group, options in step.recipe.groups.items() for v in options
-                                  if v.name in step.variations})
+                                  if v.name in step.variations}, params=step.recipe.params)
         returned = fn(ctx)
         return dict(returned) if run is not None else check_outputs(step.recipe, returned, workdir)
 
@@ -238,7 +238,7 @@ class Runner:
             import importlib.util
             import sys
 
-            path = recipe.path / "run.py"
+            path = recipe.run_path  # its own, or the run.py of the base it extends
             name = f"cmx_recipe_{recipe.name.replace('-', '_')}_{recipe.digest[:8]}"
             spec = importlib.util.spec_from_file_location(name, path)
             if spec is None or spec.loader is None:

@@ -1,7 +1,8 @@
 """The app recipes' step (app-mlperf-inference-<benchmark>): the recipe's choices and inputs into an AppConfig, the run, the package.
 
-Each app recipe's run.py is `run_benchmark(ctx, "<family>")`; what differs between benchmarks is
-in the recipe (its deps, defaults, variations) and in the benchmark package, not here.
+The one run.py, app-mlperf-inference's (which every app extends), is `run_benchmark(ctx, ctx.params["benchmark"])`;
+what differs between benchmarks is in each app's recipe (its deps, defaults, variations) and in the benchmark
+package, not here.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.app import MODES, AppConfigError
+from cmx.execute.context import StepContext, StepProgress
+from cmx.mlperf.app import MODES, AppConfig, AppConfigError
 from cmx.mlperf.backends.base import Sampling, SamplingError
+from cmx.mlperf.loadgen.harness_config import EndpointSettings
+from cmx.mlperf.loadgen.progress import RunProgress
+from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
 
 NO_SEED = -1  # --input sampling_seed=-1: draw unseeded (vLLM's own spelling of "no seed")
@@ -105,7 +110,7 @@ def chosen_sampling(inputs: Mapping[str, Any], reference: Sampling) -> Sampling:
         raise AppConfigError(f"--input: {err.message}", hint=err.hint) from None
 
 
-def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
+def run_benchmark(ctx: StepContext, family: str) -> dict[str, Any]:
     """Run the app recipe's step for the benchmark `family` (llama2-70b, llama3.1-8b) and return its outputs."""
     from cmx.mlperf.app import run_app
 
@@ -122,9 +127,9 @@ def run_benchmark(ctx: Any, family: str) -> dict[str, Any]:
             "submission": submission(ctx, config.results_dir) if ctx.flag("submission") else {}}
 
 
-def app_config(ctx: Any, family: str) -> Any:
+def app_config(ctx: StepContext, family: str) -> AppConfig:
     """The AppConfig the app recipe's choices, inputs and deps make (what `run_benchmark` runs, and `cmx tune` tunes)."""
-    from cmx.mlperf.app import SHORT_TIMEOUT_S, AppConfig
+    from cmx.mlperf.app import SHORT_TIMEOUT_S
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.harness_config import EngineSettings
     from cmx.mlperf.rounds import load_round
@@ -161,18 +166,18 @@ class ProgressLines:
     """Each LoadGen test's live progress on the step's line: one progress bar per test, its detail the rates,
     the p99s against the limits and the ETA (cmx.mlperf.loadgen.progress.RunProgress)."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: StepContext) -> None:
         self._ctx = ctx
-        self._bars: dict[str, Any] = {}
+        self._bars: dict[str, StepProgress] = {}
 
-    def __call__(self, progress: Any) -> None:
+    def __call__(self, progress: RunProgress) -> None:
         bar = self._bars.get(progress.headline())
         if bar is None:
             bar = self._bars[progress.headline()] = self._ctx.progress(progress.expected, progress.headline())
         bar.update(progress.completed, progress.expected, progress.detail())
 
 
-def benchmark_of(names: tuple[str, ...], ctx: Any) -> str:
+def benchmark_of(names: tuple[str, ...], ctx: StepContext) -> str:
     """The MLPerf name the query chose: the `target` variation (99, 99.9) where the benchmark has several."""
     if len(names) == 1:
         return names[0]
@@ -183,13 +188,13 @@ def benchmark_of(names: tuple[str, ...], ctx: Any) -> str:
     return name
 
 
-def chosen_scenarios(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]:
+def chosen_scenarios(ctx: StepContext, round_: Round, benchmark: str) -> tuple[str, ...]:
     variation = ctx.variation("scenario")
     listed = pick(ctx.inputs["scenarios"], variation, "offline", group="scenarios", input_name="scenarios")
     return scenarios_from_list(listed, round_, benchmark) if listed else scenarios_for(variation, round_, benchmark)
 
 
-def chosen_modes(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]:
+def chosen_modes(ctx: StepContext, round_: Round, benchmark: str) -> tuple[str, ...]:
     from cmx.mlperf.loadgen.compliance import modes_of
 
     compliance = modes_of(round_.benchmark(benchmark).compliance_tests)
@@ -198,10 +203,8 @@ def chosen_modes(ctx: Any, round_: Round, benchmark: str) -> tuple[str, ...]:
     return modes_from_list(listed, compliance) if listed else modes_for(variation, compliance)
 
 
-def endpoint_settings(ctx: Any) -> Any:
+def endpoint_settings(ctx: StepContext) -> EndpointSettings | None:
     """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one, or with _vllm."""
-    from cmx.mlperf.loadgen.harness_config import EndpointSettings
-
     i = ctx.inputs
     if ctx.variation("backend") != "endpoint":
         given = [k for k in ("endpoint_url", "endpoint_model") if i[k]]
@@ -215,10 +218,10 @@ def endpoint_settings(ctx: Any) -> Any:
                             max_concurrency=i["max_concurrency"])
 
 
-def origin(ctx: Any, model: Mapping[str, Any]) -> Any:
+def origin(ctx: StepContext, model: Mapping[str, Any]) -> RunOrigin:
     from cmx import __version__
     from cmx.container import container_facts
-    from cmx.mlperf.provenance import RunOrigin, software_versions
+    from cmx.mlperf.provenance import software_versions
 
     return RunOrigin(command=ctx.run_argv, cmx_version=__version__,
                      run_record=str(ctx.run_record) if ctx.run_record else None,
@@ -229,7 +232,7 @@ def origin(ctx: Any, model: Mapping[str, Any]) -> Any:
                      container=container_facts(), python=ctx.deps.system.outputs["python"])
 
 
-def check_submission_inputs(ctx: Any, benchmark: str, *, short: bool, tiny: bool) -> None:
+def check_submission_inputs(ctx: StepContext, benchmark: str, *, short: bool, tiny: bool) -> None:
     """With _submission, what the packager would refuse after the run, refused before it."""
     from cmx.mlperf.rounds import load_round
     from cmx.mlperf.submission.refusals import closed_refusals
@@ -249,7 +252,7 @@ def check_submission_inputs(ctx: Any, benchmark: str, *, short: bool, tiny: bool
                                  + "; ".join(reasons), hint="use --input division=open, or drop what it names")
 
 
-def submission(ctx: Any, results_dir: Path) -> dict[str, Any]:
+def submission(ctx: StepContext, results_dir: Path) -> dict[str, Any]:
     from cmx.mlperf.submission.package import package_and_check
     from cmx.mlperf.submission.sources import PackageRequest
 

@@ -23,6 +23,7 @@ class InputSpec:
     env: str | None = None
     choices: tuple[str, ...] = ()
     line: int = 0
+    origin: Path | None = None  # the base's folder, when a base's recipe.yaml declared it (see Recipe.where)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class DepSpec:
     when: Expr | None = None
     as_: str | None = None
     line: int = 0
+    origin: Path | None = None  # the base's folder, when a base's recipe.yaml declared it: `with` paths are its
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,8 @@ class CacheSpec:
 
 @dataclass(frozen=True)
 class Recipe:
+    """A validated recipe; one that `extends` a base holds the merged result (docs/recipes.md, "Extending")."""
+
     name: str
     summary: str
     tags: tuple[str, ...]
@@ -119,15 +123,25 @@ class Recipe:
     docker: DockerSpec = DockerSpec()
     files: tuple[str, ...] = ()
     has_run: bool = False
-    digest: str = ""  # sha256 of recipe.yaml, run.py and the listed files
+    digest: str = ""  # sha256 of recipe.yaml, run.py and the listed files, and of its base's digest
     source: str = ""  # the registry source it came from
+    abstract: bool = False  # a base for others: no query ever selects it
+    extends: str | None = None  # the base's name
+    bases: tuple[Path, ...] = ()  # the folders of its base, the base's base..., nearest first
+    run_from: Path | None = None  # the folder whose run.py runs: its own, or the nearest base's that has one
+    params: dict[str, Any] = field(default_factory=dict)  # fixed values its run.py reads as ctx.params
 
     @property
     def yaml_path(self) -> Path:
         return self.path / "recipe.yaml"
 
-    def where(self, line: int) -> str:
-        return f"{self.yaml_path}:{line}"
+    @property
+    def run_path(self) -> Path:
+        return (self.run_from or self.path) / "run.py"
+
+    def where(self, line: int, origin: Path | None = None) -> str:
+        """file:line of a line of this recipe.yaml, or of its base's when `origin` (a spec's) names the base."""
+        return f"{(origin or self.path) / 'recipe.yaml'}:{line}"
 
     def variation(self, name: str) -> Variation | None:
         if name in self.flags:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,10 @@ from cmx.recipe.query import QuerySyntaxError, is_kebab, parse_query
 from cmx.recipe.types import INPUT_TYPES, OUTPUT_TYPES, TypeMismatch, coerce
 from cmx.recipe.yamlload import LocDict, LocList
 
-TOP_KEYS = ("name", "summary", "tags", "inputs", "variations", "flags", "context", "deps",
-            "cache", "outputs", "docker", "files")
+TOP_KEYS = ("name", "summary", "tags", "abstract", "extends", "params", "inputs", "variations", "flags", "context",
+            "deps", "cache", "outputs", "docker", "files")
 INPUT_KEYS = ("type", "default", "help", "env", "choices")
-VARIATION_KEYS = ("default", "summary", "inputs", "context", "deps", "docker")
+VARIATION_KEYS = ("default", "summary", "inputs", "context", "deps", "docker", "remove")
 DEP_KEYS = ("tags", "with", "when", "as")
 DOCKER_KEYS = ("apt", "pip", "env")
 OUTPUT_KEYS = ("type", "help")
@@ -82,36 +84,53 @@ class _Checker:
         return value
 
 
+def extends_of(data: Any, path: Path) -> tuple[str, int] | None:
+    """The base a parsed recipe.yaml names with `extends:`, and its line; None when it extends nothing."""
+    if not isinstance(data, LocDict) or "extends" not in data:
+        return None
+    c = _Checker(path)
+    at = data.line_of("extends")
+    return c.kebab(c.string(data["extends"], at, "extends"), at, "extends"), at
+
+
 def validate_recipe(data: Any, folder: Path, *, source: str = "", digest: str = "",
-                    has_run: bool = False) -> Recipe:
-    """Turn the loaded YAML of `folder/recipe.yaml` into a Recipe, or raise RecipeError."""
+                    has_run: bool = False, base: Recipe | None = None) -> Recipe:
+    """Turn the loaded YAML of `folder/recipe.yaml` into a Recipe, or raise RecipeError.
+
+    With `base` (the recipe its `extends:` names, already loaded and merged), the result is the base with this
+    file's keys merged onto it, by the rules of docs/recipes.md ("Extending a recipe")."""
     path = folder / "recipe.yaml"
     c = _Checker(path)
     top = c.mapping(data, 1, "a recipe", TOP_KEYS)
-    for key in ("name", "tags"):
-        if key not in top:
-            raise c.fail(top.line, f"missing required key {key!r}")
+    if "name" not in top:
+        raise c.fail(top.line, "missing required key 'name'")
     name = c.kebab(c.string(top["name"], top.line_of("name"), "name"), top.line_of("name"), "name")
     if name != folder.name:
         raise c.fail(top.line_of("name"), f"name {name!r} differs from its folder {folder.name!r}",
                      "rename the folder or the recipe so that they are equal")
-    summary = c.string(top.get("summary", ""), top.line_of("summary"), "summary")
-    tags = c.strings(top["tags"], top.line_of("tags"), "tags")
-    if not tags:
-        raise c.fail(top.line_of("tags"), "tags must not be empty")
-    for tag in tags:
-        c.kebab(tag, top.line_of("tags"), "tag")
+    abstract = top.get("abstract", False)
+    if not isinstance(abstract, bool):
+        raise c.fail(top.line_of("abstract"), "abstract must be true or false")
+    tags = _tags(c, top, abstract)
+    summary = c.string(top.get("summary", base.summary if base else ""), top.line_of("summary"), "summary")
 
     context = c.strings(top.get("context", LocList(1)), top.line_of("context"), "context")
     for key in context:
         c.ident(key, top.line_of("context"), "context key")
+    if base is not None:
+        context = base.context + tuple(k for k in context if k not in base.context)
 
-    inputs = _inputs(c, top.get("inputs"), top.line_of("inputs"))
+    inputs = _inputs(c, top.get("inputs"), top.line_of("inputs"), base)
     names = _Names(inputs, context)
-    groups, flags = _variations(c, top, inputs, names)
+    groups, flags = _variations(c, top, inputs, names, base)
     deps = _deps(c, top.get("deps"), top.line_of("deps"), "deps", names)
+    if base is not None:
+        deps = _merged_deps(base, deps)
     _check_dep_names(c, deps, groups, flags)
-    outputs = _outputs(c, top.get("outputs"), top.line_of("outputs"))
+    if base is not None:
+        _check_inherited_values(c, top, inputs, groups, flags, base)
+    outputs = _outputs(c, top.get("outputs"), top.line_of("outputs"), base)
+    has_run = has_run or (base is not None and base.has_run)
     if outputs and not has_run:
         raise c.fail(top.line_of("outputs"), "outputs are declared but the recipe has no run.py to produce them",
                      "add run.py with `def run(ctx) -> dict`, or remove outputs")
@@ -120,11 +139,52 @@ def validate_recipe(data: Any, folder: Path, *, source: str = "", digest: str = 
         if rel.startswith("/") or ".." in Path(rel).parts or not (folder / rel).is_file() \
                 or not (folder / rel).resolve().is_relative_to(folder.resolve()):  # a symlink out of the folder
             raise c.fail(top.line_of("files"), f"listed file {rel!r} is not a file inside the recipe folder")
-    cache = _cache(c, top.get("cache", False), top.line_of("cache"), inputs, context, deps, groups, flags)
+    if "cache" in top or base is None:
+        cache = _cache(c, top.get("cache", False), top.line_of("cache"), inputs, context, deps, groups, flags)
+    else:
+        cache = base.cache  # its key fields name inputs and deps the merge kept: a base's input is never removed
     docker = _docker(c, top.get("docker"), top.line_of("docker"), "docker")
+    params = _params(c, top.get("params"), top.line_of("params"))
+    if base is not None:
+        docker = _merged_docker(base.docker, docker)
+        params = {**base.params, **params}
     return Recipe(name=name, summary=summary, tags=tags, path=folder, inputs=inputs, groups=groups,
                   flags=flags, context=context, deps=deps, cache=cache, outputs=outputs, docker=docker,
-                  files=files, has_run=has_run, digest=digest, source=source)
+                  files=files, has_run=has_run, digest=digest, source=source, abstract=abstract,
+                  extends=base.name if base is not None else None,
+                  bases=(base.path, *base.bases) if base is not None else (),
+                  run_from=base.run_from or base.path if base is not None and base.has_run and not
+                  (folder / "run.py").is_file() else None,
+                  params=params)
+
+
+def _tags(c: _Checker, top: LocDict, abstract: bool) -> tuple[str, ...]:
+    """A recipe's own tags (never inherited: the words that find a recipe are read in its own file)."""
+    if abstract:
+        if "tags" in top:
+            raise c.fail(top.line_of("tags"), "an abstract recipe carries no tags: no query ever selects it",
+                         "remove `tags:`, or `abstract: true` if this recipe is meant to run")
+        return ()
+    if "tags" not in top:
+        raise c.fail(top.line, "missing required key 'tags'")
+    tags = c.strings(top["tags"], top.line_of("tags"), "tags")
+    if not tags:
+        raise c.fail(top.line_of("tags"), "tags must not be empty")
+    for tag in tags:
+        c.kebab(tag, top.line_of("tags"), "tag")
+    return tags
+
+
+def _params(c: _Checker, raw: Any, line: int) -> dict[str, Any]:
+    """`params`: fixed values of this recipe for its run.py (ctx.params), never given from outside."""
+    if raw is None:
+        return {}
+    block = c.mapping(raw, line, "params")
+    for key, value in block.items():
+        c.ident(key, block.line_of(key), "param name")
+        if not isinstance(value, (str, int, float, bool)):
+            raise c.fail(block.line_of(key), f"param {key!r} must be a scalar, got {_kind(value)}")
+    return dict(block)
 
 
 class _Names:
@@ -152,42 +212,68 @@ class _Names:
                                  f" (did you mean {_closest(name, known)!r}?)" if _closest(name, known) else ""))
 
 
-def _inputs(c: _Checker, raw: Any, line: int) -> dict[str, InputSpec]:
+def _inputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> dict[str, InputSpec]:
+    """The inputs this file declares; with a base, merged onto the base's by name, key by key (an input the
+    base declares may be given only the keys that change: its help, default or choices)."""
+    out: dict[str, InputSpec] = {n: _rebased(s, base.path) for n, s in base.inputs.items()} if base else {}
     if raw is None:
-        return {}
+        return out
     block = c.mapping(raw, line, "inputs")
-    out: dict[str, InputSpec] = {}
     for name, spec in block.items():
         at = block.line_of(name)
         c.ident(name, at, "input name")
         spec = c.mapping(spec, at, f"input {name!r}", INPUT_KEYS)
-        if "type" not in spec:
+        inherited = out.get(name)
+        if "type" in spec:
+            type_name = c.string(spec["type"], spec.line_of("type"), "type")
+        elif inherited is not None:
+            type_name = inherited.type
+        else:
             raise c.fail(at, f"input {name!r} has no type", f"add `type:` (one of {', '.join(INPUT_TYPES)})")
-        type_name = c.string(spec["type"], spec.line_of("type"), "type")
+        if inherited is not None and base is not None and type_name != inherited.type:
+            raise c.fail(spec.line_of("type"), f"input {name!r} is {inherited.type} in the base "
+                                               f"({base.where(inherited.line, inherited.origin or base.path)}), "
+                                               f"{type_name} here", "an input keeps its base's type: its variations "
+                                               "and the base's run.py read it as that; give it another name")
         if type_name not in INPUT_TYPES:
             raise c.fail(spec.line_of("type"), f"input {name!r} has unknown type {type_name!r}",
                          f"one of {', '.join(INPUT_TYPES)}")
-        choices: tuple[str, ...] = ()
+        choices: tuple[str, ...] = inherited.choices if inherited is not None else ()
         if type_name == "choice":
-            if "choices" not in spec:
+            if "choices" in spec:
+                choices = tuple(str(x) for x in c.strings(spec["choices"], spec.line_of("choices"), "choices"))
+            elif inherited is None:
                 raise c.fail(at, f"input {name!r} is a choice but lists no `choices`")
-            choices = tuple(str(x) for x in c.strings(spec["choices"], spec.line_of("choices"), "choices"))
         elif "choices" in spec:
             raise c.fail(spec.line_of("choices"), f"`choices` only applies to type choice, not {type_name}")
-        env = spec.get("env")
+        env = spec.get("env", inherited.env if inherited is not None else None)
         if env is not None and not (isinstance(env, str) and _ENV_NAME.match(env)):
             raise c.fail(spec.line_of("env"), f"env of input {name!r} must be an environment variable name")
-        required = "default" not in spec
-        default = spec.get("default")
+        if "default" in spec or inherited is None:
+            required = "default" not in spec
+            default = spec.get("default")
+            default_at = spec.line_of("default")
+        else:
+            required, default, default_at = inherited.required, inherited.default, at
         if default is not None:
             if type_name == "secret":
-                raise c.fail(spec.line_of("default"), f"secret input {name!r} cannot have a default",
+                raise c.fail(default_at, f"secret input {name!r} cannot have a default",
                              "secrets come from the command line or `env:`; never write them in a recipe")
-            default = _typed(c, default, type_name, choices, spec.line_of("default"), f"default of {name!r}")
+            default = _typed(c, default, type_name, choices, default_at, f"default of {name!r}")
+        help_ = spec.get("help", inherited.help if inherited is not None else "")
         out[name] = InputSpec(name=name, type=type_name, default=default, required=required,
-                              help=c.string(spec.get("help", ""), spec.line_of("help"), "help"),
+                              help=c.string(help_, spec.line_of("help"), "help"),
                               env=env, choices=choices, line=at)
     return out
+
+
+def _rebased(spec: InputSpec, base_folder: Path) -> InputSpec:
+    """A base's input as its child holds it: a relative path default is relative to the base's folder, where it
+    was written (the resolver makes one relative to the recipe's own folder)."""
+    origin = spec.origin or base_folder
+    if spec.type == "path" and isinstance(spec.default, str) and not os.path.isabs(os.path.expanduser(spec.default)):
+        return replace(spec, default=str(origin / spec.default), origin=origin)
+    return replace(spec, origin=origin)
 
 
 def _typed(c: _Checker, value: Any, type_name: str, choices: tuple[str, ...], line: int, what: str) -> Any:
@@ -199,10 +285,11 @@ def _typed(c: _Checker, value: Any, type_name: str, choices: tuple[str, ...], li
         raise c.fail(line, f"{what}: {exc}") from None
 
 
-def _variations(c: _Checker, top: LocDict, inputs: dict[str, InputSpec],
-                names: _Names) -> tuple[dict[str, tuple[Variation, ...]], dict[str, Variation]]:
+def _variations(c: _Checker, top: LocDict, inputs: dict[str, InputSpec], names: _Names, base: Recipe | None = None,
+                ) -> tuple[dict[str, tuple[Variation, ...]], dict[str, Variation]]:
     seen: dict[str, int] = {}
     pending_deps: dict[str, tuple[Any, int]] = {}
+    given: dict[str, frozenset[str]] = {}  # variation name -> the keys this file gives it
 
     def one(name: str, spec: Any, at: int, group: str | None) -> Variation:
         c.kebab(name, at, "variation name")
@@ -213,6 +300,7 @@ def _variations(c: _Checker, top: LocDict, inputs: dict[str, InputSpec],
         if spec is None:
             spec = LocDict(at)
         spec = c.mapping(spec, at, f"variation {name!r}", VARIATION_KEYS)
+        given[name] = frozenset(spec)
         default = spec.get("default", False)
         if not isinstance(default, bool):
             raise c.fail(spec.line_of("default"), f"default of variation {name!r} must be true or false")
@@ -250,7 +338,17 @@ def _variations(c: _Checker, top: LocDict, inputs: dict[str, InputSpec],
             line=at,
         )
 
-    groups: dict[str, tuple[Variation, ...]] = {}
+    def some(block: LocDict, group: str | None) -> tuple[list[Variation], dict[str, int]]:
+        """The variations a block defines, and those it removes (by name, with their lines)."""
+        made, removed = [], {}
+        for n, spec in block.items():
+            if isinstance(spec, LocDict) and "remove" in spec:
+                removed[n] = _removal(c, spec, n, block.line_of(n), base)
+            else:
+                made.append(one(n, spec, block.line_of(n), group))
+        return made, removed
+
+    own_groups: dict[str, tuple[list[Variation], dict[str, int], int]] = {}
     raw = top.get("variations")
     if raw is not None:
         block = c.mapping(raw, top.line_of("variations"), "variations")
@@ -260,16 +358,19 @@ def _variations(c: _Checker, top: LocDict, inputs: dict[str, InputSpec],
             options = c.mapping(options, at, f"variation group {group!r} (a mapping of variation names)")
             if not options:
                 raise c.fail(at, f"variation group {group!r} is empty")
-            made = tuple(one(n, s, options.line_of(n), group) for n, s in options.items())
+            made, removed = some(options, group)
             if sum(v.default for v in made) > 1:
                 raise c.fail(at, f"variation group {group!r} has more than one default")
-            groups[group] = made
-    flags: dict[str, Variation] = {}
+            own_groups[group] = (made, removed, at)
+    own_flags: tuple[list[Variation], dict[str, int]] = ([], {})
     raw = top.get("flags")
     if raw is not None:
-        block = c.mapping(raw, top.line_of("flags"), "flags")
-        for n, s in block.items():
-            flags[n] = one(n, s, block.line_of(n), None)
+        own_flags = some(c.mapping(raw, top.line_of("flags"), "flags"), None)
+    if base is None:
+        groups = {g: tuple(made) for g, (made, _, _) in own_groups.items()}
+        flags = {v.name: v for v in own_flags[0]}
+    else:
+        groups, flags = _merged_variations(c, base, own_groups, own_flags, given)
     # deps of variations are parsed once all group names are known: a `when` may read them
     names.groups = frozenset(groups)
     for vname, (raw_deps, at) in pending_deps.items():
@@ -278,10 +379,119 @@ def _variations(c: _Checker, top: LocDict, inputs: dict[str, InputSpec],
     return groups, flags
 
 
+def _removal(c: _Checker, spec: LocDict, name: str, at: int, base: Recipe | None) -> int:
+    """`name: {remove: true}`: the line of a valid removal of a base's variation."""
+    if spec["remove"] is not True or len(spec) != 1:
+        raise c.fail(spec.line_of("remove"), f"variation {name!r}: `remove` must be `true` and alone",
+                     f"write `{name}: {{remove: true}}` to drop the base's variation, or give its keys to change it")
+    if base is None:
+        raise c.fail(spec.line_of("remove"), f"variation {name!r} removes a base's variation, but this recipe "
+                                             "extends nothing", "add `extends: BASE`, or delete the variation")
+    return at
+
+
+def _merged_variations(c: _Checker, base: Recipe, own_groups: dict[str, tuple[list[Variation], dict[str, int], int]],
+                       own_flags: tuple[list[Variation], dict[str, int]], given: dict[str, frozenset[str]],
+                       ) -> tuple[dict[str, tuple[Variation, ...]], dict[str, Variation]]:
+    """The base's groups and flags with this file's merged in (docs/recipes.md): a group by name, then a choice
+    by name, key by key; `remove: true` drops a base's choice; what a child adds comes before what it inherits."""
+    home = {v.name: g for g, opts in base.groups.items() for v in opts} | {n: None for n in base.flags}
+
+    def merged(inherited: tuple[Variation, ...], made: list[Variation], removed: dict[str, int],
+               where: str) -> tuple[Variation, ...]:
+        names = {v.name for v in inherited}
+        for name, at in removed.items():
+            if name not in names:
+                raise c.fail(at, f"variation {name!r} is not one of the base's {where}: there is nothing to remove",
+                             f"the base's: {', '.join(sorted(names)) or 'none'}")
+        for v in made:  # a name is unique across groups and flags: a base's elsewhere is a clash
+            if v.name in home and v.name not in names:
+                other = f"group {home[v.name]!r}" if home[v.name] else "flags"
+                raise c.fail(v.line, f"variation {v.name!r} is in the base's {other}, not its {where}",
+                             "a variation keeps its group: give this one another name")
+        changed = {v.name: v for v in made if v.name in names}
+        defaults = {v.name for v in made if v.default}
+        out = [v for v in made if v.name not in names]
+        for v in inherited:
+            if v.name in removed:
+                continue
+            v = _rebased_variation(v, base.path)
+            if v.name in changed:
+                v = _merged_choice(v, changed[v.name], given[v.name])
+            if defaults and v.name not in defaults:
+                v = replace(v, default=False)  # a child's default replaces the base's
+            out.append(v)
+        return tuple(out)
+
+    groups: dict[str, tuple[Variation, ...]] = {}
+    for group, (made, removed, at) in own_groups.items():
+        if group not in base.groups:
+            groups[group] = merged((), made, removed, f"group {group!r}")
+    for group, options in base.groups.items():
+        if group in own_groups:
+            made, removed, at = own_groups[group]
+            groups[group] = merged(options, made, removed, f"group {group!r}")
+            if not groups[group]:
+                raise c.fail(at, f"variation group {group!r} is left with no choice",
+                             "keep at least one of the base's choices, or add one")
+        else:
+            groups[group] = tuple(_rebased_variation(v, base.path) for v in options)
+    flags = merged(tuple(base.flags.values()), *own_flags, "flags")
+    return groups, {v.name: v for v in flags}
+
+
+_CHOICE_FIELDS = {"default": "default", "summary": "summary", "inputs": "inputs", "context": "context",
+                  "docker": "docker"}  # `deps` are set afterwards, once every group is known (_replace_deps)
+
+
+def _merged_choice(inherited: Variation, own: Variation, keys: frozenset[str]) -> Variation:
+    """A base's variation with the keys this file gives it replaced whole (`inputs: {...}` replaces them all)."""
+    return replace(inherited, line=own.line, **{f: getattr(own, f) for k, f in _CHOICE_FIELDS.items() if k in keys})
+
+
+def _rebased_variation(v: Variation, base_folder: Path) -> Variation:
+    """A base's variation as a child holds it: its deps remember the base's file, for errors and `with` paths."""
+    return replace(v, deps=tuple(_rebased_dep(d, base_folder) for d in v.deps)) if v.deps else v
+
+
+def _rebased_dep(dep: DepSpec, base_folder: Path) -> DepSpec:
+    return dep if dep.origin is not None else replace(dep, origin=base_folder)
+
+
+def _merged_deps(base: Recipe, own: tuple[DepSpec, ...]) -> tuple[DepSpec, ...]:
+    """The base's deps, then this file's; one with the `as` name of a base's dep takes its place."""
+    out = [_rebased_dep(d, base.path) for d in base.deps]
+    for dep in own:
+        at = next((i for i, d in enumerate(out) if dep.as_ is not None and d.as_ == dep.as_), None)
+        if at is None:
+            out.append(dep)
+        else:
+            out[at] = dep
+    return tuple(out)
+
+
+def _merged_docker(base: DockerSpec, own: DockerSpec) -> DockerSpec:
+    """apt and pip packages added to the base's, env by name."""
+    env = dict(base.env) | dict(own.env)
+    return DockerSpec(apt=tuple(dict.fromkeys((*base.apt, *own.apt))), pip=tuple(dict.fromkeys((*base.pip, *own.pip))),
+                      env=tuple(sorted(env.items())))
+
+
+def _check_inherited_values(c: _Checker, top: LocDict, inputs: dict[str, InputSpec],
+                            groups: dict[str, tuple[Variation, ...]], flags: dict[str, Variation],
+                            base: Recipe) -> None:
+    """A child that narrows an input's choices must not leave a variation setting a value no longer allowed."""
+    for v in [*(v for opts in groups.values() for v in opts), *flags.values()]:
+        for key, value in v.inputs:
+            spec = inputs[key]
+            if spec.type == "choice" and str(value) not in spec.choices:
+                raise c.fail(spec.line, f"input {key!r} allows {', '.join(spec.choices)} here, but variation "
+                                        f"{v.name!r} sets it to {value!r}",
+                             f"keep {value!r} among the choices, or change what _{v.name} sets")
+
+
 def _replace_deps(groups: dict[str, tuple[Variation, ...]], flags: dict[str, Variation], name: str,
                   deps: tuple[DepSpec, ...]) -> None:
-    from dataclasses import replace
-
     if name in flags:
         flags[name] = replace(flags[name], deps=deps)
         return
@@ -293,7 +503,7 @@ def _check_dep_names(c: _Checker, deps: tuple[DepSpec, ...], groups: dict[str, t
                      flags: dict[str, Variation]) -> None:
     """An `as` name may appear once among deps that can be active together: the recipe's own,
     and one per group (variations of one group exclude each other) or flag."""
-    owner: dict[str, tuple[str, int]] = {}
+    owner: dict[str, tuple[str, DepSpec]] = {}
     units = [("the recipe", deps)]
     units += [(f"group {g!r}", tuple(d for v in opts for d in v.deps)) for g, opts in groups.items()]
     units += [(f"flag _{n}", v.deps) for n, v in flags.items()]
@@ -303,9 +513,17 @@ def _check_dep_names(c: _Checker, deps: tuple[DepSpec, ...], groups: dict[str, t
                 continue
             first = owner.get(dep.as_)
             if first is not None and first[0] != unit:
-                raise c.fail(dep.line, f"dep name {dep.as_!r} is also used by {first[0]} (line {first[1]}); "
-                                       "both can be active at once", "give one of them another `as:` name")
-            owner.setdefault(dep.as_, (unit, dep.line))
+                # said at this file's dep when one of the two is a base's (whose file is valid on its own)
+                blamed, other = (first[1], dep) if dep.origin is not None and first[1].origin is None \
+                    else (dep, first[1])
+                raise RecipeError(f"dep name {dep.as_!r} is also used by {first[0] if blamed is dep else unit} "
+                                  f"({_where(c, other)}); both can be active at once", where=_where(c, blamed),
+                                  hint="give one of them another `as:` name")
+            owner.setdefault(dep.as_, (unit, dep))
+
+
+def _where(c: _Checker, dep: DepSpec) -> str:
+    return f"{(dep.origin / 'recipe.yaml') if dep.origin is not None else c.path}:{dep.line}"
 
 
 def _deps(c: _Checker, raw: Any, line: int, what: str, names: _Names) -> tuple[DepSpec, ...]:
@@ -366,20 +584,26 @@ def _with_value(c: _Checker, value: Any, line: int, names: _Names) -> WithValue:
     return WithValue("value", value)
 
 
-def _outputs(c: _Checker, raw: Any, line: int) -> dict[str, OutputSpec]:
+def _outputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> dict[str, OutputSpec]:
+    """The outputs this file declares; with a base, merged onto the base's by name (help may change, type not)."""
+    out = dict(base.outputs) if base is not None else {}
     if raw is None:
-        return {}
+        return out
     block = c.mapping(raw, line, "outputs")
-    out = {}
     for name, spec in block.items():
         at = block.line_of(name)
         c.ident(name, at, "output name")
         spec = c.mapping(spec, at, f"output {name!r}", OUTPUT_KEYS)
+        inherited = out.get(name)
         type_name = c.string(spec.get("type"), spec.line_of("type"), f"type of output {name!r}") \
-            if "type" in spec else None
+            if "type" in spec else inherited.type if inherited is not None else None
         if type_name not in OUTPUT_TYPES:
             raise c.fail(spec.line_of("type"), f"output {name!r} needs a type, one of {', '.join(OUTPUT_TYPES)}")
-        out[name] = OutputSpec(name, type_name, c.string(spec.get("help", ""), spec.line_of("help"), "help"))
+        if inherited is not None and type_name != inherited.type:
+            raise c.fail(spec.line_of("type"), f"output {name!r} is {inherited.type} in the base, {type_name} here",
+                         "an output keeps its base's type: its run.py returns that; give it another name")
+        help_ = spec.get("help", inherited.help if inherited is not None else "")
+        out[name] = OutputSpec(name, type_name, c.string(help_, spec.line_of("help"), "help"))
     return out
 
 

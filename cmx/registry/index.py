@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # unpickling a recipe imports the model; `cmx find` needs non
 
 Fetcher = Callable[[Source], None]  # called before a git source is fetched, to say so
 
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 _RECIPE_CODE = Path(__file__).resolve().parent.parent / "recipe"
 
 
@@ -122,7 +122,8 @@ class RecipeIndex:
         """(path, st_mtime_ns, st_size) of what a resolution read: the registry file; each source's folder and
         each of its subfolders that holds no recipe (adding a recipe changes one of them); every recipe.yaml
         (tags and names decide what a query finds); and every file of the recipes named in `whole` (their
-        digests enter cache keys). A missing file is (path, 0, -1), as stamp_files has it."""
+        digests enter cache keys), their bases' files included (../BASE/run.py). A missing file is (path, 0, -1),
+        as stamp_files has it."""
         out: list[FileStamp] = []
         if self.registry is not None:
             out.append(_stamp(self.registry))
@@ -209,10 +210,11 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
 
 
 def _tag_map(entries: dict[str, _Entry]) -> dict[str, list[str]]:
-    """tag -> folders of the recipes carrying it; a recipe's name counts as one of its tags."""
+    """tag -> folders of the recipes carrying it; a recipe's name counts as one of its tags. An abstract recipe
+    (a base others extend: the only kind with no tags) is left out, name and all: no query selects it."""
     by_tag: dict[str, list[str]] = {}
     for folder, entry in entries.items():
-        for tag in {*entry[1], entry[0]}:
+        for tag in {*entry[1], entry[0]} if entry[1] else ():
             by_tag.setdefault(tag, []).append(folder)
     return by_tag
 

@@ -288,17 +288,19 @@ def _coerce(recipe: Recipe, name: str, value: Any, origin: str, base: Path | Non
         return coerce(value, spec.type, spec.choices)
     except TypeMismatch as exc:
         raise InputError(f"input {name!r} of {recipe.name!r} (from {origin}): {exc}",
-                         where=recipe.where(spec.line) if origin in ("default", "variation") else None) from None
+                         where=recipe.where(spec.line, spec.origin) if origin in ("default", "variation") else None
+                         ) from None
 
 
 def _with_values(dep: DepSpec, recipe: Recipe, inputs: Mapping[str, Any], context: Mapping[str, Any],
                  variations: list[str]) -> dict[str, _Given]:
-    where = recipe.where(dep.line)
+    where = recipe.where(dep.line, dep.origin)
     out: dict[str, _Given] = {}
     for name, wv in dep.with_:
         value = _with_value(wv, inputs, context, variations, where)
         if value is not None:  # an unset optional input passed on leaves the dep's own default
-            out[name] = _Given(value, "with", where, recipe.path if wv.kind != "ref" else None)
+            # a relative path written in a `with` is relative to the folder of the recipe.yaml it is written in
+            out[name] = _Given(value, "with", where, (dep.origin or recipe.path) if wv.kind != "ref" else None)
     return out
 
 
@@ -355,7 +357,7 @@ def _resolve_step(state: _State, recipe: Recipe, requested: Iterable[str], given
     chosen_names = {g: v.name for g, v in chosen.items()}
     flag_names = frozenset(v.name for v in flags)
     for dep in [*recipe.deps, *(d for v in variations for d in v.deps)]:
-        dep_where = recipe.where(dep.line)
+        dep_where = recipe.where(dep.line, dep.origin)
         if dep.when is not None:
             try:
                 if not evaluate_with(dep.when, inputs, read_context, chosen_names, flag_names):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, Home
+from tests.conftest import Home
 
 BASE = os.environ.get("CMX_TEST_BASE_IMAGE", "cmx-test/bookworm-minbase:1")
 WHEELHOUSE = Path(os.environ.get("CMX_TEST_WHEELHOUSE", "/opt/wheels"))
@@ -44,12 +44,6 @@ if _WHY and os.environ.get("CMX_REQUIRE_DOCKER") == "1":
     raise RuntimeError(f"CMX_REQUIRE_DOCKER=1 but {_WHY}")
 # a first build installs vLLM's CPU build into the image: minutes, more than the suite's 600 s default
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""), pytest.mark.timeout(2400)]
-
-
-@pytest.fixture
-def builtin(home: Home) -> Home:
-    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n")
-    return home
 
 
 def docker_args() -> list[str]:

@@ -16,15 +16,9 @@ from cmx import api
 from cmx.docker import DockerError
 from cmx.docker.launch import DockerRun, container_spec, default_ca_bundle, mounts
 from cmx.docker.render import BuildOptions, User, docker_spec, render
-from tests.conftest import REPO, Home
+from tests.conftest import Home
 
 LLAMA2 = "app mlperf inference llama2"
-
-
-@pytest.fixture
-def builtin(home: Home) -> Home:
-    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n")
-    return home
 
 
 def print_run(home: Home, query: str, *args: str) -> dict:

@@ -22,7 +22,8 @@ QUERY = "memo app"
 
 @pytest.fixture
 def memo_home(home: Home, tmp_path: Path) -> Home:
-    """app -> dep; dep reads MEMO_GREETING (an env input) and keys on a program found on PATH."""
+    """app -> dep; dep reads MEMO_GREETING (an env input) and keys on a program found on PATH; app extends a base
+    that declares its input."""
     tools = tmp_path / "tools"
     tools.mkdir()
     _program(tools / "memo-tool")
@@ -40,12 +41,18 @@ def memo_home(home: Home, tmp_path: Path) -> Home:
         def run(ctx):
             return {"text": ctx.inputs["greeting"]}
         """)
+    home.recipe("memo-app-base", """
+        name: memo-app-base
+        summary: what the root extends
+        abstract: true
+        inputs:
+          times: {type: int, default: 1}
+        """)
     home.recipe("memo-app", """
         name: memo-app
         summary: the root
         tags: [memo, app]
-        inputs:
-          times: {type: int, default: 1}
+        extends: memo-app-base
         deps:
           - tags: memo dep
             as: dep
@@ -147,6 +154,10 @@ def test_the_run_json_template_is_what_the_record_writer_writes(memo_home: Home,
 CHANGES = {
     "the root's run.py": lambda h: (h.recipes / "memo-app" / "run.py").write_text(
         (h.recipes / "memo-app" / "run.py").read_text() + "\n# edited\n"),
+    "the root's base recipe.yaml": lambda h: (h.recipes / "memo-app-base" / "recipe.yaml").write_text(
+        (h.recipes / "memo-app-base" / "recipe.yaml").read_text() + "# edited\n"),
+    "a run.py the root's base gains": lambda h: (h.recipes / "memo-app-base" / "run.py").write_text(
+        "def run(ctx):\n    return {}\n"),
     "a dep's recipe.yaml": lambda h: (h.recipes / "memo-dep" / "recipe.yaml").write_text(
         (h.recipes / "memo-dep" / "recipe.yaml").read_text().replace("default: hello", "default: howdy")),
     "another recipe now carrying the query's tags": lambda h: h.recipe("memo-other", """

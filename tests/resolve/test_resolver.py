@@ -987,3 +987,34 @@ def test_a_relative_path_in_a_parents_with_is_relative_to_the_parent_recipe(lab:
           - {tags: wants-path, with: {where: data/model}}
         """)
     assert lab.step("gives-path", "wants-path").inputs["where"] == parent / "data" / "model"
+
+
+def test_a_dep_a_recipe_inherits_is_resolved_and_blamed_in_the_bases_file(lab: Lab) -> None:
+    """The base's deps, and the relative paths its `with` writes, belong to the base's folder."""
+    base = lab.add("""
+        name: app-base
+        abstract: true
+        inputs:
+          missing: {type: bool, default: false}
+        deps:
+          - tags: get weights
+            with: {folder: models}
+            as: weights
+          - tags: get nothing-at-all
+            when: inputs.missing
+        """)
+    lab.add("""
+        name: get-weights
+        tags: [get, weights]
+        inputs:
+          folder: {type: path}
+        """)
+    lab.add("""
+        name: app-alpha
+        tags: [app, alpha]
+        extends: app-base
+        """)
+    assert lab.step("app alpha", "get-weights").inputs["folder"] == base / "models"
+    with pytest.raises(QueryError) as info:
+        lab.plan("app alpha", inputs={"missing": "true"})
+    assert info.value.where == f"{base / 'recipe.yaml'}:9"

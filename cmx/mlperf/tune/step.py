@@ -18,13 +18,19 @@ import shlex
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.loadgen.harness import HarnessResult
 from cmx.mlperf.tune.probe import Length
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
 from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Policy, Probe
+
+if TYPE_CHECKING:  # types only: `cmx tune` imports this module before it needs the app
+    from cmx.execute.context import StepContext
+    from cmx.mlperf.app import AppConfig
+    from cmx.mlperf.loadgen.userconf import ShortProfile
+    from cmx.resolve.plan import Step
 
 EARLY_STOPPING_QUERIES = 480  # LoadGen's early stopping at p99 needs >= 459 queries with none over the limit
 PROBE_SECONDS = 30.0          # a probe's minimum duration when the confirm run is the round's full length
@@ -75,7 +81,7 @@ class TuneTarget:
     has_limits: bool           # a Server-like scenario (Offline has none)
 
 
-def tune_target(step: Any, query_variations: tuple[str, ...], context: dict[str, Any],
+def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any],
                 request: TuneRequest) -> TuneTarget:
     """Check the plan's root `step` (a resolve.plan.Step) can be tuned as asked; raise TuneError saying why not."""
     from cmx.mlperf.benchmarks import all_benchmarks
@@ -114,7 +120,7 @@ def tune_target(step: Any, query_variations: tuple[str, ...], context: dict[str,
                       has_limits=rules.latency is not None)
 
 
-def lengths(config: Any, target: TuneTarget, request: TuneRequest) -> tuple[Length, Length, Any]:
+def lengths(config: AppConfig, target: TuneTarget, request: TuneRequest) -> tuple[Length, Length, ShortProfile | None]:
     """(each probe's length, the confirm run's length, the confirm's short profile or None)."""
     from cmx.mlperf.app import short_profile
     from cmx.mlperf.rounds import load_round
@@ -131,7 +137,7 @@ def lengths(config: Any, target: TuneTarget, request: TuneRequest) -> tuple[Leng
     return Length(probe_ms, queries, psc), full, None
 
 
-def tune_step(ctx: Any, target: TuneTarget, request: TuneRequest) -> dict[str, Any]:
+def tune_step(ctx: StepContext, target: TuneTarget, request: TuneRequest) -> dict[str, Any]:
     """The tune, on the app step's ctx; its outputs (probes, confirms, the answer, the inputs file)."""
     from cmx.mlperf.app import harness_config, refuse_old_results, serving
     from cmx.mlperf.app_step import app_config
@@ -197,7 +203,7 @@ def limits_row(target: TuneTarget) -> dict[str, float] | None:
     return {"ttft_p99_ms": latency.ttft_p99_ms, "tpot_p99_ms": latency.tpot_p99_ms} if latency else None
 
 
-def write_tuned(path: Path, target: TuneTarget, qps: float, confirms: list[HarnessResult], ctx: Any) -> Path:
+def write_tuned(path: Path, target: TuneTarget, qps: float, confirms: list[HarnessResult], ctx: StepContext) -> Path:
     from cmx.recipe.inputs_file import write_inputs_file
 
     last = confirms[-1] if confirms else None

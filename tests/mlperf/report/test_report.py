@@ -17,7 +17,7 @@ from cmx.mlperf.app import run_app
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV, SampleClock
 from cmx.mlperf.report.collect import ReportError, collect
 from tests.conftest import Home
-from tests.mlperf.test_app_llama2 import Recorded, app_config, fake_evaluate, fake_verify
+from tests.mlperf.test_app_run import Recorded, app_config, fake_evaluate, fake_verify
 
 pytest.importorskip("matplotlib")
 

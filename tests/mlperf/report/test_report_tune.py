@@ -98,7 +98,7 @@ def test_an_offline_tune_is_drawn_against_the_target_alone_with_no_latency_limit
     from cmx.mlperf.tune.record import write_tune_results
     from cmx.mlperf.tune.search import Probe
     from cmx.mlperf.tune.step import TuneTarget, tune_record
-    from tests.mlperf.test_app_llama2 import app_config
+    from tests.mlperf.test_app_run import app_config
 
     # Offline probes as the tune writes them: no token latencies; a second probe at the first's measured rate
     probes = tuple(Probe(qps=q, passed=True, validity="VALID", early_stopping_met=None, ttft_p99_ms=None,

@@ -17,7 +17,7 @@ from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Probe
 from cmx.mlperf.tune.step import TuneTarget, tune_record
 from tests.mlperf.report.test_report import write_samples
-from tests.mlperf.test_app_llama2 import Recorded, app_config
+from tests.mlperf.test_app_run import Recorded, app_config
 
 # a Server tune of llama2-70b-99 (limits: TTFT p99 2000 ms, TPOT p99 200 ms), started at 80/s: grow, a saturated
 # INVALID failure, then the queue model's estimates inside the bracket; 230 passed and is the search's answer

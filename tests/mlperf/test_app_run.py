@@ -1,10 +1,10 @@
-"""The llama2-70b app: cmx.mlperf.app (layout, facts, summary, refusing failed runs) and the
-recipe app-mlperf-inference-llama2.
+"""The MLPerf app: cmx.mlperf.app (layout, facts, summary, refusing failed runs) and the helpers of
+cmx.mlperf.app_step, on llama2-70b's settings.
 
 Unit tests drive `run_app` with a recorded runner: it copies real LoadGen logs from
 tests/data/loadgen into the test's folder and returns the HarnessResult the harness would have
-judged from them (no vLLM, no harness process). The e2e test runs the recipe through the CLI on
-the tiny model with real vLLM (CPU) and LoadGen: Offline, performance and accuracy, short profile.
+judged from them (no vLLM, no harness process). Each app recipe, through the CLI on its tiny model,
+is a row of tests/mlperf/test_app_benchmarks.py.
 """
 
 from __future__ import annotations
@@ -26,16 +26,12 @@ from cmx.mlperf.app import (
 from cmx.mlperf.app_step import chosen_sampling, modes_for, scenarios_for, system_name
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
-from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import judge
 from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
-from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.test06 import Check, Test06Result, format_verify_accuracy_txt
 from cmx.mlperf.rounds import load_round
-from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt, read_accuracy_txt
-from cmx.mlperf.submission.check import check_tree
-from cmx.mlperf.submission.check.report import format_report
-from tests.conftest import DATA, REPO, Home, needs_vllm
+from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
+from tests.conftest import DATA
 
 LOADGEN_LOGS = DATA / "loadgen"
 V60 = load_round("v6.0")
@@ -220,84 +216,9 @@ def test_a_run_at_the_references_sampling_records_no_override(tmp_path: Path):
     assert app_config(tmp_path).sampling == GREEDY and app_config(tmp_path).sampling_overrides == ()
 
 
-def test_every_app_recipe_takes_the_sampling_inputs_with_the_references_as_default():
-    import yaml
-
-    for recipe in sorted(REPO.glob("recipes/app-mlperf-inference-*/recipe.yaml")):
-        inputs = yaml.safe_load(recipe.read_text())["inputs"]
-        assert {k: inputs[k]["default"] for k in NOTHING_GIVEN} == NOTHING_GIVEN, recipe
-        assert (inputs["temperature"]["type"], inputs["top_k"]["type"]) == ("float", "int"), recipe
-
-
 def test_an_empty_table_still_has_its_header():
     assert format_table([]).split() == ["scenario", "mode", "result", "tokens/s", "TTFT", "p99", "ms", "TPOT", "p99",
                                         "ms", "accuracy", "tok/sample"]
-
-
-# --- e2e: the recipe through the CLI, real vLLM (CPU) and LoadGen ----------------------------------
-
-
-@needs_vllm
-@pytest.mark.e2e
-def test_the_app_runs_offline_tiny_short_through_the_cli_and_packages_it(home: Home, tmp_path: Path):
-    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
-                                             encoding="utf-8")
-    results, submission = tmp_path / "results", tmp_path / "submission"
-    proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _submission", "--input", "rows=256",
-                    "--input", "modes=performance,accuracy", "--input", f"results_dir={results}",
-                    "--input", "system_name=cpu-box", "--input", "submitter=cmx-test",
-                    "--input", f"system_file={REPO / 'docs/examples/system-demo.yaml'}",
-                    "--input", f"submission_dir={submission}", "--progress", "plain", timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # each test's live progress, on the app step's line
-    live = [line for line in proc.stderr.splitlines() if "Offline performance" in line or "Offline accuracy" in line]
-    assert any("Offline performance" in line and "tok/s" in line and " samples" in line for line in live), live
-    assert any("Offline accuracy 100% (256/256): 256/256 samples" in line and "elapsed" in line for line in live), live
-    scenario = results / "cpu-box" / "llama2-70b-99" / "Offline"
-    perf, acc = scenario / "performance" / "run_1", scenario / "accuracy"
-    for folder in (perf, acc):
-        run = read_loadgen_run(folder)
-        assert run.errors == (), [e.value for e in run.errors]
-        assert (folder / "result.json").is_file() and not (folder / "audit.config").exists()
-    assert not (scenario / "TEST06").exists()
-    assert read_loadgen_run(perf).results.validity == "VALID"
-    records = read_accuracy_log(acc / "mlperf_log_accuracy.json")
-    assert sorted({r.qsl_idx for r in records}) == list(range(256))
-    assert all(2 <= r.n_tokens <= 16 for r in records)
-    values = read_accuracy_txt(acc / "accuracy.txt")
-    assert all(isinstance(values[k], float) for k in ("rouge1", "rouge2", "rougeL", "tokens_per_sample"))
-    facts = json.loads((scenario / "cmx_run.json").read_text())
-    assert facts["short"] is True and facts["compliant"] is False and facts["ok"] is True
-    assert facts["validity"]["performance"] == "VALID"
-    assert "  summary = " in proc.stdout and "\n  table:\n    scenario" in proc.stdout  # the table as a block
-    assert "VALID" in (results / "summary.txt").read_text()
-    # _submission: an open tree, structurally complete; cmx check finds only what _short breaks by design
-    tree = submission / "open" / "cmx-test"
-    packaged = tree / "results" / "cpu-box" / "llama2-70b-99" / "Offline"
-    for rel in ("performance/run_1/mlperf_log_detail.txt", "accuracy/accuracy.txt", "accuracy/mlperf_log_accuracy.json",
-                "measurements.json", "user.conf", "README.md"):
-        assert (packaged / rel).stat().st_size > 0, rel
-    assert (tree / "systems" / "cpu-box.json").is_file() and (tree / "src" / "cmx" / "api.py").is_file()
-    assert "app mlperf inference llama2 _cpu _tiny _short _submission" in (packaged / "README.md").read_text()
-    report = check_tree(submission, "v6.0")
-    assert report.rules_broken() == {"loadgen.min-duration", "loadgen.sample-count", "accuracy.coverage"}, \
-        format_report(report)
-    assert json.loads((tree / "systems" / "cpu-box.json").read_text())["accelerators_per_node"] == "0"
-
-
-@needs_vllm
-@pytest.mark.e2e
-def test_submission_into_closed_from_a_tiny_run_is_refused_before_the_benchmark_runs(home: Home, tmp_path: Path):
-    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
-                                             encoding="utf-8")
-    proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _submission", "--input", "division=closed",
-                    "--input", "submitter=cmx-test", "--input", f"results_dir={tmp_path / 'results'}",
-                    "--progress", "none", timeout=300)
-    assert proc.returncode == 1
-    out = proc.stdout + proc.stderr
-    assert "_submission into the closed division would be refused after the run: a _short run" in out
-    assert "a _tiny run" in out and "use --input division=open" in out
-    assert not (tmp_path / "results").exists()  # nothing ran
 
 
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):

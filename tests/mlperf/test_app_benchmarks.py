@@ -1,0 +1,290 @@
+"""Every MLPerf Inference app recipe through the CLI, one row each: the plan of a real run (no network) names the
+real model and dataset fetches; the recipe takes the sampling inputs at the reference's defaults; and (e2e) the tiny
+model on vLLM's CPU build with LoadGen, performance and accuracy, packaged for open and checked.
+
+A row holds what its benchmark's run is asked for and what it must show; what only one benchmark checks is a small
+function of the row (`scenario_checks`, `after`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
+from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
+from cmx.mlperf.submission.check import check_tree
+from cmx.mlperf.submission.check.report import format_report
+from cmx.recipe.load import load_recipe
+from tests.conftest import REPO, Home, needs_vllm
+
+BY_DESIGN = {"loadgen.min-duration", "loadgen.sample-count", "accuracy.coverage"}  # the Makefile's DEMO_EXPECTED
+SYSTEM_FILE = REPO / "docs/examples/system-demo.yaml"
+NOTHING_GIVEN = {"temperature": None, "top_p": None, "top_k": None, "sampling_seed": None}
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """What one row's e2e test has once the run (and the packaging) is done."""
+
+    proc: Any  # the `cmx run` CompletedProcess
+    results: Path
+    submission: Path
+    checked: str  # `cmx check`'s output and exit code, when the row runs it
+
+
+@dataclass(frozen=True)
+class App:
+    recipe: str
+    benchmark: str  # the benchmark's folder in the results tree
+    plans: tuple[str, ...]  # queries that must plan the real (full) run
+    plan_says: tuple[str, ...]  # in each plan's output; {device} is the query's device
+    plan_never: tuple[str, ...] = ()
+    verbose: bool = False  # plan with -v (each step's inputs and where they came from)
+    tiny: str = ""  # the e2e query
+    inputs: tuple[str, ...] = ()  # its --input pairs, beside results_dir and system_name
+    submission: bool = True  # _submission in the run; else `generate mlperf submission` after it
+    cli_check: bool = False  # and `cmx check --expect` on the packaged tree
+    progress: str = "none"
+    timeout: float = 900
+    scenarios: tuple[str, ...] = ("Offline", "Server")
+    accuracy_keys: frozenset[str] = frozenset()
+    scenario_checks: Callable[[Path, dict[str, Any], dict[str, Any]], None] | None = None  # (folder, values, facts)
+    after: Callable[[TinyRun], None] | None = None
+
+    def __str__(self) -> str:
+        return self.recipe.removeprefix("app-mlperf-inference-")
+
+
+def _llama2_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    perf, acc = folder / "performance" / "run_1", folder / "accuracy"
+    for run_folder in (perf, acc):
+        run = read_loadgen_run(run_folder)
+        assert run.errors == (), [e.value for e in run.errors]
+        assert (run_folder / "result.json").is_file() and not (run_folder / "audit.config").exists()
+    assert not (folder / "TEST06").exists()
+    records = read_accuracy_log(acc / "mlperf_log_accuracy.json")
+    assert sorted({r.qsl_idx for r in records}) == list(range(256))
+    assert all(2 <= r.n_tokens <= 16 for r in records)
+    assert all(isinstance(values[k], float) for k in ("rouge1", "rouge2", "rougeL", "tokens_per_sample"))
+    assert facts["short"] is True and facts["compliant"] is False and facts["ok"] is True
+    assert facts["validity"]["performance"] == "VALID"
+
+
+def _llama2_after(run: TinyRun) -> None:
+    # each test's live progress, on the app step's line
+    live = [line for line in run.proc.stderr.splitlines() if "Offline performance" in line or "Offline accuracy" in line]
+    assert any("Offline performance" in line and "tok/s" in line and " samples" in line for line in live), live
+    assert any("Offline accuracy 100% (256/256): 256/256 samples" in line and "elapsed" in line for line in live), live
+    assert "  summary = " in run.proc.stdout and "\n  table:\n    scenario" in run.proc.stdout  # the table as a block
+    assert "VALID" in (run.results / "summary.txt").read_text()
+    # _submission: an open tree, structurally complete; cmx check finds only what _short breaks by design
+    tree = run.submission / "open" / "cmx-test"
+    packaged = tree / "results" / "cpu-box" / "llama2-70b-99" / "Offline"
+    for rel in ("performance/run_1/mlperf_log_detail.txt", "accuracy/accuracy.txt", "accuracy/mlperf_log_accuracy.json",
+                "measurements.json", "user.conf", "README.md"):
+        assert (packaged / rel).stat().st_size > 0, rel
+    assert (tree / "systems" / "cpu-box.json").is_file() and (tree / "src" / "cmx" / "api.py").is_file()
+    assert "app mlperf inference llama2 _cpu _tiny _short _submission" in (packaged / "README.md").read_text()
+    assert json.loads((tree / "systems" / "cpu-box.json").read_text())["accelerators_per_node"] == "0"
+
+
+def _llama3_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert values["gen_num"] == 128
+    assert facts["backend"] == {"kind": "vllm", "transport": "in-process"}
+
+
+def _llama3_405b_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert values["gen_num"] == 24 and 0 < values["tokens_per_sample"] <= 16
+
+
+def _mixtral_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert values["gen_num"] == 24 and 0 < values["tokens_per_sample"] <= 16
+    assert facts["origin"]["model"]["architecture"] == "MixtralForCausalLM"  # what vLLM ran, recorded
+
+
+def _mixtral_after(run: TinyRun) -> None:
+    tree = run.submission / "open" / "me" / "results"
+    assert sorted(p.name for p in tree.glob("*/mixtral-8x7b/*")) == ["Offline", "Server"]
+
+
+def _deepseek_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert 0 <= values["exact_match"] <= 100 and 2 <= values["tokens_per_sample"] <= 16
+    assert facts["tiny"] is True
+    assert facts["origin"]["model"]["name"] == "tiny-DeepseekV3ForCausalLM-random-seed0"  # what really ran
+
+
+def _gpt_oss_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert set(values) - {"hash"} == {"exact_match", "tokens_per_sample"}
+    assert 0 <= values["exact_match"] <= 100 and 2 <= values["tokens_per_sample"] <= 16
+    accuracy_log = json.loads((folder / "accuracy" / "mlperf_log_accuracy.json").read_text())
+    assert sorted(r["qsl_idx"] for r in accuracy_log) == list(range(24))  # the 24 rows of the accuracy set
+    # sampled as the reference samples (generation_config.json), through real vLLM SamplingParams
+    assert facts["sampling"] == {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "seed": None}
+    assert facts["sampling_overrides"] == [] and facts["runs"][0]["details"]["sampling"] == facts["sampling"]
+    model = facts["origin"]["model"]
+    assert (model["name"], model["architecture"]) == ("tiny-gpt-oss-random-seed0", "GptOssForCausalLM")
+
+
+def _gpt_oss_after(run: TinyRun) -> None:
+    readmes = [p.read_text() for p in run.submission.rglob("cpu-box/gpt-oss-120b/*/README.md")]
+    assert len(readmes) == 2 and all("top_k off, no seed, as the reference samples" in r for r in readmes)
+
+
+HF = "fetches https://huggingface.co"
+APPS = (
+    App("app-mlperf-inference-llama2", "llama2-70b-99",
+        plans=(), plan_says=(),
+        tiny="app mlperf inference llama2 _cpu _tiny _short _submission",
+        inputs=("rows=256", "modes=performance,accuracy", "submitter=cmx-test", f"system_file={SYSTEM_FILE}"),
+        progress="plain", scenarios=("Offline",),
+        accuracy_keys=frozenset({"rouge1", "rouge2", "rougeL", "tokens_per_sample"}),
+        scenario_checks=_llama2_scenario, after=_llama2_after),
+    App("app-mlperf-inference-llama3", "llama3.1-8b",
+        plans=("app mlperf inference llama3.1-8b _rocm", "app mlperf inference llama3 _cuda"),
+        plan_says=("app-mlperf-inference-llama3 ", "_full", "get-ml-model-llama3 _full", HF,
+                   "get-dataset-cnndm _full", "inference.mlcommons-storage.org"),
+        plan_never=("get-ml-model-llama2", "openorca"),
+        tiny="app mlperf inference llama3.1-8b _cpu _tiny _short _submission",
+        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "rows=128", "submitter=cmx-test",
+                f"system_file={SYSTEM_FILE}"), timeout=1500,
+        accuracy_keys=frozenset({"rouge1", "rouge2", "rougeL", "rougeLsum", "gen_len", "gen_num"}),
+        scenario_checks=_llama3_scenario),
+    App("app-mlperf-inference-llama3-405b", "llama3.1-405b",
+        plans=("app mlperf inference llama3.1-405b _rocm", "app mlperf inference llama3.1-405b _cuda"),
+        plan_says=("app-mlperf-inference-llama3-405b ", "_full", "get-ml-model-llama3-405b _full", HF,
+                   "get-dataset-llama3-405b _full",
+                   "inference.mlcommons-storage.org/metadata/llama3-1-405b-dataset-8313.uri"),
+        plan_never=("cnndm", "get-ml-model-llama3 "),
+        tiny="app mlperf inference llama3.1-405b _cpu _tiny _short _submission",
+        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "rows=24", "submitter=cmx-test",
+                f"system_file={SYSTEM_FILE}"),
+        # the checker's ROUGEL, exact_match and TOKENS_PER_SAMPLE patterns all find a value
+        accuracy_keys=frozenset({"rougeL", "exact_match", "tokens_per_sample", "gen_len", "gen_num", "gen_tok_len"}),
+        scenario_checks=_llama3_405b_scenario),
+    App("app-mlperf-inference-mixtral-8x7b", "mixtral-8x7b",
+        plans=("app mlperf inference mixtral-8x7b _rocm", "app mlperf inference mixtral-8x7b _cuda"), verbose=True,
+        plan_says=("app-mlperf-inference-mixtral-8x7b _{device}", "get-vllm _{device}", "get-ml-model-mixtral-8x7b _full",
+                   HF, "repo = 'mistralai/Mixtral-8x7B-Instruct-v0.1'",
+                   "revision = 'a60832cb6c88d5cb6e507680d0e9996fbad77050'",
+                   "inference.mlcommons-storage.org/metadata/mixtral-8x7b-validation-dataset.uri",
+                   "tensor_parallel_size = 1", "max_num_seqs = None"),  # the engine args and their origin
+        tiny="app mlperf inference mixtral-8x7b _cpu _tiny _short",
+        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "rows=24"), submission=False, cli_check=True,
+        # the checker's ROUGE1/2/L, gsm8k_accuracy, mbxp_accuracy and TOKENS_PER_SAMPLE patterns all find a value
+        accuracy_keys=frozenset({"rouge1", "rouge2", "rougeL", "gsm8k", "mbxp", "tokens_per_sample"}),
+        scenario_checks=_mixtral_scenario, after=_mixtral_after),
+    App("app-mlperf-inference-deepseek-r1", "deepseek-r1",
+        plans=("app mlperf inference deepseek-r1 _rocm", "app mlperf inference deepseek-r1 _cuda"), verbose=True,
+        plan_says=("app-mlperf-inference-deepseek-r1 _{device} _offline _valid _full _vllm _auto",
+                   "get-ml-model-deepseek-r1 _full", HF,
+                   "inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri",
+                   # the reference's engine: 8 GPUs, MAX_ISL + MAX_OSL + MAX_TEMPLATE_TOKS of context
+                   "tensor_parallel_size = 8  (variation)", "max_model_len = 23140  (variation)",
+                   "revision = '56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad'"),
+        tiny="app mlperf inference deepseek-r1 _cpu _tiny _short",
+        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "rows=20"), submission=False,
+        # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
+        accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}), scenario_checks=_deepseek_scenario),
+    App("app-mlperf-inference-gpt-oss-120b", "gpt-oss-120b",
+        plans=("app mlperf inference gpt-oss-120b _rocm", "app mlperf inference gpt-oss _cuda"),
+        plan_says=("app-mlperf-inference-gpt-oss-120b ", "_full", "get-ml-model-gpt-oss-120b _full", HF,
+                   "get-dataset-gpt-oss-120b _full", "inference.mlcommons-storage.org/metadata/gpt-oss-data.uri"),
+        tiny="app mlperf inference gpt-oss-120b _cpu _tiny _short _submission",
+        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "rows=24", "submitter=cmx-test",
+                f"system_file={SYSTEM_FILE}"),
+        # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
+        accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}),
+        scenario_checks=_gpt_oss_scenario, after=_gpt_oss_after),
+)
+PLANS = [(app, query) for app in APPS for query in app.plans]
+# a tag alone still finds the right app: (query, in the plan, never in it)
+TAGS = [("app mlperf inference mixtral _cpu _tiny", ("get-ml-model-mixtral-8x7b _tiny", "get-dataset-mixtral-8x7b _tiny"),
+         ()),
+        ("app mlperf inference llama3 _cpu _tiny", ("app-mlperf-inference-llama3 ",), ("405b",))]
+
+
+def test_every_app_recipe_is_a_row_of_this_table() -> None:
+    recipes = {p.parent.name for p in REPO.glob("recipes/app-mlperf-inference-*/recipe.yaml")}
+    assert recipes == {app.recipe for app in APPS}
+
+
+@pytest.mark.parametrize("app, query", PLANS, ids=[f"{a}-{q.split()[-1]}" for a, q in PLANS])
+def test_the_plan_of_a_real_run_names_the_real_model_and_dataset_fetches(builtin: Home, app: App, query: str):
+    proc = builtin.cmx("plan", query, *(["-v"] if app.verbose else []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    device = query.split()[-1].removeprefix("_")
+    for text in app.plan_says:
+        assert text.format(device=device) in out, text
+    for text in app.plan_never:
+        assert text not in out, text
+
+
+@pytest.mark.parametrize("query, says, never", TAGS, ids=[q.split()[3] for q, _, _ in TAGS])
+def test_a_tag_alone_finds_its_app(builtin: Home, query: str, says: tuple[str, ...], never: tuple[str, ...]):
+    proc = builtin.cmx("plan", query)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(text in proc.stdout for text in says) and not any(text in proc.stdout for text in never)
+
+
+@pytest.mark.parametrize("app", APPS, ids=str)
+def test_every_app_takes_the_sampling_inputs_with_the_references_as_default(app: App):
+    inputs = load_recipe(REPO / "recipes" / app.recipe)[0].inputs  # merged onto the base it extends
+    assert {k: inputs[k].default for k in NOTHING_GIVEN} == NOTHING_GIVEN
+    assert (inputs["temperature"].type, inputs["top_k"].type) == ("float", "int")
+
+
+@needs_vllm
+@pytest.mark.e2e
+@pytest.mark.parametrize("app", APPS, ids=str)
+def test_the_tiny_app_runs_and_packages_for_open(builtin: Home, tmp_path: Path, app: App):
+    results, submission = tmp_path / "results", tmp_path / "submission"
+    given = [*app.inputs, f"results_dir={results}", "system_name=cpu-box",
+             *([f"submission_dir={submission}"] if app.submission else [])]
+    proc = builtin.cmx("run", app.tiny, *(arg for pair in given for arg in ("--input", pair)),
+                       "--progress", app.progress, timeout=app.timeout)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    checked = ""
+    if not app.submission:
+        packaged = builtin.cmx("run", "generate mlperf submission", "--input", f"results_dir={results}",
+                               "--input", f"out_dir={submission}", "--input", "submitter=me",
+                               "--input", "division=open", "--input", f"system_file={SYSTEM_FILE}",
+                               "--progress", "none")
+        assert packaged.returncode == 0, packaged.stdout[-4000:] + packaged.stderr[-3000:]
+    if app.cli_check:
+        done = builtin.cmx("check", str(submission), "--expect", ",".join(sorted(BY_DESIGN)))
+        checked = done.stdout + done.stderr + f"\nrc={done.returncode}"
+        assert checked.endswith("rc=0"), checked[-4000:]
+    for scenario in app.scenarios:
+        folder = results / "cpu-box" / app.benchmark / scenario
+        assert read_loadgen_run(folder / "performance" / "run_1").results.validity == "VALID", scenario
+        values = read_accuracy_txt(folder / "accuracy" / "accuracy.txt")
+        assert app.accuracy_keys <= set(values), sorted(values)
+        facts = json.loads((folder / "cmx_run.json").read_text())
+        assert facts["benchmark"] == app.benchmark
+        if app.scenario_checks is not None:
+            app.scenario_checks(folder, values, facts)
+    if app.after is not None:
+        app.after(TinyRun(proc, results, submission, checked))
+    report = check_tree(submission, "v6.0")
+    assert report.rules_broken() == BY_DESIGN, format_report(report)
+
+
+@needs_vllm
+@pytest.mark.e2e
+def test_submission_into_closed_from_a_tiny_run_is_refused_before_the_benchmark_runs(builtin: Home, tmp_path: Path):
+    proc = builtin.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _submission", "--input", "division=closed",
+                       "--input", "submitter=cmx-test", "--input", f"results_dir={tmp_path / 'results'}",
+                       "--progress", "none", timeout=300)
+    assert proc.returncode == 1
+    out = proc.stdout + proc.stderr
+    assert "_submission into the closed division would be refused after the run: a _short run" in out
+    assert "a _tiny run" in out and "use --input division=open" in out
+    assert not (tmp_path / "results").exists()  # nothing ran
