@@ -90,3 +90,20 @@ def builtin(home: Home) -> Home:
     (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
                                              encoding="utf-8")
     return home
+
+
+# `make test` runs the tests on two pytest-xdist workers (--dist loadgroup). A test module stays on one
+# worker, so a module's shared engine or server starts once; the modules below also share one group, since
+# they hold what one machine has once (the Docker daemon and its image tags, the Slurm cluster and munge,
+# Ray's node processes) or assert that no `vllm serve` or Ray actor is left on the whole machine.
+MACHINE_WIDE = ("tests/docker/", "tests/slurm/", "tests/mlperf/test_app_endpoint.py",
+                "tests/mlperf/backends/test_endpoint.py", "tests/mlperf/backends/test_ray_replicas.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        module = Path(str(item.fspath)).relative_to(REPO).as_posix()
+        group = "machine-wide" if module.startswith(MACHINE_WIDE) else module
+        item.add_marker(pytest.mark.xdist_group(group))
