@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, NamedTuple, Protocol, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol, TypeVar
 
 from cmx.errors import QueryError
 
@@ -74,7 +75,8 @@ class _HasVariations(Protocol):
 
 
 class _Named(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so that a NamedTuple record satisfies it
 
 
 Found = TypeVar("Found", bound=_Named)

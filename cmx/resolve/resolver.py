@@ -7,7 +7,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from cmx.errors import InputError, PlanError, QueryError
 from cmx.recipe.expr import ExprEvalError, evaluate_with
@@ -21,14 +22,18 @@ MAX_DEPTH = 64
 
 
 class RecipeInfoLike(Protocol):
-    name: str
-    tags: tuple[str, ...]
+    # read-only properties, so that an immutable record (RecipeIndex's NamedTuple) satisfies it
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tags(self) -> tuple[str, ...]: ...
 
 
 class RecipeProvider(Protocol):
     """What resolution needs from the outside world (the registry index, or a test's dict)."""
 
-    def find(self, query: Query) -> list[RecipeInfoLike]:
+    def find(self, query: Query) -> Sequence[RecipeInfoLike]:
         """Recipes carrying every tag of `query` (a name counts as a tag) and no excluded one."""
 
     def get(self, name: str) -> Recipe:
