@@ -37,7 +37,8 @@ def parse_query(text: str | list[str] | tuple[str, ...]) -> Query:
 
     Commas are accepted as separators too, so CM-style `get,python` works.
     """
-    words = text.replace(",", " ").split() if isinstance(text, str) else [w for part in text for w in part.replace(",", " ").split()]
+    words = text.replace(",", " ").split() if isinstance(text, str) else \
+        [w for part in text for w in part.replace(",", " ").split()]
     tags: list[str] = []
     exclude: list[str] = []
     variations: list[str] = []
