@@ -245,7 +245,8 @@ def check_lock(lock: Lock, plan: Plan, store: Store, *, moved: frozenset[str] = 
     packages = installed_packages()
     for name in sorted(set(lock.packages) | set(packages)):
         if lock.packages.get(name) != packages.get(name):
-            raise LockMismatch(f"{name} is {_version(packages.get(name))} here, the lock has {_version(lock.packages.get(name))}",
+            raise LockMismatch(f"{name} is {_version(packages.get(name))} here, "
+                               f"the lock has {_version(lock.packages.get(name))}",
                                hint=f"install {name}=={lock.packages[name]}" if name in lock.packages else
                                f"uninstall {name}, or lock again on this environment")
     for locked, step in _paired(lock, plan):
@@ -301,7 +302,8 @@ def check_artefacts(lock: Lock, store: Store) -> None:
 def _compare_recipe(locked: LockedStep, step: Step) -> None:
     where = f"{step.recipe.yaml_path}"
     if step.recipe.digest != locked.digest:
-        raise LockMismatch(f"recipe {locked.recipe} changed since the lock: its files hash to {step.recipe.digest[:12]}, "
+        raise LockMismatch(f"recipe {locked.recipe} changed since the lock: "
+                           f"its files hash to {step.recipe.digest[:12]}, "
                            f"the lock has {locked.digest[:12]}", where=where,
                            hint="restore the recipe (the lock's source commit: "
                                 f"{locked.source_commit or 'not recorded'}), or lock again if the change is intended")
