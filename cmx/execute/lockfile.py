@@ -167,12 +167,13 @@ def in_image(inner: Lock, host: Lock, image: LockedImage) -> Lock:
 
 def _locked(step: Step, store: Store, commit: str | None) -> LockedStep:
     entry = store.lookup(step.name, step.key) if step.cacheable else None
+    meta = entry.meta if entry is not None else None  # lookup reads meta.json or raises: None only without entry
     secrets = tuple(n for n, spec in step.recipe.inputs.items() if spec.type == "secret")
     return LockedStep(id=step.id, recipe=step.name, digest=step.recipe.digest, source=step.recipe.source,
                       source_commit=commit, variations=tuple(step.variations),
                       inputs={k: v for k, v in step.public_inputs().items() if k not in secrets}, secrets=secrets,
                       context=json.loads(json.dumps(to_json(step.context))), key=step.key,
-                      files=dict(entry.meta.files) if entry is not None and entry.meta.files is not None else None)
+                      files=dict(meta.files) if meta is not None and meta.files is not None else None)
 
 
 def _asked_inputs(plan: Plan) -> dict[str, str]:
@@ -244,16 +245,18 @@ def check_lock(lock: Lock, plan: Plan, store: Store, *, moved: frozenset[str] = 
     packages = installed_packages()
     for name in sorted(set(lock.packages) | set(packages)):
         if lock.packages.get(name) != packages.get(name):
-            raise LockMismatch(f"{name} is {_version(packages.get(name))} here, the lock has {_version(lock.packages.get(name))}",
+            raise LockMismatch(f"{name} is {_version(packages.get(name))} here, "
+                               f"the lock has {_version(lock.packages.get(name))}",
                                hint=f"install {name}=={lock.packages[name]}" if name in lock.packages else
                                f"uninstall {name}, or lock again on this environment")
     for locked, step in _paired(lock, plan):
         _compare_step(locked, step, moved if step.id == plan.root else frozenset())
     for locked in lock.steps:
         entry = store.lookup(locked.recipe, locked.key) if locked.files is not None else None
-        if entry is not None and entry.meta.files != locked.files:
+        meta = entry.meta if entry is not None else None
+        if meta is not None and meta.files != locked.files:
             raise LockMismatch(f"the cached {locked.recipe} ({locked.key[:10]}) holds other files than the lock: "
-                               f"{_first_file_difference(locked.files or {}, entry.meta.files or {})}",
+                               f"{_first_file_difference(locked.files or {}, meta.files or {})}",
                                hint=f"remove the entry (`cmx cache rm {locked.key[:10]}`) and replay, or lock again")
 
 
@@ -287,7 +290,7 @@ def check_artefacts(lock: Lock, store: Store) -> None:
         if locked.files is None:
             continue
         entry = store.lookup(locked.recipe, locked.key)
-        if entry is None:
+        if entry is None or entry.meta is None:  # lookup gives an entry with its meta, or None
             raise LockMismatch(f"{locked.recipe} ({locked.key[:10]}) is not in the cache after the locked run")
         if entry.meta.files != locked.files:
             raise LockMismatch(f"{locked.recipe} built other files than the lock records: "
@@ -299,7 +302,8 @@ def check_artefacts(lock: Lock, store: Store) -> None:
 def _compare_recipe(locked: LockedStep, step: Step) -> None:
     where = f"{step.recipe.yaml_path}"
     if step.recipe.digest != locked.digest:
-        raise LockMismatch(f"recipe {locked.recipe} changed since the lock: its files hash to {step.recipe.digest[:12]}, "
+        raise LockMismatch(f"recipe {locked.recipe} changed since the lock: "
+                           f"its files hash to {step.recipe.digest[:12]}, "
                            f"the lock has {locked.digest[:12]}", where=where,
                            hint="restore the recipe (the lock's source commit: "
                                 f"{locked.source_commit or 'not recorded'}), or lock again if the change is intended")

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from cmx.registry.index import RecipeIndex
     from cmx.resolve.read_environ import ReadEnviron
 
+    # a fingerprint's (files, programs, env, machine), as `remember` records it for fingerprint.facts
+    _Fields = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]
+
 FORMAT = 1
 # cmx's own code that decides what a query resolves to, relative to the package; a change to any of it
 # (an editable install being worked on) retires every memo
@@ -56,7 +59,7 @@ _CONTAINER_ENV = "CMX_CONTAINER_"  # set by `cmx run --docker` in its container 
 class Replay:
     """A cached run answered from its memo: what `cmx run` prints, and the record it wrote."""
 
-    __slots__ = ("query", "root", "label", "run_dir", "seconds", "outputs", "steps")
+    __slots__ = ("label", "outputs", "query", "root", "run_dir", "seconds", "steps")
 
     def __init__(self, query: str, root: str, label: str, run_dir: str, seconds: float,
                  outputs: dict[str, Any], steps: dict[str, dict[str, Any]]) -> None:
@@ -132,8 +135,8 @@ def _same_environ(read: dict[str, str | None], env: Mapping[str, str]) -> bool:
     return all(env.get(name) == value for name, value in read.items())
 
 
-def _same_facts(fingerprints: list[tuple[tuple, dict]], paths: list[tuple[str, list]], env: Mapping[str, str]
-               ) -> bool:
+def _same_facts(fingerprints: list[tuple[_Fields, dict[str, Any]]], paths: list[tuple[str, list]],
+                env: Mapping[str, str]) -> bool:
     """Each fingerprint, and each path input (a folder with its entries), taken again: as keys take them."""
     if not fingerprints and not paths:
         return True

@@ -195,7 +195,8 @@ class Runner:
                 self.store.discard(build_dir)
             if scratch is not None and scratch.is_dir() and not any(scratch.iterdir()):
                 scratch.rmdir()  # kept only when the step left something to resume from
-            message = _message(exc) + ("" if isinstance(exc, CmxError) else _raised_at(exc, step.recipe.run_path.parent))
+            message = _message(exc) + ("" if isinstance(exc, CmxError)
+                                       else _raised_at(exc, step.recipe.run_path.parent))
             message = log.redact(message)  # an error may quote a revealed secret; it goes to stderr and run.json
             hint = log.redact(exc.hint) if isinstance(exc, CmxError) and exc.hint else None
             log.logger.error("step failed: %s%s", message, f" (hint: {hint})" if hint else "")

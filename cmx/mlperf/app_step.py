@@ -1,4 +1,4 @@
-"""The app recipes' step (app-mlperf-inference-<benchmark>): the recipe's choices and inputs into an AppConfig, the run, the package.
+"""The app recipes' step (app-mlperf-inference-<benchmark>): choices and inputs into an AppConfig, the run, the package.
 
 The one run.py, app-mlperf-inference's (which every app extends), is `run_benchmark(ctx, ctx.params["benchmark"])`;
 what differs between benchmarks is in each app's recipe (its deps, defaults, variations) and in the benchmark
@@ -128,7 +128,7 @@ def run_benchmark(ctx: StepContext, family: str) -> dict[str, Any]:
 
 
 def app_config(ctx: StepContext, family: str) -> AppConfig:
-    """The AppConfig the app recipe's choices, inputs and deps make (what `run_benchmark` runs, and `cmx tune` tunes)."""
+    """The AppConfig the app recipe's choices, inputs and deps make (what `run_benchmark` runs and `cmx tune` tunes)."""
     from cmx.mlperf.app import SHORT_TIMEOUT_S
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.harness_config import EngineSettings
@@ -204,7 +204,8 @@ def chosen_modes(ctx: StepContext, round_: Round, benchmark: str) -> tuple[str, 
 
 
 def endpoint_settings(ctx: StepContext) -> EndpointSettings | None:
-    """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one, or with _vllm."""
+    """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one,
+    or with _vllm."""
     i = ctx.inputs
     if ctx.variation("backend") != "endpoint":
         given = [k for k in ("endpoint_url", "endpoint_model") if i[k]]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any
 
 # compiled trees name operators by text so that unpickling one does not import `ast`
 _OP_NAMES = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">=",
@@ -87,7 +88,7 @@ def _convert(node: Any, names: set[tuple[str, str]]) -> tuple:
         return ("const", -node.operand.value)
     if isinstance(node, ast.Compare):
         ops = []
-        for op, right in zip(node.ops, node.comparators):
+        for op, right in zip(node.ops, node.comparators, strict=True):  # ast pairs each op with one operand
             op_name = _OP_NAMES.get(type(op).__name__)
             if op_name is None:
                 raise ExprSyntaxError(f"operator {type(op).__name__} is not allowed")
@@ -126,7 +127,7 @@ def _src(node: Any) -> str:
 
     try:
         return ast.unparse(node)
-    except Exception:  # pragma: no cover - unparse handles every parsed node
+    except Exception:  # noqa: BLE001 # pragma: no cover - only names the node in an error; unparse handles every parsed node
         return type(node).__name__
 
 

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 FileStamp = tuple[str, int, int]
 
 
-def load_recipe(folder: Path, source: str = "", *, _below: tuple[str, ...] = ()) -> tuple[Recipe, tuple[FileStamp, ...]]:
+def load_recipe(folder: Path, source: str = "", *,
+                _below: tuple[str, ...] = ()) -> tuple[Recipe, tuple[FileStamp, ...]]:
     """Load `folder/recipe.yaml` and its run.py; return the Recipe and the stamps of its files.
 
     The Recipe's digest is a sha256 over recipe.yaml, run.py and the files the recipe lists, and over its base's
@@ -55,7 +56,8 @@ def load_recipe(folder: Path, source: str = "", *, _below: tuple[str, ...] = ())
     return replace(recipe, digest=digest.hexdigest()), stamps + base_stamps
 
 
-def _base(data: object, folder: Path, source: str, below: tuple[str, ...]) -> tuple[Recipe | None, tuple[FileStamp, ...]]:
+def _base(data: object, folder: Path, source: str,
+          below: tuple[str, ...]) -> tuple[Recipe | None, tuple[FileStamp, ...]]:
     """The recipe that `data` extends, loaded (and merged onto its own base), with its files' stamps as the
     child names them; (None, ()) when it extends nothing. A base is a recipe folder beside this one."""
     from cmx.recipe.schema import extends_of

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, NamedTuple, Protocol, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol, TypeVar
 
 from cmx.errors import QueryError
 
@@ -36,7 +37,8 @@ def parse_query(text: str | list[str] | tuple[str, ...]) -> Query:
 
     Commas are accepted as separators too, so CM-style `get,python` works.
     """
-    words = text.replace(",", " ").split() if isinstance(text, str) else [w for part in text for w in part.replace(",", " ").split()]
+    words = text.replace(",", " ").split() if isinstance(text, str) else \
+        [w for part in text for w in part.replace(",", " ").split()]
     tags: list[str] = []
     exclude: list[str] = []
     variations: list[str] = []
@@ -74,7 +76,8 @@ class _HasVariations(Protocol):
 
 
 class _Named(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so that a NamedTuple record satisfies it
 
 
 Found = TypeVar("Found", bound=_Named)

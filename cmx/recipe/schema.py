@@ -68,7 +68,7 @@ class _Checker:
             return tuple(value.split())
         if not isinstance(value, LocList):
             raise self.fail(line, f"{what} must be a list of strings, got {_kind(value)}")
-        for item, item_line in zip(value, value.item_lines):
+        for item, item_line in zip(value, value.item_lines, strict=True):  # yamlload adds a line per item
             self.string(item, item_line, f"an item of {what}")
         return tuple(value)
 
@@ -424,7 +424,7 @@ def _merged_variations(c: _Checker, base: Recipe, own_groups: dict[str, tuple[li
         return tuple(out)
 
     groups: dict[str, tuple[Variation, ...]] = {}
-    for group, (made, removed, at) in own_groups.items():
+    for group, (made, removed, _at) in own_groups.items():
         if group not in base.groups:
             groups[group] = merged((), made, removed, f"group {group!r}")
     for group, options in base.groups.items():
@@ -533,7 +533,7 @@ def _deps(c: _Checker, raw: Any, line: int, what: str, names: _Names) -> tuple[D
         raise c.fail(line, f"{what} must be a list of mappings, got {_kind(raw)}")
     out: list[DepSpec] = []
     seen_as: dict[str, int] = {}
-    for item, at in zip(raw, raw.item_lines):
+    for item, at in zip(raw, raw.item_lines, strict=True):
         spec = c.mapping(item, at, f"a dep in {what}", DEP_KEYS)
         if "tags" not in spec:
             raise c.fail(at, "a dep needs `tags`", "for example: tags: get python-package")
@@ -615,7 +615,8 @@ def _cache(c: _Checker, raw: Any, line: int, inputs: dict[str, InputSpec], conte
     if not block:
         raise c.fail(line, "cache mapping needs `key` or `fingerprint`",
                      "for example: cache: {key: [inputs.url, inputs.sha256]}")
-    fingerprint = _fingerprint(c, block["fingerprint"], block.line_of("fingerprint")) if "fingerprint" in block else None
+    fingerprint = (_fingerprint(c, block["fingerprint"], block.line_of("fingerprint")) if "fingerprint" in block
+                   else None)
     if "key" not in block:
         return CacheSpec(enabled=True, fingerprint=fingerprint)
     fields = c.strings(block["key"], block.line_of("key"), "cache key")

@@ -20,7 +20,7 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class _Loader(_Base):
     """The safe loader with tag resolution made cheap: the C composer calls these three
     Python methods for every node, and recipes repeat the same plain scalars (type,
     default, str, true...). Recipes use no path resolvers, so descending is a no-op."""
@@ -49,7 +49,7 @@ _RESOLVER = yaml.SafeLoader("")  # only its resolve() is used: a pure function o
 class LocDict(dict):
     """A mapping from YAML that knows the line of itself and of each of its keys (1-based)."""
 
-    __slots__ = ("line", "key_lines")
+    __slots__ = ("key_lines", "line")
 
     def __init__(self, line: int) -> None:
         super().__init__()
@@ -63,7 +63,7 @@ class LocDict(dict):
 class LocList(list):
     """A sequence from YAML that knows the line of itself and of each item (1-based)."""
 
-    __slots__ = ("line", "item_lines")
+    __slots__ = ("item_lines", "line")
 
     def __init__(self, line: int) -> None:
         super().__init__()

@@ -45,7 +45,7 @@ def update(settings: Settings, name: str, rev: str | None = None) -> Source:
     candidate = current._replace(rev=rev or current.rev)
     try:
         checkout_commit(current.git, candidate.rev or "", candidate.checkout_dir(settings.sources_dir))
-    except Exception as exc:  # a git or network failure of any kind is the source's, said in one line
+    except Exception as exc:  # noqa: BLE001 - a git or network failure of any kind is the source's, said in one line
         raise RegistryError(f"source {name!r}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None)) \
             from None
     return update_rev(settings.registry, name, rev) if rev else current

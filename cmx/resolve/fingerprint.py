@@ -34,7 +34,8 @@ def facts(files: tuple[str, ...], programs: tuple[str, ...], env: tuple[str, ...
         out["programs"] = {}
         for name in programs:
             found = which(name, search)
-            out["programs"][name] = [found, *_stat(found)] if found else None
+            stat = _stat(found) if found else None  # None too when it vanished since `which` saw it
+            out["programs"][name] = [found, *stat] if found and stat is not None else None
     if env:
         out["env"] = {name: environ.get(name) for name in env}
     if machine:
@@ -56,7 +57,7 @@ def path_facts(path: str) -> list[Any]:
         return [str(path), None, None]
     facts: list[Any] = [str(path), st.st_size, st.st_mtime_ns]
     if os.path.isdir(path):
-        entries = []
+        entries: list[tuple[str, int | None, int | None]] = []
         with os.scandir(path) as it:
             for entry in it:
                 try:

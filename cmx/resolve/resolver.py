@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 from cmx.errors import InputError, PlanError, QueryError
 from cmx.recipe.expr import ExprEvalError, evaluate_with
@@ -21,14 +22,18 @@ MAX_DEPTH = 64
 
 
 class RecipeInfoLike(Protocol):
-    name: str
-    tags: tuple[str, ...]
+    # read-only properties, so that an immutable record (RecipeIndex's NamedTuple) satisfies it
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tags(self) -> tuple[str, ...]: ...
 
 
 class RecipeProvider(Protocol):
     """What resolution needs from the outside world (the registry index, or a test's dict)."""
 
-    def find(self, query: Query) -> list[RecipeInfoLike]:
+    def find(self, query: Query) -> Sequence[RecipeInfoLike]:
         """Recipes carrying every tag of `query` (a name counts as a tag) and no excluded one."""
 
     def get(self, name: str) -> Recipe:
@@ -219,7 +224,8 @@ def _variation_hint(recipe: Recipe, name: str) -> str:
 
 
 def _resolve_inputs(state: _State, recipe: Recipe, variations: list[Variation], implicit: set[str],
-                    given: dict[str, _Given], is_root: bool, where: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+                    given: dict[str, _Given], is_root: bool,
+                    where: str | None) -> tuple[dict[str, Any], dict[str, str]]:
     user_raw: dict[str, Any] = dict(state.user_inputs.get(None, {})) if is_root else {}
     if recipe.name in state.user_inputs:
         state.used_qualified.add(recipe.name)
@@ -412,7 +418,7 @@ def _path_stamp(path: Any) -> list[Any]:
     from cmx.resolve.fingerprint import path_facts
 
     facts = path_facts(path)
-    return facts[:3] + [_digest(facts[3])] if len(facts) > 3 else facts
+    return [*facts[:3], _digest(facts[3])] if len(facts) > 3 else facts
 
 
 def _full_digest(recipe: Recipe, variations: tuple[str, ...], key_inputs: dict[str, Any],

@@ -8,7 +8,7 @@ try:
     import pip
 
     pip_version = pip.__version__
-except Exception:
+except Exception:  # noqa: BLE001 - a pip broken in any way in the inspected interpreter counts as absent
     pip_version = "absent"
 
 print(json.dumps({"executable": sys.executable, "version": platform.python_version(),

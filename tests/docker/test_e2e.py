@@ -114,7 +114,8 @@ def test_a_secret_input_reaches_the_run_but_no_layer_of_the_image(home: Home):
     home.recipe("secretive", "name: secretive\ntags: [secretive]\ninputs:\n  token: {type: secret, env: APP_TOKEN}\n"
                              "outputs: {seen: {type: bool}}\n",
                 "import hashlib\n\n\ndef run(ctx):\n"
-                f"    return {{'seen': hashlib.sha256(ctx.inputs['token'].reveal().encode()).hexdigest() == '{digest}'}}\n")
+                "    return {'seen': hashlib.sha256(ctx.inputs['token'].reveal().encode()).hexdigest()"
+                f" == '{digest}'}}\n")
     proc = home.cmx("run", "secretive", "--input", f"token={secret}", *docker_args(), timeout=2400)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "seen = True" in proc.stdout  # the step got it, through the environment

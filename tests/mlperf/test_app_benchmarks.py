@@ -79,7 +79,8 @@ def _llama2_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]
 
 def _llama2_after(run: TinyRun) -> None:
     # each test's live progress, on the app step's line
-    live = [line for line in run.proc.stderr.splitlines() if "Offline performance" in line or "Offline accuracy" in line]
+    live = [line for line in run.proc.stderr.splitlines()
+            if "Offline performance" in line or "Offline accuracy" in line]
     assert any("Offline performance" in line and "tok/s" in line and " samples" in line for line in live), live
     assert any("Offline accuracy 100% (256/256): 256/256 samples" in line and "elapsed" in line for line in live), live
     assert "  summary = " in run.proc.stdout and "\n  table:\n    scenario" in run.proc.stdout  # the table as a block
@@ -170,7 +171,8 @@ APPS = (
         scenario_checks=_llama3_405b_scenario),
     App("app-mlperf-inference-mixtral-8x7b", "mixtral-8x7b",
         plans=("app mlperf inference mixtral-8x7b _rocm", "app mlperf inference mixtral-8x7b _cuda"), verbose=True,
-        plan_says=("app-mlperf-inference-mixtral-8x7b _{device}", "get-vllm _{device}", "get-ml-model-mixtral-8x7b _full",
+        plan_says=("app-mlperf-inference-mixtral-8x7b _{device}", "get-vllm _{device}",
+                   "get-ml-model-mixtral-8x7b _full",
                    HF, "repo = 'mistralai/Mixtral-8x7B-Instruct-v0.1'",
                    "revision = 'a60832cb6c88d5cb6e507680d0e9996fbad77050'",
                    "inference.mlcommons-storage.org/metadata/mixtral-8x7b-validation-dataset.uri",
@@ -205,8 +207,8 @@ APPS = (
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # a tag alone still finds the right app: (query, in the plan, never in it)
-TAGS = [("app mlperf inference mixtral _cpu _tiny", ("get-ml-model-mixtral-8x7b _tiny", "get-dataset-mixtral-8x7b _tiny"),
-         ()),
+TAGS = [("app mlperf inference mixtral _cpu _tiny",
+         ("get-ml-model-mixtral-8x7b _tiny", "get-dataset-mixtral-8x7b _tiny"), ()),
         ("app mlperf inference llama3 _cpu _tiny", ("app-mlperf-inference-llama3 ",), ("405b",))]
 
 

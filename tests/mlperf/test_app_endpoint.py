@@ -91,7 +91,8 @@ def test_the_endpoint_app_starts_vllm_serve_runs_offline_and_server_and_stops_it
     proc = home.cmx("run", "app mlperf inference llama2 _cpu _tiny _short _endpoint _submission",
                     "--input", "scenarios=Offline,Server", "--input", "modes=performance,accuracy",
                     "--input", "rows=128", "--input", f"results_dir={results}", "--input", "system_name=cpu-box",
-                    "--input", "submitter=cmx-test", "--input", f"system_file={REPO / 'docs/examples/system-demo.yaml'}",
+                    "--input", "submitter=cmx-test",
+                    "--input", f"system_file={REPO / 'docs/examples/system-demo.yaml'}",
                     "--input", f"submission_dir={submission}", "--progress", "none", timeout=1500)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert vllm_servers() == [], "the server cmx started is still running"

@@ -140,7 +140,7 @@ def test_log_errors_and_a_failed_test06_fail_the_app(tmp_path: Path):
 
 def test_full_runs_are_judged_on_accuracy_targets(tmp_path: Path):
     config = app_config(tmp_path, tiny=False, short=False, rows=None, modes=("accuracy",))
-    with pytest.raises(AppRunFailed, match="ROUGE-1 is 30.5, below the minimum"):
+    with pytest.raises(AppRunFailed, match=r"ROUGE-1 is 30\.5, below the minimum"):
         run_app(config, runner=Recorded(), evaluate=fake_evaluate, verify=fake_verify)
 
 
@@ -186,7 +186,7 @@ def test_the_reference_sampling_holds_unless_an_input_overrides_a_field():
     assert chosen_sampling({**NOTHING_GIVEN, "sampling_seed": -1, "top_k": 0}, seeded) == Sampling()
     assert chosen_sampling({**NOTHING_GIVEN, "sampling_seed": 7, "top_p": 0.5}, seeded) == \
         Sampling(top_p=0.5, top_k=1, seed=7)
-    with pytest.raises(AppConfigError, match="--input: top_p 0.0 is outside") as caught:
+    with pytest.raises(AppConfigError, match=r"--input: top_p 0\.0 is outside") as caught:
         chosen_sampling({**NOTHING_GIVEN, "top_p": 0}, GPT_OSS)
     assert caught.value.hint
 

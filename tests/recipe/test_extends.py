@@ -131,10 +131,12 @@ def test_a_child_holds_the_base_merged_with_its_own_keys(apps: Path) -> None:
     assert list(alpha.inputs) == ["round", "engine_seqs", "model_path"]
     assert (alpha.inputs["round"].choices, alpha.inputs["round"].default, alpha.inputs["round"].help) == \
         (("v6.0",), "v6.0", "the round")
-    assert (alpha.inputs["engine_seqs"].type, alpha.inputs["engine_seqs"].help) == ("int", "alpha's engine: 8 sequences at most")
+    assert (alpha.inputs["engine_seqs"].type, alpha.inputs["engine_seqs"].help) == \
+        ("int", "alpha's engine: 8 sequences at most")
     # groups by name, then choices by name: what the child adds comes first, a removed choice is gone
     assert {g: [v.name for v in opts] for g, opts in alpha.groups.items()} == {
-        "target": ["99", "99.9"], "device": ["cuda", "cpu"], "scenario": ["offline", "server"], "size": ["full", "tiny"]}
+        "target": ["99", "99.9"], "device": ["cuda", "cpu"], "scenario": ["offline", "server"],
+        "size": ["full", "tiny"]}
     assert list(alpha.groups) == ["target", "device", "scenario", "size"]
     server = alpha.variation("server")
     assert server is not None and server.summary == "Server, alpha's way"
@@ -237,7 +239,8 @@ def test_an_input_added_to_the_base_is_one_edit_for_every_child(home: Home) -> N
 def test_the_child_runs_the_bases_run_py_with_its_params(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
     write(home.recipes, "app-base", BASE.replace("    deps:\n      - tags: detect system\n        as: system\n"
                                                  "      - tags: get engine\n        as: engine\n", ""), BASE_RUN)
-    write(home.recipes, "app-alpha", ALPHA.replace("        full:\n          deps:\n            - tags: get model alpha\n"
+    write(home.recipes, "app-alpha", ALPHA.replace("        full:\n          deps:\n"
+                                                   "            - tags: get model alpha\n"
                                                    "              as: model\n", "        full: {}\n")
           .replace("        tiny:\n          deps:\n            - tags: get model alpha _tiny\n"
                    "              as: model\n", ""))
@@ -258,7 +261,8 @@ def test_the_child_runs_the_bases_run_py_with_its_params(home: Home, monkeypatch
      "batch", ["variation 'batch' is not one of the base's group 'scenario': there is nothing to remove"]),
     ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  size:\n    short: {}\n", "child", "short: {}",
      ["variation 'short' is in the base's flags, not its group 'size'"]),
-    ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  size:\n    full: {remove: true}\n    tiny: {remove: true}\n",
+    ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  size:\n    full: {remove: true}\n"
+     "    tiny: {remove: true}\n",
      "child", "size:", ["variation group 'size' is left with no choice"]),
     ("name: app-x\ntags: [x]\nextends: app-base\nvariations:\n  scenario:\n    server: {remove: yes please}\n",
      "child", "remove", ["`remove` must be `true` and alone"]),

@@ -1,4 +1,4 @@
-"""`cmx tune`'s step: what to tune, checked on the plan before anything runs, and the run in place of the app's root step.
+"""`cmx tune`'s step: what to tune, checked on the plan before anything runs; the run in place of the app's root step.
 
 `tune_target` reads the plan's root step (an MLPerf app recipe: its benchmark family is one of its
 tags) and refuses, before any dep is built, a query that names no device (a tune measures one
