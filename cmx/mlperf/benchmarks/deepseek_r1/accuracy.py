@@ -22,12 +22,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
-from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
-from cmx.mlperf.scoring.decode import reference_decoder  # noqa: F401 (the benchmark's decoder)
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
+from cmx.mlperf.scoring.decode import reference_decoder
 from cmx.mlperf.scoring.livecodebench import TEST_TIMEOUT_S, LiveCodeBenchError, Problem, grade
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.deepseek_r1.dataset import DeepSeekDataset
 
 
 @dataclass(frozen=True)
@@ -127,4 +132,17 @@ def _mean(values: list[float]) -> float:
     return float(np.sum(np.asarray(values, dtype=np.float64)) / len(values))
 
 
-__all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder"]
+def score_log(accuracy_log: Path, dataset: DeepSeekDataset, tokenizer_dir: Path, *, jobs: int = 1) -> AccuracyResult:
+    """BENCHMARK.score: an accuracy run's log against `dataset`'s answers; its code rows run LiveCodeBench's tests
+    (the file beside the dataset), read only when some row is a code one."""
+    from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_tests
+
+    n = len(dataset)
+    answers = [dataset.answer(i) for i in range(n)]
+    subsets = [dataset.subset(i) for i in range(n)]
+    tests = dataset.tests_path
+    return evaluate(read_accuracy_log(accuracy_log), answers, subsets, reference_decoder(tokenizer_dir),
+                    lambda: load_tests(tests), jobs=jobs)
+
+
+__all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder", "score_log"]

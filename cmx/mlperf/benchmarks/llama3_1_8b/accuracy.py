@@ -40,21 +40,21 @@ import sys
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from cmx.mlperf.loadgen.accuracy_log import (
-    AccuracyError,
-    AccuracyLogError,
-    AccuracyRecord,
-    unique_samples,
-)
-from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder  # noqa: F401 (the benchmark's decoder)
+from cmx.mlperf.benchmarks.kit.accuracy import reference_text, samples_to_score
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyLogError, AccuracyRecord, read_accuracy_log
+from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
 from cmx.mlperf.scoring.rouge import (
     ROUGE_TYPES,
     mean_percent,
     rouge_fmeasures,
     split_sentences,
 )
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.base import Dataset
 
 TokenDtype = Literal["int32", "int64"]
 _ITEMSIZE = {"int32": 4, "int64": 8}
@@ -93,12 +93,7 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], decod
     """
     if dtype not in _ITEMSIZE:
         raise AccuracyError(f"dtype must be int32 or int64, not {dtype!r}")
-    if jobs < 1:
-        raise AccuracyError(f"jobs must be 1 or more, not {jobs}")
-    samples, duplicates = unique_samples(records)
-    if not samples:
-        raise AccuracyError("there are no records to evaluate",
-                            hint="read them with read_accuracy_log from an accuracy-mode run")
+    samples, duplicates = samples_to_score(records, jobs)
     if dtype == "int32" and _looks_like_int64(samples):
         raise AccuracyLogError("the log holds int64 token ids (every other int32 word is zero), not int32",
                                hint="evaluate it with dtype=\"int64\" (evaluation.py's default); cmx's SUT logs int32")
@@ -111,7 +106,8 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], decod
                                 hint="pass reference_decoder(MODEL_DIR), or a function of the token ids that "
                                      "returns tokenizer.decode(ids, skip_special_tokens=True)")
         predictions.append("\n".join(split(text.strip())))
-        targets.append("\n".join(split(_reference(references, record).strip())))
+        target = reference_text(references, record, "llama3.1-8b: 13,368 CNN/DailyMail samples")
+        targets.append("\n".join(split(target.strip())))
     fmeasures = rouge_fmeasures(list(zip(targets, predictions, strict=True)), jobs)
     return AccuracyResult(**{name: mean_percent(fmeasures[name]) for name in ROUGE_TYPES},
                           gen_len=sum(len(p) for p in predictions), gen_num=len(predictions), duplicates=duplicates)
@@ -147,16 +143,10 @@ def _looks_like_int64(records: Sequence[AccuracyRecord]) -> bool:
     return high_words * 2 >= _MIN_WORDS_FOR_DTYPE_GUESS
 
 
-def _reference(references: Sequence[str], record: AccuracyRecord) -> str:
-    if not 0 <= record.qsl_idx < len(references):
-        raise AccuracyError(f"record seq_id {record.seq_id} has qsl_idx {record.qsl_idx}, outside the "
-                            f"{len(references)} references",
-                            hint="evaluate against the dataset the run used (llama3.1-8b: 13,368 CNN/DailyMail "
-                                 "samples)")
-    target = references[record.qsl_idx]
-    if not isinstance(target, str):
-        raise AccuracyError(f"the reference for qsl_idx {record.qsl_idx} is a {type(target).__name__}, not text")
-    return target
+def score_log(accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs: int = 1) -> AccuracyResult:
+    """BENCHMARK.score: an accuracy run's log against `dataset`'s references, decoded as the reference decodes."""
+    references = [dataset.reference(i) for i in range(len(dataset))]
+    return evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
 
 
-__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "token_ids"]
+__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "score_log", "token_ids"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     read_frame,
@@ -36,6 +37,8 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.samples import TextSamples
 
 SAMPLES = 15000  # README.md --total-sample-count 15000; constants.py dataset-size; mlperf.conf perf count
+# the name when the R2 listing is not read: the file of README.md's wget alternative
+FACTS = DatasetFacts(SAMPLES, default_name="09292024_mixtral_15k_mintoken2_v1.pkl")
 SUBSETS = ("OpenOrca", "GSM8K", "MBXP")  # the `dataset` column's values
 REQUIRED_COLUMNS = ("dataset", "id", "input", "tok_input", "gt_output")
 # the real file's columns in its order (standalone_infer/hf_eval_all.py); the tiny dataset writes them all
@@ -90,5 +93,14 @@ def load_mixtral(path: Path | str) -> MixtralDataset:
     return MixtralDataset(tuple(subsets), tuple(ids), tuple(inputs), token_ids, tuple(references), path)
 
 
-__all__ = ["COLUMNS", "REQUIRED_COLUMNS", "SAMPLES", "SUBSETS", "DatasetError", "MixtralDataset", "load_mixtral",
-           "mbxp_language"]
+__all__ = [
+    "COLUMNS",
+    "FACTS",
+    "REQUIRED_COLUMNS",
+    "SAMPLES",
+    "SUBSETS",
+    "DatasetError",
+    "MixtralDataset",
+    "load_mixtral",
+    "mbxp_language",
+]
