@@ -62,8 +62,8 @@ class Dataset(Protocol):
 class Benchmark(Protocol):
     """One MLPerf benchmark: its names, dataset, generation, accuracy, `_tiny` generators and model side.
 
-    The model side has shared defaults (cmx.mlperf.benchmarks.kit.model.ModelDefaults, from the
-    ModelSpec a benchmark's model.py states); a benchmark defines only what is its own.
+    The kit gives shared defaults (cmx.mlperf.benchmarks.kit.benchmark.BenchmarkDefaults: the parts a benchmark
+    names, and kit.model.ModelDefaults: its model.py's ModelSpec); a benchmark defines only what is its own.
     """
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -127,6 +128,11 @@ class TinyModelFolder:
     seed: int
     vocab_size: int
     hidden_size: int
+
+    def specials(self, count: int, offsets: Iterable[int]) -> tuple[int, ...]:
+        """The ids at `offsets` among the vocabulary's last `count`: the special tokens, where the tiny tokenizers
+        put them."""
+        return tuple(self.vocab_size - count + offset for offset in offsets)
 
 
 @dataclass(frozen=True)

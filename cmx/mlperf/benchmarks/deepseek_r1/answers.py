@@ -26,9 +26,8 @@ import math
 import re
 
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import grade_answer
+from cmx.mlperf.benchmarks.kit.accuracy import aime_answer
 
-_AIME_BOXED = re.compile(r"\\boxed{\s*(\d+)\s*}")
-_AIME_ANSWER = re.compile(r"Answer:\s*(\d+)(?!\.)\b", re.IGNORECASE | re.MULTILINE)
 _CODE = re.compile(r"```python(.*?)```", re.DOTALL)
 _LETTER_J = re.compile(r"\b([A-J])\b", re.IGNORECASE)
 
@@ -78,19 +77,7 @@ def parse_boxed_math(text: object) -> str | None:
 
 
 def parse_aime_answer(text: object) -> int | None:
-    text = text_of(text)
-    if not text:
-        return None
-    boxed = list(_AIME_BOXED.finditer(text))
-    if boxed:
-        found = boxed[-1].group(1)
-    else:
-        answers = list(_AIME_ANSWER.finditer(text))
-        if not answers:
-            return None
-        found = answers[-1].group(1)
-    value = int(found)
-    return value if 0 <= value <= 999 else None
+    return aime_answer(text_of(text))
 
 
 def parse_code(text: object) -> str | None:

@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cmx.mlperf.benchmarks.kit.accuracy import aime_answer
+
 # eval_mlperf_accuracy.py DATASET_REPEATS (1 for any other dataset)
 DATASET_REPEATS = {"aime25": 8, "gpqa_diamond": 5, "livecodebench_v6": 3}
 
@@ -77,19 +79,7 @@ def parse_multiple_choice(text: str, max_option: str = "D") -> str | None:
 def parse_aime_answer(text: str) -> int | None:
     """The last \\boxed{digits} anywhere in the text (analysis included, as the reference does), else
     the last `Answer: digits` not followed by a point; only 0 to 999 counts."""
-    text = text.strip()
-    if not text:
-        return None
-    boxed = list(re.finditer(r"\\boxed{\s*(\d+)\s*}", text))
-    if boxed:
-        found = boxed[-1].group(1)
-    else:
-        answers = list(re.finditer(r"Answer:\s*(\d+)(?!\.)\b", text, re.IGNORECASE | re.MULTILINE))
-        if not answers:
-            return None
-        found = answers[-1].group(1)
-    value = int(found)
-    return value if 0 <= value <= 999 else None
+    return aime_answer(text.strip())
 
 
 def parse_code(text: str) -> str | None:

@@ -65,7 +65,7 @@ class TinyGptOss(TinyModelFolder):
 
     @property
     def end_ids(self) -> tuple[int, ...]:
-        return tuple(self.first_special + o for o in END_OFFSETS)
+        return self.specials(SPECIAL_COUNT, END_OFFSETS)
 
 
 def make_tiny_gpt_oss(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden_size: int = 256, layers: int = 2,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cmx.mlperf.benchmarks.kit.accuracy import reference_text, samples_to_score
+from cmx.mlperf.benchmarks.kit.accuracy import RougeResult, reference_text, samples_to_score
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.rouge import mean_percent, postprocess_text, rouge_fmeasures
 
@@ -27,31 +27,17 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AccuracyResult:
+class AccuracyResult(RougeResult):
     """The llama2-70b metrics, rounded as the reference rounds them; `duplicates` counts skipped records."""
 
-    rouge1: float
-    rouge2: float
-    rougeL: float  # the metric's own name, as accuracy.txt spells it
-    rougeLsum: float
-    gen_len: int
-    gen_num: int
     gen_tok_len: int
     tokens_per_sample: float
     duplicates: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
-        """The reference's result dict, in its key order, with plain Python numbers only."""
-        return {
-            "rouge1": float(self.rouge1),
-            "rouge2": float(self.rouge2),
-            "rougeL": float(self.rougeL),
-            "rougeLsum": float(self.rougeLsum),
-            "gen_len": int(self.gen_len),
-            "gen_num": int(self.gen_num),
-            "gen_tok_len": int(self.gen_tok_len),
-            "tokens_per_sample": float(self.tokens_per_sample),
-        }
+        """The reference's result dict, in its key order (ROUGE's, then the token counts), plain numbers only."""
+        return {**super().as_dict(), "gen_tok_len": int(self.gen_tok_len),
+                "tokens_per_sample": float(self.tokens_per_sample)}
 
 
 def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],

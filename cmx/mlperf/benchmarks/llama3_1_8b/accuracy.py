@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from cmx.mlperf.benchmarks.kit.accuracy import reference_text, samples_to_score
+from cmx.mlperf.benchmarks.kit.accuracy import RougeResult, reference_text, samples_to_score
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyLogError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
 from cmx.mlperf.scoring.rouge import (
@@ -63,21 +63,11 @@ _MIN_WORDS_FOR_DTYPE_GUESS = 8  # int32 words needed before "every other one is 
 
 
 @dataclass(frozen=True)
-class AccuracyResult:
-    """The llama3.1-8b metrics, rounded as the reference rounds them; `duplicates` counts skipped records."""
+class AccuracyResult(RougeResult):
+    """The llama3.1-8b metrics (ROUGE's alone), rounded as the reference rounds them; `duplicates` counts skipped
+    records."""
 
-    rouge1: float
-    rouge2: float
-    rougeL: float  # the metric's own name, as accuracy.txt spells it
-    rougeLsum: float
-    gen_len: int
-    gen_num: int
     duplicates: int = 0
-
-    def as_dict(self) -> dict[str, float | int]:
-        """The reference's result dict, in its key order, with plain Python numbers only."""
-        return {"rouge1": float(self.rouge1), "rouge2": float(self.rouge2), "rougeL": float(self.rougeL),
-                "rougeLsum": float(self.rougeLsum), "gen_len": int(self.gen_len), "gen_num": int(self.gen_num)}
 
 
 # --- the metric --------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class TinyLlama3(TinyLlamaFamily):
     @property
     def eos_ids(self) -> tuple[int, ...]:
         """The ids generation stops at (<|end_of_text|>, <|eom_id|>, <|eot_id|>)."""
-        return tuple(self.bos_id + offset for offset in END_OFFSETS)
+        return self.specials(SPECIAL_COUNT, END_OFFSETS)
 
     @property
     def eot_id(self) -> int:
