@@ -79,7 +79,7 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
     if len(answers) != len(subsets):
         raise AccuracyError(f"{len(answers)} answers but {len(subsets)} subsets: they come from one dataset")
     seen: set[int] = set()
-    rows: list[tuple[int, str, object, int, str]] = []  # qsl_idx, subset, extracted, tokens, ground truth
+    rows: list[tuple[int, str, str | int | None, int, object]] = []  # qsl_idx, subset, extracted, tokens, truth
     skipped = 0
     for record in records:
         if record.qsl_idx in seen or not 0 <= record.qsl_idx < len(answers):
@@ -105,7 +105,7 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
             correct[n] = is_correct(subset, extracted, truth)
     if code_rows:
         correct = _grade_code(rows, code_rows, correct, problems, timeout_s, jobs)
-    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct))
+    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct, strict=False))
     accuracy = [100.0 if c else 0.0 for c in correct]
     return AccuracyResult(_mean(accuracy), _mean([float(r[3]) for r in rows]), len(rows), graded, skipped)
 
@@ -116,7 +116,7 @@ def _grade_code(rows, code_rows: list[int], correct: list[bool], problems: Calla
     passed = grade([(rows[n][2], str(rows[n][4])) for n in code_rows], problems(), timeout_s=timeout_s,
                    workers=jobs)
     out = list(correct)
-    for n, ok in zip(code_rows, passed):
+    for n, ok in zip(code_rows, passed, strict=False):
         out[n] = ok
     return out
 

@@ -108,7 +108,7 @@ def evaluate_aime(parsed: int | None, ground_truth: object) -> bool:
     if parsed is None:
         return False
     try:
-        return int(parsed) == int(ground_truth)  # type: ignore[call-overload]
+        return int(parsed) == int(ground_truth)  # type: ignore[call-overload]  # any cell: int() refusing it is False
     except (ValueError, TypeError):
         return False
 
@@ -131,13 +131,13 @@ def parse(subset: str, text: object) -> str | int | None:
 def is_correct(subset: str, parsed: str | int | None, ground_truth: object) -> bool:
     """The check of a non-code subset (LiveCodeBench runs programs: cmx.mlperf.scoring.livecodebench)."""
     if subset == "gpqa":
-        return evaluate_multiple_choice(parsed, ground_truth, "ABCD")  # type: ignore[arg-type]
+        return evaluate_multiple_choice(parsed, ground_truth, "ABCD")  # type: ignore[arg-type]  # gpqa parses a letter
     if subset == "mmlu_pro":
-        return evaluate_multiple_choice(parsed, ground_truth, "ABCDEFGHIJ")  # type: ignore[arg-type]
+        return evaluate_multiple_choice(parsed, ground_truth, "ABCDEFGHIJ")  # type: ignore[arg-type]  # mmlu_pro parses a letter
     if subset == "math500":
-        return evaluate_math500(parsed, ground_truth)  # type: ignore[arg-type]
+        return evaluate_math500(parsed, ground_truth)  # type: ignore[arg-type]  # math500 parses text
     if subset == "aime":
-        return evaluate_aime(parsed, ground_truth)  # type: ignore[arg-type]
+        return evaluate_aime(parsed, ground_truth)  # type: ignore[arg-type]  # aime parses an int
     raise ValueError(f"{subset!r} is not graded by comparison")
 
 

@@ -1,10 +1,12 @@
-"""gpt-oss-120b: reasoning (AIME, GPQA, LiveCodeBench) by openai/gpt-oss-120b in the harmony format (language/gpt-oss-120b).
+"""gpt-oss-120b: reasoning (AIME, GPQA, LiveCodeBench) by openai/gpt-oss-120b in the harmony format
+(language/gpt-oss-120b).
 
 The modules: generation (output lengths, sampling, end ids, the model, with their sources), dataset
 (the MLCommons folder: performance, accuracy and TEST07 sets), accuracy (eval_mlperf_accuracy.py's
 parsers, graders and weighted score), livecodebench (the release and folder of code_generation_lite
 problems; cmx.mlperf.scoring.livecodebench runs them in the sandbox), model (the folder
-get-ml-model-gpt-oss-120b reports), tiny (a random GptOss, a harmony tokenizer, the sets). `BENCHMARK` imports them when called.
+get-ml-model-gpt-oss-120b reports), tiny (a random GptOss, a harmony tokenizer, the sets). `BENCHMARK`
+imports them when called.
 
 Its performance and accuracy runs read different sets, so `load_dataset_for(folder, mode)` picks
 the one a test reads; `load_dataset(folder)` is the accuracy set.

@@ -1,4 +1,5 @@
-"""What the benchmarks' scorers share: the records a log holds to score, each one's reference, ROUGE's result, AIME's answer."""
+"""What the benchmarks' scorers share: the records a log holds to score, their references, ROUGE's result, AIME's
+answer."""
 
 from __future__ import annotations
 

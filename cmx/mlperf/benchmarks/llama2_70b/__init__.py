@@ -1,8 +1,10 @@
-"""llama2-70b: OpenOrca prompts, Llama-2-70b-chat, ROUGE and tokens per sample (language/llama2-70b in mlcommons/inference).
+"""llama2-70b: OpenOrca prompts, Llama-2-70b-chat, ROUGE and tokens per sample (language/llama2-70b in
+mlcommons/inference).
 
 The modules: generation (the reference's sampling and output length, with their sources), dataset
 (the processed OpenOrca pickle), model (what a checkpoint folder must hold), accuracy (the
-reference's evaluate-accuracy.py), tiny (a random Llama 2 and a generated OpenOrca). `BENCHMARK` is what the generic parts see; it imports those modules when called.
+reference's evaluate-accuracy.py), tiny (a random Llama 2 and a generated OpenOrca). `BENCHMARK` is what
+the generic parts see; it imports those modules when called.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""llama3.1-405b: long-context summaries, needle-in-a-haystack and QA by Llama-3.1-405B-Instruct (language/llama3.1-405b).
+"""llama3.1-405b: long-context summaries, needle-in-a-haystack and QA by Llama-3.1-405B-Instruct
+(language/llama3.1-405b).
 
 The modules: generation (the reference's sampling and output length, with their sources), dataset
 (the processed pickle), accuracy (evaluate-accuracy.py: ROUGE-L, the two exact-match scorers,

@@ -64,7 +64,7 @@ def niah_em(label: str, pred: str) -> float:
     if not pred_uuids:
         return 0.0
     score = sum(sum(1.0 if r.lower() in p.lower() else 0.0 for r in ref) / len(ref)
-                for p, ref in zip(pred_uuids, label_uuids)) / len(pred_uuids) * 100
+                for p, ref in zip(pred_uuids, label_uuids, strict=False)) / len(pred_uuids) * 100
     return round(score, 2)
 
 

@@ -1,4 +1,5 @@
-"""llama3.1-8b: CNN/DailyMail summaries by Llama-3.1-8B-Instruct, ROUGE and GEN_LEN (language/llama3.1-8b in mlcommons/inference).
+"""llama3.1-8b: CNN/DailyMail summaries by Llama-3.1-8B-Instruct, ROUGE and GEN_LEN (language/llama3.1-8b in
+mlcommons/inference).
 
 The modules: generation (the reference's sampling, output length, EOS and token dtype, with
 their sources), dataset (cnn_eval.json), model (what a checkpoint folder must hold), accuracy

@@ -17,9 +17,9 @@ Where llama3.1-8b differs from llama2-70b:
   tokens_per_sample. The checker (tools/submission/submission_checker/constants.py) checks
   ROUGE1, ROUGE2, ROUGEL, ROUGELSUM at 99% of 38.7792, 15.9075, 24.4957, 35.793 and GEN_LEN
   between 90% and 110% of 8167644: rougeLsum and gen_len count here.
-- Printing (cmx.mlperf.scoring.accuracy_txt writes the file): the reference prints each ROUGE value as a string (`'rouge1': '38.7792'`) and
-  gen_len as a numpy integer, which numpy 2 prints `np.int64(8167644)`, a form the checker's
-  GEN_LEN pattern `'gen_len':\\s([\\d.]+)` does not match. cmx prints plain numbers
+- Printing (cmx.mlperf.scoring.accuracy_txt writes the file): the reference prints each ROUGE value as a
+  string (`'rouge1': '38.7792'`) and gen_len as a numpy integer, which numpy 2 prints `np.int64(8167644)`, a
+  form the checker's GEN_LEN pattern `'gen_len':\\s([\\d.]+)` does not match. cmx prints plain numbers
   (`'rouge1': 38.7792`, `'gen_len': 8167644`), which every pattern matches.
 - dtype: the SUT logs int32 ids, but evaluation.py's `--dtype` defaults to int64 (README.md and
   run_accuracy.sh pass int32). `evaluate` takes the dtype, and refuses an int64 log read as
@@ -75,7 +75,8 @@ class AccuracyResult(RougeResult):
 def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], decode: Callable[[list[int]], str], *,
              dtype: TokenDtype = "int32", jobs: int = 1,
              split: Callable[[str], list[str]] = split_sentences) -> AccuracyResult:
-    """Score `records` (from cmx.mlperf.loadgen.accuracy_log.read_accuracy_log) against `references` (indexed by qsl_idx).
+    """Score `records` (from cmx.mlperf.loadgen.accuracy_log.read_accuracy_log) against `references` (indexed
+    by qsl_idx).
 
     `decode` turns token ids into text without special tokens (`reference_decoder` does it as the
     reference does). `dtype` is the width of the logged ids. `jobs` > 1 scores in that many
@@ -139,4 +140,5 @@ def score_log(accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs
     return evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
 
 
-__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "score_log", "token_ids"]
+__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "score_log",
+           "token_ids"]

@@ -40,7 +40,8 @@ COLUMNS = ("instruction", "input", "tok_input", "output")  # download_cnndm.py, 
 TEMPLATE_KEY = "llama"  # download_cnndm.py: instruction = "llama", the key of instruction_template
 PROMPT_TEMPLATE = ("Summarize the following news article in 128 tokens. Please output the summary only, without "
                    "any other text.\n\nArticle:\n{input}\n\nSummary:")  # download_cnndm.py instruction_template
-_HINT = "it is not the llama3.1-8b cnn_eval.json that download_cnndm.py writes; get it with `cmx run \"get dataset cnndm\"`"
+_HINT = ("it is not the llama3.1-8b cnn_eval.json that download_cnndm.py writes; get it with "
+         "`cmx run \"get dataset cnndm\"`")
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,8 @@ class _RowCompactor:
         if "tok_input" in obj or "input" in obj or "output" in obj:  # a row, not its instruction object
             self.rows += 1
         if "tok_input" in obj:
-            obj["tok_input"] = token_array(obj["tok_input"], f"{self.path}: row {self.rows - 1}: 'tok_input'", hint=_HINT)
+            obj["tok_input"] = token_array(obj["tok_input"], f"{self.path}: row {self.rows - 1}: 'tok_input'",
+                                           hint=_HINT)
         return obj
 
 
