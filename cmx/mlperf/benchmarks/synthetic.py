@@ -123,7 +123,7 @@ class TextSample:
 
     def strings(self, lexicon: Lexicon) -> list[str]:
         pieces = lexicon.forms.ravel()[self.codes].tolist()
-        return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends, strict=False)]
+        return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
             correct[n] = is_correct(subset, extracted, truth)
     if code_rows:
         correct = _grade_code(rows, code_rows, correct, problems, timeout_s, jobs)
-    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct, strict=False))
+    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct, strict=True))
     accuracy = [100.0 if c else 0.0 for c in correct]
     return AccuracyResult(_mean(accuracy), _mean([float(r[3]) for r in rows]), len(rows), graded, skipped)
 

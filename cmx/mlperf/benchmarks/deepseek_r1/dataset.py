@@ -143,7 +143,7 @@ def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMa
     source.parent.mkdir(parents=True, exist_ok=True)
     path.replace(source)
     frame = read_frame(source)
-    code_ids = sorted({str(a) for a, n in zip(answers_of(frame), dataset_names(frame), strict=False)
+    code_ids = sorted({str(a) for a, n in zip(answers_of(frame), dataset_names(frame), strict=True)
                        if subset_of(n) == "livecodebench"})
     tests = path.with_name(TESTS_FILE)
     fetch_tests(step, code_ids, tests)

@@ -270,7 +270,7 @@ def grade_answer(given_answer: str | None, ground_truth: str) -> bool:
         return False
     if len(truth_elems) != len(given_elems):
         return False
-    for t, g in zip(truth_elems, given_elems, strict=False):
+    for t, g in zip(truth_elems, given_elems, strict=True):
         if _is_frac(t) and _is_frac(g):
             correct = t == g  # unreduced fractions are not simplified into a match
         elif _str_is_int(t) != _str_is_int(g):

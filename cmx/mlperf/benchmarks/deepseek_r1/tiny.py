@@ -227,7 +227,7 @@ def _math(question, rng, row, problems):
 
 def _choices(question, rng, letters):
     options = "\n".join(f"{letter}) {w}" for letter, w in zip(letters, Lexicon.shared().texts(
-        rng, rng.integers(1, 4, size=len(letters)), last=""), strict=False))
+        rng, rng.integers(1, 4, size=len(letters)), last=""), strict=True))
     return (f"{question}\n{options}\nThe last line of your response should be of the following format: "
             f"'ANSWER: $LETTER' (without quotes) where LETTER is one of {''.join(letters)}."), str(rng.choice(letters))
 

@@ -185,7 +185,7 @@ def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) ->
         records = [_row(rng, subsets[i % len(subsets)], f"{n}-{i}", problems) for i in range(rows)]
         prompts = [harmony_prompt(str(r["question"]), effort) for r in records]
         ids = tokenizer.encode_batch(prompts, add_special_tokens=False)
-        for record, encoded in zip(records, ids, strict=False):
+        for record, encoded in zip(records, ids, strict=True):
             record["input_tokens"] = np.asarray(encoded.ids, dtype=np.int64)
         # protocol 5: pandas' default, which the reference's own pickles were written with
         write_frame(pd.DataFrame(records, columns=["dataset", "question", "ground_truth", "input_tokens"]),
@@ -202,7 +202,7 @@ def _row(rng: np.random.Generator, subset: str, key: str, problems: list[dict]) 
                 "question": f"{words} Please reason step by step, and put your final answer within \\boxed{{}}."}
     if subset == "gpqa_diamond":
         choices = Lexicon.shared().texts(rng, rng.integers(2, 6, size=4))
-        listed = "\n".join(f"({letter}) {c}" for letter, c in zip("ABCD", choices, strict=False))
+        listed = "\n".join(f"({letter}) {c}" for letter, c in zip("ABCD", choices, strict=True))
         return {"dataset": subset, "ground_truth": "ABCD"[int(rng.integers(0, 4))],
                 "question": f"{words}\n\n{listed}\n\nAnswer with the letter of the correct choice."}
     qid = f"tiny{key}"

@@ -262,7 +262,7 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
     lexicon = Lexicon.shared()
     origin = np.repeat(np.array(ORIGINS, dtype=object), [len(b) for b in np.array_split(np.arange(rows), 4)])
     numbers = rng.permutation(1_000_000)[:rows] if rows <= 1_000_000 else np.arange(rows)
-    ids = [f"{o}.{n}" for o, n in zip(origin.tolist(), numbers.tolist(), strict=False)]
+    ids = [f"{o}.{n}" for o, n in zip(origin.tolist(), numbers.tolist(), strict=True)]
     system = [_SYSTEM_PROMPTS[i] for i in rng.integers(len(_SYSTEM_PROMPTS), size=rows).tolist()]
     questions = lexicon.sample(rng, rng.integers(8, 120, size=rows), last="?")
     outputs = lexicon.sample(rng, rng.integers(8, 220, size=rows))

@@ -203,7 +203,7 @@ def _highlights(lexicon: Lexicon, rng: np.random.Generator, rows: int) -> list[s
     sentences = lexicon.texts(rng, rng.integers(6, 17, size=int(counts.sum())))
     ends = np.cumsum(counts).tolist()
     return ["\n".join(s[:-1] + " ." for s in sentences[end - n:end])
-            for n, end in zip(counts.tolist(), ends, strict=False)]
+            for n, end in zip(counts.tolist(), ends, strict=True)]
 
 
 # --- the dataset ---------------------------------------------------------------------------------

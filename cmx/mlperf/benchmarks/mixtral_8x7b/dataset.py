@@ -80,7 +80,7 @@ def load_mixtral(path: Path | str) -> MixtralDataset:
     frame = read_frame(path, hint=_HINT, get="get dataset mixtral-8x7b")
     require_columns(frame, path, REQUIRED_COLUMNS, hint=_HINT)
     subsets, ids, inputs, references = (texts(frame, c, path, hint=_HINT) for c in _TEXT_COLUMNS)
-    for row, (subset, sample_id) in enumerate(zip(subsets, ids, strict=False)):
+    for row, (subset, sample_id) in enumerate(zip(subsets, ids, strict=True)):
         if subset not in SUBSETS:
             raise DatasetError(f"{path}: row {row}: dataset {subset!r} is none of {', '.join(SUBSETS)}", hint=_HINT)
         if subset == "MBXP" and not all(mbxp_language(sample_id)):
