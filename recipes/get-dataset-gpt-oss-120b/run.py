@@ -1,4 +1,5 @@
-"""The gpt-oss-120b sets: every file of MLCommons' R2 dataset, md5-checked, then each set read and checked; or generated."""
+"""The gpt-oss-120b sets: every file of MLCommons' R2 dataset, md5-checked, then each set read and checked; or
+generated."""
 
 from cmx.mlperf.benchmarks.kit.dataset_step import dataset_step
 

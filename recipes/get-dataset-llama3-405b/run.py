@@ -1,4 +1,5 @@
-"""The llama3.1-405b dataset pickle: downloaded and checked (the R2 list's md5, a sha256 when given, then its format), or generated."""
+"""The llama3.1-405b dataset pickle: downloaded and checked (the R2 list's md5, a sha256 when given, then its
+format), or generated."""
 
 from cmx.mlperf.benchmarks.kit.dataset_step import dataset_step
 

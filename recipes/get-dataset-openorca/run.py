@@ -1,4 +1,5 @@
-"""The OpenOrca pickle: downloaded (gunzipped when it is a .gz) and checked (sha256, then the columns the benchmark reads), or generated."""
+"""The OpenOrca pickle: downloaded (gunzipped when it is a .gz) and checked (sha256, then the columns the
+benchmark reads), or generated."""
 
 from cmx.mlperf.benchmarks.kit.dataset_step import dataset_step
 

@@ -1,4 +1,5 @@
-"""get-dataset-gpt-oss-120b and get-ml-model-gpt-oss-120b: the reference's defaults, every file of the R2 dataset fetched
+"""get-dataset-gpt-oss-120b and get-ml-model-gpt-oss-120b: the reference's defaults, every file of the R2 dataset
+fetched
 from a bucket on 127.0.0.1 and md5-checked, the weights from a Hub on 127.0.0.1, and the tiny ones through the CLI."""
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -51,7 +51,7 @@ def llama_home(home: Home) -> Home:
 
 def entries(home: Home, recipe: str) -> list[dict]:
     listed = home.cmx_json("cache", "ls")
-    return [e for e in listed if e["recipe"] == recipe]  # type: ignore[union-attr]
+    return [e for e in listed if e["recipe"] == recipe]  # type: ignore[union-attr]  # cmx_json's JSON is a list here
 
 
 def everything_written(home: Home) -> str:
@@ -187,7 +187,7 @@ def test_your_own_folder_is_used_in_place_and_its_key_follows_its_files(llama_ho
     mine = tmp_path / "my-llama"
     shutil.copytree(tiny_model, mine)
     plan = llama_home.cmx_json("plan", "get ml-model llama2", "--input", f"model_path={mine}")
-    key = plan["steps"][0]["key"]  # type: ignore[index]
+    key = plan["steps"][0]["key"]  # type: ignore[index]  # the plan's JSON is a dict
     out = llama_home.cmx_json("run", "get ml-model llama2", "--input", f"model_path={mine}")["outputs"]
     assert out["path"] == str(mine) and out["tokenizer_path"] == str(mine) and out["name"] == "my-llama"
     assert (out["revision"], out["dtype"], out["is_tiny"], out["eos_token_id"]) == ("", "bfloat16", False, 2)
@@ -198,7 +198,7 @@ def test_your_own_folder_is_used_in_place_and_its_key_follows_its_files(llama_ho
     config.write_text(config.read_text().replace('"rms_norm_eps": 1e-05', '"rms_norm_eps": 1e-06'))
     os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10**9))
     replanned = llama_home.cmx_json("plan", "get ml-model llama2", "--input", f"model_path={mine}")
-    assert replanned["steps"][0]["key"] != key and replanned["steps"][0]["cached"] is False  # type: ignore[index]
+    assert replanned["steps"][0]["key"] != key and replanned["steps"][0]["cached"] is False  # type: ignore[index]  # the plan's JSON is a dict
 
 
 def test_your_own_folder_without_config_json_is_refused(llama_home: Home, tmp_path: Path) -> None:

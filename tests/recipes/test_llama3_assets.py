@@ -1,4 +1,5 @@
-"""get-ml-model-llama3 and get-dataset-cnndm, end to end through the CLI in a throw-away cmx home (e2e), and cmx.tools.mlc_r2.
+"""get-ml-model-llama3 and get-dataset-cnndm, end to end through the CLI in a throw-away cmx home (e2e), and
+cmx.tools.mlc_r2.
 
 Downloads go to real HTTP servers on 127.0.0.1: tests/hf_server.py's Hugging Face Hub (serving
 a tiny Llama 3 made by cmx.mlperf.benchmarks.llama3_1_8b.tiny as its one repository), and an
@@ -52,7 +53,7 @@ def llama_home(home: Home) -> Home:
 
 
 def entries(home: Home, recipe: str) -> list[dict]:
-    return [e for e in home.cmx_json("cache", "ls") if e["recipe"] == recipe]  # type: ignore[union-attr]
+    return [e for e in home.cmx_json("cache", "ls") if e["recipe"] == recipe]  # type: ignore[union-attr]  # cmx_json's JSON is a list here
 
 
 def everything_written(home: Home) -> str:
@@ -90,7 +91,8 @@ def test_tiny_model_and_dataset_build_through_the_cli_and_come_from_the_cache_ne
     second = llama_home.cmx_json("run", "get dataset cnndm _tiny", "--input", "rows=64", "--input", "seed=5")
     assert second["steps"]["get-dataset-cnndm"]["status"] == "cached" and second["outputs"] == first["outputs"]
     logs = everything_written(llama_home)
-    assert "RANDOM weights" in logs and "CNN/DailyMail-format samples (seed 5): their references are random text" in logs
+    assert "RANDOM weights" in logs
+    assert "CNN/DailyMail-format samples (seed 5): their references are random text" in logs
 
 
 @pytest.mark.e2e  # real cmx processes
@@ -304,7 +306,7 @@ def test_bad_r2_metadata_is_refused_with_what_is_wrong(bucket: Bucket, tmp_path:
 
 
 def test_a_name_the_list_does_not_hold_is_refused_with_the_names_it_holds(bucket: Bucket, tmp_path: Path) -> None:
-    with pytest.raises(R2Error, match="lists no file named 'cnn_eval_1000.json'") as info:
+    with pytest.raises(R2Error, match=r"lists no file named 'cnn_eval_1000.json'") as info:
         fetch_r2_file(f"{bucket.url}{URI}", "cnn_eval_1000.json", tmp_path / "x.json", tmp_path, token=TOKEN)
     assert "cnn_eval.json, sample/cnn_eval_5000.json" in (info.value.hint or "")
     assert not (tmp_path / "x.json").exists()

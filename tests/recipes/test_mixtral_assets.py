@@ -1,4 +1,5 @@
-"""get-dataset-mixtral-8x7b and get-ml-model-mixtral-8x7b: the reference's defaults, the dataset pickle fetched through its
+"""get-dataset-mixtral-8x7b and get-ml-model-mixtral-8x7b: the reference's defaults, the dataset pickle fetched
+through its
 MLCommons R2 metadata from a bucket on 127.0.0.1, the model from a Hub on 127.0.0.1, your own folder, and _tiny."""
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ class Dataset(Protocol):
 class Benchmark(Protocol):
     """One MLPerf benchmark: its names, dataset, generation, accuracy, `_tiny` generators and model side.
 
-    The model side has shared defaults (cmx.mlperf.benchmarks.kit.model.ModelDefaults, from the
-    ModelSpec a benchmark's model.py states); a benchmark defines only what is its own.
+    The kit gives shared defaults (cmx.mlperf.benchmarks.kit.benchmark.BenchmarkDefaults: the parts a benchmark
+    names, and kit.model.ModelDefaults: its model.py's ModelSpec); a benchmark defines only what is its own.
     """
 
     @property
@@ -78,7 +78,8 @@ class Benchmark(Protocol):
 
     @property
     def loadgen_models(self) -> Mapping[str, str]:
-        """LoadGen's model name per scenario (mlperf.conf's keys): Offline -> llama2-70b, Interactive -> llama2-70b-interactive."""
+        """LoadGen's model name per scenario (mlperf.conf's keys): Offline -> llama2-70b,
+        Interactive -> llama2-70b-interactive."""
         ...
 
     @property
@@ -88,8 +89,10 @@ class Benchmark(Protocol):
         """Read and check the dataset file the dataset recipe produced (DatasetError naming what is wrong)."""
         ...
 
-    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs: int = 1) -> Mapping[str, float | int]:
-        """The reference evaluator's result dict for an accuracy run's log, in its key order: what accuracy.txt prints."""
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        """The reference evaluator's result dict for an accuracy run's log, in its key order: what accuracy.txt
+        prints."""
         ...
 
     def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:

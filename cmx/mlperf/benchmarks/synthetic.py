@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,26 +23,33 @@ from cmx.mlperf.benchmarks.kit.weights import attention_shapes, decoder_shapes, 
 HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
 _LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
 # common English words, most frequent first (the sampler weights them by 1/rank, like Zipf's law)
-_WORDS = """
-the of and to a in is that it was for on are as with his they at be this from have or by one had not
-but what all were when we there can an your which their said if do will each about how up out them
-then she many some so these would other into has more her two like him see time could no make than
-first been its who now people my made over did down only way find use may water long little very
-after words called just where most know get through back much before go good new write our used me
-man too any day same right look think also around another came come work three word must because
-does part even place well such here take why things help put years different away again off went old
-number great tell men say small every found still between name should home big give air line set own
-under read last never us left end along while might next sound below saw something thought both few
-those always looked show large often together asked house world going want school important until
-form food keep children feet land side without boy once animals life enough took sometimes four head
-above kind began almost live page got earth need far hand high year mother light parts country father
-let night following picture being study second eyes soon times story boys since white days ever paper
-hard near sentence better best across during today others however sure means knew try told young
-miles sun ways thing whole hear example heard several change answer room sea against top turned learn
-point city play toward five using himself usually money seen car morning given body family later
-order river question plants short fish state book test model data system result problem method small
-value step answer because true false task explain reason based text following sentence review movie
-""".split()
+_WORDS = ["the", "of", "and", "to", "a", "in", "is", "that", "it", "was", "for", "on", "are", "as", "with", "his",
+          "they", "at", "be", "this", "from", "have", "or", "by", "one", "had", "not", "but", "what", "all", "were",
+          "when", "we", "there", "can", "an", "your", "which", "their", "said", "if", "do", "will", "each", "about",
+          "how", "up", "out", "them", "then", "she", "many", "some", "so", "these", "would", "other", "into", "has",
+          "more", "her", "two", "like", "him", "see", "time", "could", "no", "make", "than", "first", "been", "its",
+          "who", "now", "people", "my", "made", "over", "did", "down", "only", "way", "find", "use", "may", "water",
+          "long", "little", "very", "after", "words", "called", "just", "where", "most", "know", "get", "through",
+          "back", "much", "before", "go", "good", "new", "write", "our", "used", "me", "man", "too", "any", "day",
+          "same", "right", "look", "think", "also", "around", "another", "came", "come", "work", "three", "word",
+          "must", "because", "does", "part", "even", "place", "well", "such", "here", "take", "why", "things", "help",
+          "put", "years", "different", "away", "again", "off", "went", "old", "number", "great", "tell", "men", "say",
+          "small", "every", "found", "still", "between", "name", "should", "home", "big", "give", "air", "line", "set",
+          "own", "under", "read", "last", "never", "us", "left", "end", "along", "while", "might", "next", "sound",
+          "below", "saw", "something", "thought", "both", "few", "those", "always", "looked", "show", "large", "often",
+          "together", "asked", "house", "world", "going", "want", "school", "important", "until", "form", "food",
+          "keep", "children", "feet", "land", "side", "without", "boy", "once", "animals", "life", "enough", "took",
+          "sometimes", "four", "head", "above", "kind", "began", "almost", "live", "page", "got", "earth", "need",
+          "far", "hand", "high", "year", "mother", "light", "parts", "country", "father", "let", "night", "following",
+          "picture", "being", "study", "second", "eyes", "soon", "times", "story", "boys", "since", "white", "days",
+          "ever", "paper", "hard", "near", "sentence", "better", "best", "across", "during", "today", "others",
+          "however", "sure", "means", "knew", "try", "told", "young", "miles", "sun", "ways", "thing", "whole", "hear",
+          "example", "heard", "several", "change", "answer", "room", "sea", "against", "top", "turned", "learn",
+          "point", "city", "play", "toward", "five", "using", "himself", "usually", "money", "seen", "car", "morning",
+          "given", "body", "family", "later", "order", "river", "question", "plants", "short", "fish", "state", "book",
+          "test", "model", "data", "system", "result", "problem", "method", "small", "value", "step", "answer",
+          "because", "true", "false", "task", "explain", "reason", "based", "text", "following", "sentence", "review",
+          "movie"]
 _ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch",
            "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "th", "tr", "wh", "")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "oa", "ou", "y")
@@ -58,12 +66,12 @@ class Lexicon:
 
     @staticmethod
     @lru_cache(maxsize=1)
-    def shared() -> "Lexicon":
+    def shared() -> Lexicon:
         """The lexicon: a constant, built on first use (a few milliseconds)."""
         return Lexicon._build()
 
     @classmethod
-    def _build(cls) -> "Lexicon":
+    def _build(cls) -> Lexicon:
         rng = np.random.Generator(np.random.PCG64(_LEXICON_SEED))
         made_up: list[str] = []
         seen = set(_WORDS)
@@ -82,11 +90,11 @@ class Lexicon:
         weights = 1.0 / np.arange(1, len(words) + 1) ** 0.9
         return cls(forms, weights / weights.sum())
 
-    def texts(self, rng: np.random.Generator, lengths: np.ndarray, last: str = ".") -> list[str]:
+    def texts(self, rng: np.random.Generator, lengths: np.ndarray | Sequence[int], last: str = ".") -> list[str]:
         """One text per entry of `lengths` (in words); see `sample`."""
         return self.sample(rng, lengths, last).strings(self)
 
-    def sample(self, rng: np.random.Generator, lengths: np.ndarray, last: str = ".") -> TextSample:
+    def sample(self, rng: np.random.Generator, lengths: np.ndarray | Sequence[int], last: str = ".") -> TextSample:
         """Word forms for one text per entry of `lengths` (in words): sentences of about ten words,
         capitalised, with a few commas; each text ends with `last` ("." or "?")."""
         lengths = np.asarray(lengths, dtype=np.int64)
@@ -115,7 +123,7 @@ class TextSample:
 
     def strings(self, lexicon: Lexicon) -> list[str]:
         pieces = lexicon.forms.ravel()[self.codes].tolist()
-        return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends)]
+        return [" ".join(pieces[a:b]) for a, b in zip(self.starts, self.ends, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,11 @@ class TinyModelFolder:
     seed: int
     vocab_size: int
     hidden_size: int
+
+    def specials(self, count: int, offsets: Iterable[int]) -> tuple[int, ...]:
+        """The ids at `offsets` among the vocabulary's last `count`: the special tokens, where the tiny tokenizers
+        put them."""
+        return tuple(self.vocab_size - count + offset for offset in offsets)
 
 
 @dataclass(frozen=True)
@@ -162,7 +175,8 @@ def write_text(path: Path, text: str) -> None:
 
 
 def llama_intermediate_size(hidden_size: int) -> int:
-    """The Llama MLP width: 3.5 × hidden (Llama 2 70B: 28672 for 8192; Llama 3.1 8B: 14336 for 4096), rounded up to 64."""
+    """The Llama MLP width: 3.5 × hidden (Llama 2 70B: 28672 for 8192; Llama 3.1 8B: 14336 for 4096), rounded up
+    to 64."""
     return -(-hidden_size * 7 // 2 // 64) * 64
 
 

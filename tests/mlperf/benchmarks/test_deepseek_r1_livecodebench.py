@@ -12,8 +12,8 @@ from cmx.mlperf.scoring.livecodebench import LiveCodeBenchError, Problem, encode
 
 def test_the_tests_file_is_read_by_question_id_and_a_missing_one_says_which_recipe_writes_it(tmp_path):
     tests = [{"input": "1 1\n", "output": "2\n", "testtype": "stdin"}]
-    row = {"question_id": "q1", "public_test_cases": json.dumps(tests), "private_test_cases": encode_private_tests(tests),
-           "metadata": "{}"}
+    row = {"question_id": "q1", "public_test_cases": json.dumps(tests),
+           "private_test_cases": encode_private_tests(tests), "metadata": "{}"}
     path = tmp_path / "livecodebench_tests.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     assert load_tests(path) == {"q1": Problem("q1", ("1 1\n", "1 1\n"), ("2\n", "2\n"), None)}

@@ -1,4 +1,5 @@
-"""gpt-oss-120b's scoring against hand-computed cases, the reference's tricky ones included (eval_accuracy.py, eval_mlperf_accuracy.py)."""
+"""gpt-oss-120b's scoring against hand-computed cases, the reference's tricky ones included (eval_accuracy.py,
+eval_mlperf_accuracy.py)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_code_comes_from_the_final_sections_last_python_block():
     assert parse_code(text) == "print(2)"
     assert parse_code("<|channel|>final<|message|>```py\nprint(3)\n```<|return|>") == "print(3)"
     # a final section without code: the whole text is searched, so the analysis's block is taken
-    assert parse_code("<|channel|>analysis<|message|>```python\nx=1\n```<|end|><|channel|>final<|message|>none") == "x=1"
+    text = "<|channel|>analysis<|message|>```python\nx=1\n```<|end|><|channel|>final<|message|>none"
+    assert parse_code(text) == "x=1"
     assert parse_code("no code") is None
 
 

@@ -1,4 +1,5 @@
-"""gpt-oss-120b's sets: the folder's layout, each file's columns (Parquet or pickle), malformed ones refused; the tiny ones."""
+"""gpt-oss-120b's sets: the folder's layout, each file's columns (Parquet or pickle), malformed ones refused; the
+tiny ones."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_a_malformed_set_is_refused_naming_what_is_wrong(tmp_path, change, messa
 
 
 def test_a_folder_without_the_set_a_test_reads_is_refused(tmp_path):
-    with pytest.raises(DatasetError, match="no perf/perf_eval_ref.parquet"):
+    with pytest.raises(DatasetError, match=r"no perf/perf_eval_ref.parquet"):
         load_set(tmp_path, "performance")
     with pytest.raises(DatasetError, match="no set for the 'test06' test"):
         load_set(tmp_path, "test06")
@@ -102,7 +103,8 @@ def test_the_sets_are_found_in_their_subfolders_or_flat_under_either_accuracy_na
     frame.to_pickle(tmp_path / "nested" / "acc" / "acc_eval_inputs.pkl")  # README.md's example name
     assert load_set(tmp_path / "nested", "accuracy").path.name == "acc_eval_inputs.pkl"
     (tmp_path / "flat").mkdir()
-    frame.to_pickle(tmp_path / "flat" / "perf_eval_ref.pkl")  # the files at the top, as published reproductions keep them
+    # the files at the top, as published reproductions keep them
+    frame.to_pickle(tmp_path / "flat" / "perf_eval_ref.pkl")
     frame.to_pickle(tmp_path / "flat" / "acc_eval_ref.pkl")
     assert load_set(tmp_path / "flat", "test09").path.name == "perf_eval_ref.pkl"
     assert load_set(tmp_path / "flat", "accuracy").path.name == "acc_eval_ref.pkl"

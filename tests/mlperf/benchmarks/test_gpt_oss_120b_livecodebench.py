@@ -1,4 +1,5 @@
-"""gpt-oss-120b's own part of LiveCodeBench grading: the problems' folder, rows by index (grading: tests/mlperf/scoring)."""
+"""gpt-oss-120b's own part of LiveCodeBench grading: the problems' folder, rows by index (grading:
+tests/mlperf/scoring)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def test_rows_are_answered_by_index_and_crashes_exits_and_unknown_questions_fail
 
 
 def test_problems_are_read_from_the_folders_code_generation_lite_files(tmp_path):
-    row = {"question_id": "q9", "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}]),
+    row = {"question_id": "q9",
+           "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}]),
            "private_test_cases": encode_private_tests([{"input": "2\n", "output": "2\n", "testtype": "stdin"}]),
            "metadata": "{}"}
     (tmp_path / "test6.jsonl").write_text(json.dumps(row) + "\n")
@@ -37,5 +39,5 @@ def test_problems_are_read_from_the_folders_code_generation_lite_files(tmp_path)
         read_problems(tmp_path / "empty")
     assert RELEASE in caught.value.hint and "lcb_path" in caught.value.hint
     (tmp_path / "test7.jsonl").write_text(json.dumps({"question_id": "x"}) + "\n")
-    with pytest.raises(LiveCodeBenchError, match="test7.jsonl:1: problem 'x' is not a LiveCodeBench"):
+    with pytest.raises(LiveCodeBenchError, match=r"test7.jsonl:1: problem 'x' is not a LiveCodeBench"):
         read_problems(tmp_path)

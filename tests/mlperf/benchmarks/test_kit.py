@@ -123,12 +123,12 @@ def test_its_scorer_writes_the_accuracy_txt_the_checker_reads(tiny: tuple[Benchm
 
 @pytest.mark.parametrize("bench", BENCHMARKS, ids=IDS)
 def test_its_model_side_refuses_what_a_model_recipe_must(bench: Benchmark, tmp_path: Path):
-    with pytest.raises(ModelError, match="^layers applies to the tiny model only"):
+    with pytest.raises(ModelError, match=r"^layers applies to the tiny model only"):
         bench.refuse_tiny_inputs({"layers": 4, "model_path": None})
     bench.refuse_tiny_inputs({name: None for name in ("seed", "layers", "heads", "hidden_size", "model_path")})
     with pytest.raises(ModelError, match="model_path and _tiny exclude each other"):
         bench.make_tiny(tmp_path / "m", None, {"model_path": tmp_path})
-    with pytest.raises(ModelError, match="has no config.json among the files chosen"):
+    with pytest.raises(ModelError, match=r"has no config.json among the files chosen"):
         bench.require_model_files(["tokenizer.json", "model.safetensors"], "org/name", "c" * 40)
     with pytest.raises(ModelError, match="has no tokenizer"):
         bench.require_model_files(["config.json", "model.safetensors"], "org/name", "c" * 40)

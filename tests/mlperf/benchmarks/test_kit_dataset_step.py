@@ -52,7 +52,7 @@ def test_a_tiny_set_is_the_benchmarks_own_under_the_default_name_and_says_its_sc
         tmp_path: Path, tokenizer: Path, served: Path) -> None:
     out = dataset_step(step(tmp_path, tokenizer, "tiny", rows=5, seed=1), FAMILY)
     assert out == {"path": tmp_path / "work" / "llama3.1-405b-dataset.pkl", "rows": 5, "is_tiny": True}
-    assert sha256(out["path"]) == sha256(served)  # type: ignore[arg-type]
+    assert sha256(out["path"]) == sha256(served)  # type: ignore[arg-type]  # the step's outputs are objects
     assert "generated 5 llama3.1-405b-format samples (seed 1)" in logged(tmp_path)
     assert "mean nothing" in logged(tmp_path)
 
@@ -72,7 +72,7 @@ def test_a_gzip_is_decompressed_and_the_sha256_is_the_decompressed_files(tmp_pat
     gz.write_bytes(gzip.compress(served.read_bytes()))
     out = dataset_step(step(tmp_path, tokenizer, "full", url=gz.as_uri(), sha256="none"), FAMILY)
     assert out["path"] == tmp_path / "work" / "llama3.1-405b-dataset.pkl" and out["rows"] == 5
-    assert sha256(out["path"]) == sha256(served)  # type: ignore[arg-type]
+    assert sha256(out["path"]) == sha256(served)  # type: ignore[arg-type]  # the step's outputs are objects
     assert f"not verified (none given; MLCommons publishes none for most datasets); pin it with --input " \
            f"sha256={sha256(served)}" in logged(tmp_path)
     assert not list((tmp_path / "scratch").glob("*.gz"))

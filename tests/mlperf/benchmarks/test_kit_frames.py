@@ -110,12 +110,12 @@ def test_missing_columns_are_named_with_the_columns_there_are() -> None:
     assert str(info.value).startswith("f.pkl has no columns 'gt', 'ids' or 'tok_ids'; its columns are 'text', 'tok', "
                                       "'n'")
     assert info.value.hint == HINT
-    with pytest.raises(DatasetError, match="f.pkl has no column 'gt';"):
+    with pytest.raises(DatasetError, match=r"f.pkl has no column 'gt';"):
         require_columns(frame(), Path("f.pkl"), ("gt",), hint=HINT)
 
 
 def test_a_frame_without_rows_is_refused() -> None:
-    with pytest.raises(DatasetError, match="f.pkl holds no samples"):
+    with pytest.raises(DatasetError, match=r"f.pkl holds no samples"):
         require_columns(frame().iloc[:0], Path("f.pkl"), ("text",), hint=HINT)
 
 
@@ -164,7 +164,7 @@ def test_ids_from_the_vocabulary_on_are_refused_when_it_is_known() -> None:
                                  np.array([1, 2], dtype=object)])
 def test_lists_tuples_and_integer_arrays_become_int32_arrays(ids: object) -> None:
     got = token_array(ids, "w", hint=HINT)
-    assert isinstance(got, array) and got.typecode == "i" and got.tolist() == [int(t) for t in ids]  # type: ignore[attr-defined]
+    assert isinstance(got, array) and got.typecode == "i" and got.tolist() == [int(t) for t in ids]  # type: ignore[attr-defined]  # the array's own typecode
 
 
 def test_a_column_is_checked_at_once_and_its_first_bad_row_named() -> None:

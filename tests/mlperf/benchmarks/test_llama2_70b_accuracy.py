@@ -1,4 +1,5 @@
-"""cmx.mlperf.loadgen.accuracy_log: LoadGen accuracy logs, ROUGE as the llama2-70b reference scores it, accuracy.txt, truncation."""
+"""cmx.mlperf.loadgen.accuracy_log: LoadGen accuracy logs, ROUGE as the llama2-70b reference scores it, accuracy.txt,
+truncation."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def write_log(path: Path, entries: list[dict]) -> Path:
 
 def records_for(vocab: Vocab, outputs: list[str]) -> list[AccuracyRecord]:
     """One record per output, qsl_idx = position, ending with EOS as a model's output does."""
-    return [AccuracyRecord(i, i, bytes.fromhex(hex_tokens(vocab.encode(text) + [EOS])))
+    return [AccuracyRecord(i, i, bytes.fromhex(hex_tokens([*vocab.encode(text), EOS])))
             for i, text in enumerate(outputs)]
 
 
@@ -151,7 +152,7 @@ def test_sentences_end_at_punctuation_but_not_after_abbreviations_or_initials() 
 def test_tokens_per_sample_counts_every_logged_token_and_rounds_to_one_place() -> None:
     vocab = Vocab()
     records = [AccuracyRecord(i, i, bytes.fromhex(hex_tokens(ids)))
-               for i, ids in enumerate([vocab.encode("a"), vocab.encode("b") + [EOS], vocab.encode("c") + [EOS]])]
+               for i, ids in enumerate([vocab.encode("a"), [*vocab.encode("b"), EOS], [*vocab.encode("c"), EOS]])]
     result = evaluate(records, ["a", "b", "c"], vocab.decode)
     assert (result.gen_num, result.gen_tok_len) == (3, 5)  # EOS tokens count, as in the reference
     assert result.tokens_per_sample == 1.7  # 5 / 3 = 1.666...
@@ -162,7 +163,7 @@ def test_tokens_per_sample_counts_every_logged_token_and_rounds_to_one_place() -
 
 def test_a_repeated_qsl_idx_counts_only_its_first_record() -> None:
     vocab = Vocab()
-    first, second = vocab.encode("the cat sat") + [EOS], vocab.encode("something else entirely here") + [EOS]
+    first, second = [*vocab.encode("the cat sat"), EOS], [*vocab.encode("something else entirely here"), EOS]
     records = [AccuracyRecord(0, 0, bytes.fromhex(hex_tokens(first))),
                AccuracyRecord(1, 0, bytes.fromhex(hex_tokens(second)))]
     result = evaluate(records, ["the cat sat"], vocab.decode)
@@ -325,7 +326,7 @@ def test_meets_targets_reports_values_missing_from_accuracy_txt() -> None:
 # --- truncation --------------------------------------------------------------------------------
 
 def big_log(tmp_path: Path) -> Path:
-    entries = [entry(i, i, list(range(i, i + 60)) + [EOS], token_count=61) for i in range(40)]
+    entries = [entry(i, i, [*list(range(i, i + 60)), EOS], token_count=61) for i in range(40)]
     path = tmp_path / "full" / "mlperf_log_accuracy.json"
     path.parent.mkdir()
     write_log(path, entries)

@@ -141,7 +141,7 @@ def test_an_empty_frame_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_file_names_the_path_and_how_to_get_the_dataset(tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match="no dataset file at .*nowhere.pkl") as info:
+    with pytest.raises(DatasetError, match=r"no dataset file at .*nowhere.pkl") as info:
         load_openorca(tmp_path / "nowhere.pkl")
     assert isinstance(info.value, CmxError)
     assert 'cmx run "get dataset openorca"' in (info.value.hint or "")

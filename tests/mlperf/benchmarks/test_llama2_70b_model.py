@@ -59,10 +59,10 @@ def test_a_model_that_is_not_a_llama_is_described_with_a_warning(tmp_path: Path,
 def test_an_unreadable_config_is_a_clear_error(tmp_path: Path) -> None:
     folder = model_folder(tmp_path / "m")
     (folder / "config.json").write_text("[1, 2]")
-    with pytest.raises(ModelError, match="config.json is not a JSON object"):
+    with pytest.raises(ModelError, match=r"config.json is not a JSON object"):
         describe(folder, "x", "", "bf16", is_tiny=False)
     (folder / "config.json").write_text("{not json")
-    with pytest.raises(ModelError, match="cannot read .*config.json"):
+    with pytest.raises(ModelError, match=r"cannot read .*config.json"):
         describe(folder, "x", "", "bf16", is_tiny=False)
 
 
@@ -73,24 +73,24 @@ def test_your_own_folder_must_exist_be_a_folder_and_hold_config_json(tmp_path: P
     with pytest.raises(ModelError, match="is not a folder"):
         check_own_folder(tmp_path / "file")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelError, match="has no config.json: it is not a Hugging Face model folder"):
+    with pytest.raises(ModelError, match=r"has no config.json: it is not a Hugging Face model folder"):
         check_own_folder(tmp_path / "empty")
     assert check_own_folder(model_folder(tmp_path / "m")) == tmp_path / "m"
 
 
 def test_the_files_chosen_must_include_config_json_and_a_tokenizer() -> None:
     require_model_files({"config.json", "tokenizer.model", "a.safetensors"}, "org/name", "c" * 40)
-    with pytest.raises(ModelError, match="has no config.json among the files chosen"):
+    with pytest.raises(ModelError, match=r"has no config.json among the files chosen"):
         require_model_files({"tokenizer.json"}, "org/name", "c" * 40)
-    with pytest.raises(ModelError, match="has no tokenizer .* among the files chosen"):
+    with pytest.raises(ModelError, match=r"has no tokenizer .* among the files chosen"):
         require_model_files(["config.json", "a.safetensors"], "org/name", "c" * 40)
 
 
 def test_tiny_only_inputs_are_refused_for_another_model() -> None:
     refuse_tiny_inputs({"seed": None, "layers": None, "model_path": None})
-    with pytest.raises(ModelError, match="^layers applies to the tiny model only\n"):
+    with pytest.raises(ModelError, match=r"^layers applies to the tiny model only\n"):
         refuse_tiny_inputs({"layers": 4})
-    with pytest.raises(ModelError, match="^seed, heads apply to the tiny model only\n"):
+    with pytest.raises(ModelError, match=r"^seed, heads apply to the tiny model only\n"):
         refuse_tiny_inputs({"seed": 1, "heads": 2})
 
 

@@ -1,4 +1,5 @@
-"""cmx.mlperf.benchmarks.llama2_70b.tiny: the tiny random Llama 2, its trained tokenizer and the OpenOrca-format dataset.
+"""cmx.mlperf.benchmarks.llama2_70b.tiny: the tiny random Llama 2, its trained tokenizer and the OpenOrca-format
+dataset.
 
 Real parts only: the files are loaded with transformers, tokenizers, safetensors and pandas, and
 (e2e) served by vLLM's CPU engine in a child process.
@@ -53,7 +54,8 @@ def test_the_same_seed_gives_byte_identical_model_and_tokenizer_files(tiny: Tiny
 
 def test_files_are_byte_identical_when_made_by_another_process(tiny: TinyLlama, tmp_path: Path) -> None:
     # a fresh interpreter has other hash seeds and thread timings: nothing may depend on them
-    code = f"from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama; make_tiny_llama({str(tmp_path / 'other')!r}, seed=0)"
+    code = ("from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama; "
+            f"make_tiny_llama({str(tmp_path / 'other')!r}, seed=0)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     for name in MODEL_FILES:
         assert sha256(tmp_path / "other" / name) == sha256(tiny.path / name), name
@@ -182,12 +184,12 @@ def test_a_tokenizer_whose_ids_cannot_be_composed_per_word_tokenizes_every_text(
     (folder / "tokenizer.json").write_text(json.dumps(document))
     frame = pd.read_pickle(make_tiny_openorca(tmp_path / "orca.pkl", folder, rows=30).path)
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    assert frame["tok_input"].tolist() == [tok.encode(t).ids + [tiny.space_id] for t in frame["input"]]
+    assert frame["tok_input"].tolist() == [[*tok.encode(t).ids, tiny.space_id] for t in frame["input"]]
     assert frame["tok_output"].tolist() == [tok.encode(t).ids for t in frame["output"]]
 
 
 def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CmxError, match="has no tokenizer.json"):
+    with pytest.raises(CmxError, match=r"has no tokenizer.json"):
         make_tiny_openorca(tmp_path / "x.pkl", tmp_path, rows=4)
 
 

@@ -1,4 +1,5 @@
-"""llama3.1-8b accuracy: evaluation.py's metric on hand-computed cases, the log's dtype, decoding, and accuracy.txt as the checker reads it.
+"""llama3.1-8b accuracy: evaluation.py's metric on hand-computed cases, the log's dtype, decoding, and accuracy.txt
+as the checker reads it.
 
 The ROUGE values below are worked out by hand from rouge-score's definitions (its tokenizer
 keeps lowercase alphanumeric runs, and stems only words longer than three letters, so these
@@ -141,7 +142,7 @@ def test_a_custom_sentence_splitter_changes_rouge_lsum_and_gen_len_only(tmp_path
 
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(AccuracyError, match="dtype must be int32 or int64"):
-        evaluate([], REFERENCES, decode, dtype="int16")  # type: ignore[arg-type]
+        evaluate([], REFERENCES, decode, dtype="int16")  # type: ignore[arg-type]  # the wrong dtype, on purpose
     with pytest.raises(AccuracyError, match="no records to evaluate"):
         evaluate([], REFERENCES, decode)
 
@@ -168,7 +169,7 @@ def test_the_reference_decoder_drops_special_tokens_and_cleans_up_as_the_tokeniz
     config.write_text(config.read_text().replace('"clean_up_tokenization_spaces": true',
                                                  '"clean_up_tokenization_spaces": false'))
     assert reference_decoder(tiny.path)(ids) == text
-    with pytest.raises(AccuracyError, match="has no tokenizer.json"):
+    with pytest.raises(AccuracyError, match=r"has no tokenizer.json"):
         reference_decoder(tmp_path)
 
 
@@ -220,7 +221,7 @@ def test_a_missing_value_is_named_and_a_bad_hash_is_refused() -> None:
         format_accuracy_txt(PASSING, "ABC")
 
 
-def Targets():  # noqa: N802 - reads like the class it replaced
+def Targets():
     """The v6.0 closed targets of llama3.1-8b, from the rounds data (constants.py's numbers)."""
     return load_round("v6.0").benchmark("llama3.1-8b").accuracy
 

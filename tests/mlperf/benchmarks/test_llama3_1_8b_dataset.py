@@ -1,4 +1,5 @@
-"""cmx.mlperf.benchmarks.llama3_1_8b.dataset: cnn_eval.json as download_cnndm.py writes it, and every way it can be wrong.
+"""cmx.mlperf.benchmarks.llama3_1_8b.dataset: cnn_eval.json as download_cnndm.py writes it, and every way it can be
+wrong.
 
 The rows are written here in the real file's layout (indent=4, keys in the order the script
 writes them), with Llama 3.1 token ids: <|begin_of_text|> 128000 first.
@@ -120,7 +121,7 @@ def test_a_value_of_the_wrong_kind_names_the_row_and_the_column(tmp_path: Path, 
     bad = rows()
     bad[1][field] = value
     path = write(tmp_path / "cnn_eval.json", bad)
-    with pytest.raises(DatasetError, match="cnn_eval.json") as info:
+    with pytest.raises(DatasetError, match=r"cnn_eval.json") as info:
         load_cnndm(path)
     assert message in str(info.value)
     assert "get dataset cnndm" in (info.value.hint or "")

@@ -1,4 +1,5 @@
-"""cmx.mlperf.benchmarks.llama3_1_8b.tiny: the tiny random Llama 3, its byte-level tokenizer and the cnn_eval.json-format dataset.
+"""cmx.mlperf.benchmarks.llama3_1_8b.tiny: the tiny random Llama 3, its byte-level tokenizer and the
+cnn_eval.json-format dataset.
 
 Real parts only: the files are loaded with transformers, tokenizers, safetensors and the
 benchmark's own dataset loader, and (e2e) served by vLLM's CPU engine in a child process.
@@ -162,7 +163,7 @@ def test_the_default_dataset_has_13368_rows_that_the_benchmark_loads_within_seco
     data = load_cnndm(made.path)
     assert made.rows == len(data) == 13368
     assert all(ids[0] == tiny.bos_id for ids in data.token_ids)
-    assert 30 < min(data.input_lengths) and max(data.input_lengths) < 1024
+    assert min(data.input_lengths) > 30 and max(data.input_lengths) < 1024
     raw = json.loads(made.path.read_text())
     assert all(tuple(r) == COLUMNS and r["instruction"] == {"llama": PROMPT_TEMPLATE} for r in raw)
 
@@ -191,7 +192,7 @@ def test_the_same_seed_gives_a_byte_identical_file(tiny: TinyLlama3, tmp_path: P
 
 
 def test_a_tokenizer_that_is_not_llama_3s_is_refused(tiny: TinyLlama3, tmp_path: Path) -> None:
-    with pytest.raises(CmxError, match="has no tokenizer.json"):
+    with pytest.raises(CmxError, match=r"has no tokenizer.json"):
         make_tiny_cnndm(tmp_path / "x.json", tmp_path, rows=4)
     (tmp_path / "tokenizer.json").write_text((tiny.path / "tokenizer.json").read_text().replace(
         '"<|begin_of_text|>"', '"<s>"'))

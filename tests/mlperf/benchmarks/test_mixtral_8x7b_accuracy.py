@@ -1,4 +1,5 @@
-"""mixtral-8x7b's metric against hand-computed cases: GSM8K extraction, MBXP harnesses in the sandbox, the result dict."""
+"""mixtral-8x7b's metric against hand-computed cases: GSM8K extraction, MBXP harnesses in the sandbox, the result
+dict."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from cmx.mlperf.scoring.sandbox import (
 @pytest.mark.parametrize(("text", "expected"), [
     ("So 3 + 4 = 7. The answer is 7.", "7"),                            # the delimiter, then "7." reads as 7
     ("The answer is 12 apples, not 15.", "12"),                         # first number after the delimiter
-    ("The answer is 3. Then again, the answer is 5 or 6.", "3"),        # case-sensitive: "the answer is" is no delimiter
+    # case-sensitive: "the answer is" is no delimiter
+    ("The answer is 3. Then again, the answer is 5 or 6.", "3"),
     ("The answer is 3. The answer is 5 or 6.", "5"),                    # the *last* delimiter counts
     ("40 + 2 = 42. The answer is unknown.", "42"),                      # nothing after it: the last number overall
     ("The answer is unknown, but 40 + 2 = 42", "40"),                   # after it: its first number, not the last
@@ -68,7 +70,8 @@ def test_solution_is_cut_at_the_closing_fence_and_unescaped() -> None:
 
 
 def test_go_and_scala_lose_what_mxeval_adds_back() -> None:
-    go = 'package main\nimport (\n    "fmt"\n    "strings"\n)\nimport "os"\nfunc f() int { return 1 }\nfunc main() {\n}\n'
+    go = ('package main\nimport (\n    "fmt"\n    "strings"\n)\nimport "os"\nfunc f() int { return 1 }\n'
+          'func main() {\n}\n')
     # the single-line import pattern has no MULTILINE flag: only an import at the very start goes
     assert extract_solution(go, "go") == '\n\nimport "os"\nfunc f() int { return 1 }\n\n'
     assert extract_solution('import "os"\nfunc f() {}', "go") == "\nfunc f() {}"
@@ -107,7 +110,8 @@ def test_python_harness_passes_only_what_mxeval_passes() -> None:
     exits = _python("add", "import sys\nsys.exit(0)\n", "    assert candidate(2, 3) == 5\n")
     guarded = _python("add", "import os\ndef add(a, b):\n    os.getcwd()\n    return a + b\n",
                       "    assert candidate(2, 3) == 5\n")
-    main_guard = _python("add", "def add(a, b):\n    return a + b\nif __name__ == '__main__':\n    raise SystemExit(3)\n",
+    main_guard = _python("add", "def add(a, b):\n    return a + b\n"
+                                "if __name__ == '__main__':\n    raise SystemExit(3)\n",
                          "    assert candidate(2, 3) == 5\n")
     result = grade([right, wrong, exits, guarded, main_guard], run_programs)
     assert result.statuses == ("passed", "failed", "failed", "failed", "passed")
@@ -128,9 +132,11 @@ def test_code_that_runs_forever_times_out_and_fails() -> None:
 def test_javascript_and_cpp_pass_on_exit_status_zero() -> None:
     for language in ("javascript", "cpp"):
         _sandbox_or_skip(language)
-    js_ok = MbxpProblem("javascript", "add", "\nconst assert = require('node:assert');\nassert.deepEqual(add(2, 3), 5);\n",
+    js_ok = MbxpProblem("javascript", "add",
+                        "\nconst assert = require('node:assert');\nassert.deepEqual(add(2, 3), 5);\n",
                         "const add = function (a, b) {\n  return a + b;\n};\n```\nDone")
-    js_bad = MbxpProblem("javascript", "add", "\nconst assert = require('node:assert');\nassert.deepEqual(add(2, 3), 6);\n",
+    js_bad = MbxpProblem("javascript", "add",
+                         "\nconst assert = require('node:assert');\nassert.deepEqual(add(2, 3), 6);\n",
                          "const add = function (a, b) {\n  return a + b;\n};\n")
     cpp_ok = MbxpProblem("cpp", "add", "\nint main() { return add(2, 3) == 5 ? 0 : 1; }\n",
                          "#include <cstdio>\nint add(int a, int b) { return a + b; }\n")
@@ -236,9 +242,11 @@ def test_the_rounds_targets_and_token_window_are_enforced_on_accuracy_txt() -> N
 
 
 # MBXP's JavaScript rows as mxeval's data has them (mbjsp_release_v1.2.jsonl, MBJSP/2, shortened): lodash is required
-_JS_TEST = ('\nconst _ = require("lodash")\n\nfunction compare(object1, object2){\n    return _.isEqual(object1, object2)\n}\n\n'
+_JS_TEST = ('\nconst _ = require("lodash")\n\nfunction compare(object1, object2){\n'
+            '    return _.isEqual(object1, object2)\n}\n\n'
             'var x0 = similarElements([3, 4, 5, 6], [5, 7, 4, 10]);\nif(!compare(x0, [4, 5])){\n    throw "Error"\n}\n')
-_JS_ANSWER = ("function similarElements(testTup1, testTup2) {\n  return testTup1.filter(x => testTup2.includes(x)).sort();\n}"
+_JS_ANSWER = ("function similarElements(testTup1, testTup2) {\n"
+              "  return testTup1.filter(x => testTup2.includes(x)).sort();\n}"
               "\n```\nThis keeps the shared elements.")
 
 
@@ -255,7 +263,7 @@ def test_javascript_needing_lodash_is_probed_first_and_refused_when_node_cannot_
 
     problem = MbxpProblem("javascript", "similarElements", _JS_TEST, _JS_ANSWER)
     assert grade([problem], run_with("passed")).score == 100.0 and len(seen) == 2  # the probe, then the program
-    with pytest.raises(LanguageUnavailable, match="lodash.*Cannot find module 'lodash'"):
+    with pytest.raises(LanguageUnavailable, match=r"lodash.*Cannot find module 'lodash'"):
         grade([problem], run_with("failed"))
     assert len(seen) == 3  # nothing ran after the failed probe
 

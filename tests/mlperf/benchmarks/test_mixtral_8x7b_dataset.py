@@ -81,7 +81,8 @@ def test_tiny_reference_answers_score_full_marks(tiny: Path, tmp_path: Path) -> 
     gsm = frame[frame["dataset"] == "GSM8K"]
     assert gsm8k_accuracy(gsm["ref_output"].tolist(), gsm["gt_output"].tolist()) == 100.0
     mbxp = frame[frame["dataset"] == "MBXP"]
-    problems = [MbxpProblem.from_row(i, t, r) for i, t, r in zip(mbxp["id"], mbxp["gt_output"], mbxp["ref_output"])]
+    problems = [MbxpProblem.from_row(i, t, r)
+                for i, t, r in zip(mbxp["id"], mbxp["gt_output"], mbxp["ref_output"], strict=True)]
     assert grade(problems, run_programs).score == 100.0
 
 

@@ -22,12 +22,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
-from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
-from cmx.mlperf.scoring.decode import reference_decoder  # noqa: F401 (the benchmark's decoder)
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
+from cmx.mlperf.scoring.decode import reference_decoder
 from cmx.mlperf.scoring.livecodebench import TEST_TIMEOUT_S, LiveCodeBenchError, Problem, grade
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.deepseek_r1.dataset import DeepSeekDataset
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
     if len(answers) != len(subsets):
         raise AccuracyError(f"{len(answers)} answers but {len(subsets)} subsets: they come from one dataset")
     seen: set[int] = set()
-    rows: list[tuple[int, str, object, int, str]] = []  # qsl_idx, subset, extracted, tokens, ground truth
+    rows: list[tuple[int, str, str | int | None, int, object]] = []  # qsl_idx, subset, extracted, tokens, truth
     skipped = 0
     for record in records:
         if record.qsl_idx in seen or not 0 <= record.qsl_idx < len(answers):
@@ -100,7 +105,7 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
             correct[n] = is_correct(subset, extracted, truth)
     if code_rows:
         correct = _grade_code(rows, code_rows, correct, problems, timeout_s, jobs)
-    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct))
+    graded = tuple(Graded(q, s, e, c, t) for (q, s, e, t, _), c in zip(rows, correct, strict=True))
     accuracy = [100.0 if c else 0.0 for c in correct]
     return AccuracyResult(_mean(accuracy), _mean([float(r[3]) for r in rows]), len(rows), graded, skipped)
 
@@ -111,7 +116,7 @@ def _grade_code(rows, code_rows: list[int], correct: list[bool], problems: Calla
     passed = grade([(rows[n][2], str(rows[n][4])) for n in code_rows], problems(), timeout_s=timeout_s,
                    workers=jobs)
     out = list(correct)
-    for n, ok in zip(code_rows, passed):
+    for n, ok in zip(code_rows, passed, strict=False):
         out[n] = ok
     return out
 
@@ -127,4 +132,17 @@ def _mean(values: list[float]) -> float:
     return float(np.sum(np.asarray(values, dtype=np.float64)) / len(values))
 
 
-__all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder"]
+def score_log(accuracy_log: Path, dataset: DeepSeekDataset, tokenizer_dir: Path, *, jobs: int = 1) -> AccuracyResult:
+    """BENCHMARK.score: an accuracy run's log against `dataset`'s answers; its code rows run LiveCodeBench's tests
+    (the file beside the dataset), read only when some row is a code one."""
+    from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_tests
+
+    n = len(dataset)
+    answers = [dataset.answer(i) for i in range(n)]
+    subsets = [dataset.subset(i) for i in range(n)]
+    tests = dataset.tests_path
+    return evaluate(read_accuracy_log(accuracy_log), answers, subsets, reference_decoder(tokenizer_dir),
+                    lambda: load_tests(tests), jobs=jobs)
+
+
+__all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder", "score_log"]

@@ -26,9 +26,8 @@ import math
 import re
 
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import grade_answer
+from cmx.mlperf.benchmarks.kit.accuracy import aime_answer
 
-_AIME_BOXED = re.compile(r"\\boxed{\s*(\d+)\s*}")
-_AIME_ANSWER = re.compile(r"Answer:\s*(\d+)(?!\.)\b", re.IGNORECASE | re.MULTILINE)
 _CODE = re.compile(r"```python(.*?)```", re.DOTALL)
 _LETTER_J = re.compile(r"\b([A-J])\b", re.IGNORECASE)
 
@@ -78,19 +77,7 @@ def parse_boxed_math(text: object) -> str | None:
 
 
 def parse_aime_answer(text: object) -> int | None:
-    text = text_of(text)
-    if not text:
-        return None
-    boxed = list(_AIME_BOXED.finditer(text))
-    if boxed:
-        found = boxed[-1].group(1)
-    else:
-        answers = list(_AIME_ANSWER.finditer(text))
-        if not answers:
-            return None
-        found = answers[-1].group(1)
-    value = int(found)
-    return value if 0 <= value <= 999 else None
+    return aime_answer(text_of(text))
 
 
 def parse_code(text: object) -> str | None:
@@ -121,7 +108,7 @@ def evaluate_aime(parsed: int | None, ground_truth: object) -> bool:
     if parsed is None:
         return False
     try:
-        return int(parsed) == int(ground_truth)  # type: ignore[call-overload]
+        return int(parsed) == int(ground_truth)  # type: ignore[call-overload]  # any cell: int() refusing it is False
     except (ValueError, TypeError):
         return False
 
@@ -144,13 +131,13 @@ def parse(subset: str, text: object) -> str | int | None:
 def is_correct(subset: str, parsed: str | int | None, ground_truth: object) -> bool:
     """The check of a non-code subset (LiveCodeBench runs programs: cmx.mlperf.scoring.livecodebench)."""
     if subset == "gpqa":
-        return evaluate_multiple_choice(parsed, ground_truth, "ABCD")  # type: ignore[arg-type]
+        return evaluate_multiple_choice(parsed, ground_truth, "ABCD")  # type: ignore[arg-type]  # gpqa parses a letter
     if subset == "mmlu_pro":
-        return evaluate_multiple_choice(parsed, ground_truth, "ABCDEFGHIJ")  # type: ignore[arg-type]
+        return evaluate_multiple_choice(parsed, ground_truth, "ABCDEFGHIJ")  # type: ignore[arg-type]  # mmlu_pro parses a letter
     if subset == "math500":
-        return evaluate_math500(parsed, ground_truth)  # type: ignore[arg-type]
+        return evaluate_math500(parsed, ground_truth)  # type: ignore[arg-type]  # math500 parses text
     if subset == "aime":
-        return evaluate_aime(parsed, ground_truth)  # type: ignore[arg-type]
+        return evaluate_aime(parsed, ground_truth)  # type: ignore[arg-type]  # aime parses an int
     raise ValueError(f"{subset!r} is not graded by comparison")
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     require_columns,
@@ -37,13 +38,13 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.frames import (
     read_frame as read_any_frame,
 )
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
 
 SAMPLES = 4388  # constants.py dataset-size and performance-sample-count; mlperf.conf; README.md Reference Evals
+FACTS = DatasetFacts(SAMPLES, what="deepseek-r1-format")  # what the dataset step fetches and checks
 FILENAME = "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"  # README.md, Preprocessed & Calibration
 # eval_accuracy.py DATASET_EVALUATORS, in its order: a row's dataset name picks the first key it contains
 SUBSETS = ("gpqa", "mmlu_pro", "math500", "aime", "livecodebench")
@@ -142,7 +143,7 @@ def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMa
     source.parent.mkdir(parents=True, exist_ok=True)
     path.replace(source)
     frame = read_frame(source)
-    code_ids = sorted({str(a) for a, n in zip(answers_of(frame), dataset_names(frame))
+    code_ids = sorted({str(a) for a, n in zip(answers_of(frame), dataset_names(frame), strict=True)
                        if subset_of(n) == "livecodebench"})
     tests = path.with_name(TESTS_FILE)
     fetch_tests(step, code_ids, tests)
@@ -165,6 +166,20 @@ def load_deepseek(path: Path | str) -> DeepSeekDataset:
     return DeepSeekDataset(token_ids, tuple(answers), tuple(names), path)
 
 
-__all__ = ["FILENAME", "PROMPT_COLUMNS", "SAMPLES", "SUBSETS", "TESTS_FILE", "DatasetError", "DeepSeekDataset",
-           "answers_of", "finish_dataset",
-           "dataset_names", "load_deepseek", "read_frame", "subset_of", "with_prompt_ids"]
+__all__ = [
+    "FACTS",
+    "FILENAME",
+    "PROMPT_COLUMNS",
+    "SAMPLES",
+    "SUBSETS",
+    "TESTS_FILE",
+    "DatasetError",
+    "DeepSeekDataset",
+    "answers_of",
+    "dataset_names",
+    "finish_dataset",
+    "load_deepseek",
+    "read_frame",
+    "subset_of",
+    "with_prompt_ids",
+]

@@ -48,7 +48,8 @@ def fetch_tests(step: StepContext, code_ids: list[str], dest: Path) -> None:
                         f"tests_revision is {revision!r}, not a commit: the reference loads that dataset's moving main "
                         "branch and pins none",
                         hint=f"pass --input tests_revision=COMMIT (40 hex digits; see "
-                             f"{step.inputs['endpoint']}/datasets/{repo}/commits/main), and record it with your results")
+                             f"{step.inputs['endpoint']}/datasets/{repo}/commits/main), and record it with your "
+                             "results")
     files = step.inputs["tests_files"].split()
     if step.inputs["tests_sha256"] and len(files) != 1:
         raise StepError("tests_sha256 checks one file, and tests_files names several",

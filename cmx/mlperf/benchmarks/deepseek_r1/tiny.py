@@ -197,7 +197,8 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     check_tiny_rows(rows)
     rng = np.random.Generator(np.random.PCG64([seed, 12]))
     lexicon = Lexicon.shared()
-    records, problems = [], []
+    records: list[dict[str, object]] = []
+    problems: list[dict[str, object]] = []
     for row in range(rows):
         name = SUBSET_NAMES[row % len(SUBSET_NAMES)]
         question = lexicon.texts(rng, np.array([int(rng.integers(15, 60))]), last="?")[0]
@@ -226,7 +227,7 @@ def _math(question, rng, row, problems):
 
 def _choices(question, rng, letters):
     options = "\n".join(f"{letter}) {w}" for letter, w in zip(letters, Lexicon.shared().texts(
-        rng, rng.integers(1, 4, size=len(letters)), last="")))
+        rng, rng.integers(1, 4, size=len(letters)), last=""), strict=True))
     return (f"{question}\n{options}\nThe last line of your response should be of the following format: "
             f"'ANSWER: $LETTER' (without quotes) where LETTER is one of {''.join(letters)}."), str(rng.choice(letters))
 
@@ -263,5 +264,16 @@ def _code(question, rng, row, problems):
 _SAMPLERS = {"aime1983": _aime, "math500": _math, "gpqa": _gpqa, "mmlu_pro": _mmlu, "livecodebench": _code}
 
 
-__all__ = ["BOS", "CHAT_TEMPLATE", "EOS", "END_THINK", "SUBSET_NAMES", "THINK", "TinyDeepSeek",
-           "TinyDeepSeekDataset", "make_tiny_dataset", "make_tiny_deepseek", "weight_shapes"]
+__all__ = [
+    "BOS",
+    "CHAT_TEMPLATE",
+    "END_THINK",
+    "EOS",
+    "SUBSET_NAMES",
+    "THINK",
+    "TinyDeepSeek",
+    "TinyDeepSeekDataset",
+    "make_tiny_dataset",
+    "make_tiny_deepseek",
+    "weight_shapes",
+]

@@ -1,4 +1,5 @@
-"""gpt-oss-120b's accuracy as eval_mlperf_accuracy.py computes it: AIME and GPQA answers parsed from the final channel, LiveCodeBench run.
+"""gpt-oss-120b's accuracy as eval_mlperf_accuracy.py computes it: AIME and GPQA answers parsed from the final
+channel, LiveCodeBench run.
 
 mlcommons/inference b66003e, language/gpt-oss-120b/: the output ids are decoded with special
 tokens kept (`detokenize`: skip_special_tokens=False), so the harmony markers stay in the text;
@@ -16,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from cmx.mlperf.benchmarks.kit.accuracy import aime_answer
 
 # eval_mlperf_accuracy.py DATASET_REPEATS (1 for any other dataset)
 DATASET_REPEATS = {"aime25": 8, "gpqa_diamond": 5, "livecodebench_v6": 3}
@@ -77,19 +80,7 @@ def parse_multiple_choice(text: str, max_option: str = "D") -> str | None:
 def parse_aime_answer(text: str) -> int | None:
     """The last \\boxed{digits} anywhere in the text (analysis included, as the reference does), else
     the last `Answer: digits` not followed by a point; only 0 to 999 counts."""
-    text = text.strip()
-    if not text:
-        return None
-    boxed = list(re.finditer(r"\\boxed{\s*(\d+)\s*}", text))
-    if boxed:
-        found = boxed[-1].group(1)
-    else:
-        answers = list(re.finditer(r"Answer:\s*(\d+)(?!\.)\b", text, re.IGNORECASE | re.MULTILINE))
-        if not answers:
-            return None
-        found = answers[-1].group(1)
-    value = int(found)
-    return value if 0 <= value <= 999 else None
+    return aime_answer(text.strip())
 
 
 def parse_code(text: str) -> str | None:
@@ -198,7 +189,7 @@ def grade(texts: Sequence[str], datasets: Sequence[str], truths: Sequence[str], 
     correct: dict[str, int] = {}
     total: dict[str, int] = {}
     code_jobs: list[tuple[int, str, str]] = []
-    for i, (text, dataset, truth) in enumerate(zip(texts, datasets, truths)):
+    for i, (text, dataset, truth) in enumerate(zip(texts, datasets, truths, strict=False)):
         evaluator = evaluator_for(dataset)
         total[dataset] = total.get(dataset, 0) + 1
         correct.setdefault(dataset, 0)
@@ -207,8 +198,9 @@ def grade(texts: Sequence[str], datasets: Sequence[str], truths: Sequence[str], 
             if parsed is not None and truth:
                 code_jobs.append((i, str(parsed), truth))
             continue
-        ok = (evaluate_multiple_choice(parsed, truth, evaluator.options) if evaluator.kind == "choice"  # type: ignore[arg-type]
-              else evaluate_aime(parsed, truth))  # type: ignore[arg-type]
+        # the evaluator's kind says what its parser returns: a letter for "choice", an int for "aime"
+        ok = (evaluate_multiple_choice(parsed, truth, evaluator.options)  # type: ignore[arg-type]  # a letter
+              if evaluator.kind == "choice" else evaluate_aime(parsed, truth))  # type: ignore[arg-type]  # an int
         correct[dataset] += int(ok)
     passed = run_code(code_jobs) if code_jobs else {}
     for i, _, _ in code_jobs:

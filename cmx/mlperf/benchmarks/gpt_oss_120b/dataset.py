@@ -36,8 +36,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.frames import read_frame, require_columns, token_arrays
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ TEST07_FILE = "acc/acc_eval_compliance_gpqa"   # README.md, "Compliance Testing"
 SUFFIXES = (".parquet", ".pkl")                # utils/tokenization.py: parquet, else pickle
 PERFORMANCE_SAMPLES = 6396  # mlperf.conf gpt-oss-120b.*.performance_sample_count_override
 ACCURACY_SAMPLES = 4395     # mlperf.conf gpt-oss-120b.*.accuracy_sample_count_override
+# a folder: every file of the R2 listing; `rows` counts the accuracy set, a tiny set has the performance set's
+FACTS = DatasetFacts(ACCURACY_SAMPLES, what="gpt-oss-120b-format", default_name="gpt-oss-data",
+                     tiny_rows=PERFORMANCE_SAMPLES, whole_listing=True)
 TOKEN_COLUMNS = ("input_tokens", "tok_input")  # v4.0+ name first, as load_tokenized_dataset looks
 _HINT = "it is not a gpt-oss-120b set MLCommons publishes; get them with `cmx run \"get dataset gpt-oss-120b\"`"
 
@@ -151,5 +154,17 @@ def _truth(value: object) -> str:
     return str(value)
 
 
-__all__ = ["ACCURACY_FILE", "ACCURACY_SAMPLES", "GptOssDataset", "PERFORMANCE_FILE", "PERFORMANCE_SAMPLES",
-           "TEST07_FILE", "finish_dataset", "load_file", "load_set", "set_file", "sets_folder"]
+__all__ = [
+    "ACCURACY_FILE",
+    "ACCURACY_SAMPLES",
+    "FACTS",
+    "PERFORMANCE_FILE",
+    "PERFORMANCE_SAMPLES",
+    "TEST07_FILE",
+    "GptOssDataset",
+    "finish_dataset",
+    "load_file",
+    "load_set",
+    "set_file",
+    "sets_folder",
+]

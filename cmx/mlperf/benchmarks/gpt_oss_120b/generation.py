@@ -1,4 +1,5 @@
-"""How the gpt-oss-120b reference generates: output lengths, sampling, end ids, token dtype, the model, with their sources.
+"""How the gpt-oss-120b reference generates: output lengths, sampling, end ids, token dtype, the model, with
+their sources.
 
 Every fact cites mlcommons/inference at commit b66003e (`language/gpt-oss-120b/` unless the path
 says otherwise).

@@ -44,7 +44,7 @@ def run_rows(jobs: Iterable[tuple[int, str, str]], problems: Mapping[str, Proble
     """Run (row, program, question_id) jobs in the sandbox; which rows passed (an unknown question_id fails)."""
     jobs = list(jobs)
     passed = grade([(code, qid) for _, code, qid in jobs], problems, workers=workers)
-    return {row: ok for (row, _, _), ok in zip(jobs, passed)}
+    return {row: ok for (row, _, _), ok in zip(jobs, passed, strict=False)}
 
 
 __all__ = ["FOLDER", "RELEASE", "read_problems", "run_rows"]

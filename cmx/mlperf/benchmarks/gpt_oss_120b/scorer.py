@@ -1,4 +1,5 @@
-"""An accuracy log scored as eval_mlperf_accuracy.py scores it: int32 ids decoded with special tokens kept, graded per row.
+"""An accuracy log scored as eval_mlperf_accuracy.py scores it: int32 ids decoded with special tokens kept,
+graded per row.
 
 The reference decodes each record's hex data as little-endian int32 ids (`decode_hex_to_tokens`),
 detokenizes with `skip_special_tokens=False` (so the harmony channel markers stay for
@@ -10,6 +11,7 @@ detokenizes with `skip_special_tokens=False` (so the harmony channel markers sta
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.gpt_oss_120b.accuracy import GptOssAccuracy, evaluator_for, grade
@@ -20,7 +22,8 @@ log = logging.getLogger(__name__)
 
 
 def score_log(accuracy_log: Path, dataset, tokenizer_dir: Path, *, jobs: int = 1) -> GptOssAccuracy:
-    """The accuracy of an accuracy run's log against `dataset` (a GptOssDataset), decoding with the tokenizer in `tokenizer_dir`."""
+    """The accuracy of an accuracy run's log against `dataset` (a GptOssDataset), decoding with the tokenizer
+    in `tokenizer_dir`."""
     from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 
     records = [r for r in read_accuracy_log(accuracy_log) if r.qsl_idx < len(dataset)]
@@ -32,7 +35,7 @@ def score_log(accuracy_log: Path, dataset, tokenizer_dir: Path, *, jobs: int = 1
     needs_code = any(evaluator_for(n).kind == "code" for n in names)
     problems = read_problems(Path(dataset.path).parent.parent / FOLDER) if needs_code else {}
 
-    def run_code(jobs_: list[tuple[int, str, str]]) -> dict[int, bool]:
+    def run_code(jobs_: Sequence[tuple[int, str, str]]) -> dict[int, bool]:
         return run_rows(jobs_, problems, workers=max(1, jobs))
 
     result = grade(texts, names, truths, [len(t) for t in token_lists], run_code)

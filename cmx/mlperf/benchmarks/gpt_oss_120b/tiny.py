@@ -1,4 +1,5 @@
-"""A tiny random-weight GptOssForCausalLM with a harmony-format tokenizer, and the gpt-oss sets in their real format, made from a seed.
+"""A tiny random-weight GptOssForCausalLM with a harmony-format tokenizer, and the gpt-oss sets in their real
+format, made from a seed.
 
 They let the gpt-oss-120b pipeline (harmony prompts, vLLM, LoadGen, the final-channel scorer, the
 LiveCodeBench sandbox, the submission tree) run anywhere with no download. The weights are random,
@@ -39,8 +40,8 @@ from cmx.mlperf.scoring.livecodebench import encode_private_tests
 # tiktoken's o200k pattern (o200k_harmony uses it): the text is split by this regex, then byte-level BPE
 SPLIT_PATTERN = ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
                  "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
-                 "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*"
-                 "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+                 "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}"
+                 "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
 # o200k_harmony's specials from <|startoftext|> (199998) on, by offset; the others are reserved
 HARMONY = {0: "<|startoftext|>", 1: "<|endoftext|>", 4: "<|return|>", 5: "<|constrain|>", 7: "<|channel|>",
            8: "<|start|>", 9: "<|end|>", 10: "<|message|>", 14: "<|call|>", 20: "<|endofprompt|>"}
@@ -65,16 +66,16 @@ class TinyGptOss(TinyModelFolder):
 
     @property
     def end_ids(self) -> tuple[int, ...]:
-        return tuple(self.first_special + o for o in END_OFFSETS)
+        return self.specials(SPECIAL_COUNT, END_OFFSETS)
 
 
 def make_tiny_gpt_oss(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidden_size: int = 256, layers: int = 2,
                       heads: int = 4, experts: int = 4) -> TinyGptOss:
     """Write the random GptOss model and its tokenizer into `dest`; the same arguments give the same bytes."""
     if heads < 2 or hidden_size != heads * HEAD_SIZE or layers < 1 or experts < 2 or vocab_size < 600:
-        raise CmxError(f"no tiny gpt-oss with vocab {vocab_size}, hidden {hidden_size}, {layers} layers, {heads} heads, "
-                       f"{experts} experts", hint=f"hidden_size = heads × {HEAD_SIZE}, heads ≥ 2, layers ≥ 1, "
-                                                  "experts ≥ 2, vocab_size ≥ 600")
+        raise CmxError(f"no tiny gpt-oss with vocab {vocab_size}, hidden {hidden_size}, {layers} layers, "
+                       f"{heads} heads, {experts} experts",
+                       hint=f"hidden_size = heads × {HEAD_SIZE}, heads ≥ 2, layers ≥ 1, experts ≥ 2, vocab_size ≥ 600")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     tiny = TinyGptOss(dest, seed, vocab_size, hidden_size, layers, heads, max(1, heads // 2), experts)
@@ -153,7 +154,8 @@ _CODE_SNIPPETS = ["```python\nimport sys\nprint(sum(map(int, sys.stdin.read().sp
 
 
 def harmony_prompt(user_text: str, effort: str) -> str:
-    """A prompt as the harmony chat format renders it: system (with the reasoning effort), user, then the assistant's turn."""
+    """A prompt as the harmony chat format renders it: system (with the reasoning effort), user, then the
+    assistant's turn."""
     return ("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
             "Knowledge cutoff: 2024-06\n\n"
             f"Reasoning: {effort}\n\n"
@@ -181,8 +183,9 @@ def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) ->
     for n, (stem, (effort, subsets)) in enumerate(sets.items()):
         rng = np.random.Generator(np.random.PCG64([seed, 3, n]))
         records = [_row(rng, subsets[i % len(subsets)], f"{n}-{i}", problems) for i in range(rows)]
-        ids = tokenizer.encode_batch([harmony_prompt(r["question"], effort) for r in records], add_special_tokens=False)
-        for record, encoded in zip(records, ids):
+        prompts = [harmony_prompt(str(r["question"]), effort) for r in records]
+        ids = tokenizer.encode_batch(prompts, add_special_tokens=False)
+        for record, encoded in zip(records, ids, strict=True):
             record["input_tokens"] = np.asarray(encoded.ids, dtype=np.int64)
         # protocol 5: pandas' default, which the reference's own pickles were written with
         write_frame(pd.DataFrame(records, columns=["dataset", "question", "ground_truth", "input_tokens"]),
@@ -199,7 +202,7 @@ def _row(rng: np.random.Generator, subset: str, key: str, problems: list[dict]) 
                 "question": f"{words} Please reason step by step, and put your final answer within \\boxed{{}}."}
     if subset == "gpqa_diamond":
         choices = Lexicon.shared().texts(rng, rng.integers(2, 6, size=4))
-        listed = "\n".join(f"({letter}) {c}" for letter, c in zip("ABCD", choices))
+        listed = "\n".join(f"({letter}) {c}" for letter, c in zip("ABCD", choices, strict=True))
         return {"dataset": subset, "ground_truth": "ABCD"[int(rng.integers(0, 4))],
                 "question": f"{words}\n\n{listed}\n\nAnswer with the letter of the correct choice."}
     qid = f"tiny{key}"

@@ -69,7 +69,8 @@ def dataset_step(ctx: StepContext, family: str) -> dict[str, object]:
     given = [k for k in ("rows", "seed") if ctx.inputs[k] is not None]
     if given:
         raise StepError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to the tiny dataset only: the "
-                        f"real one has its {facts.samples} samples", hint="add _tiny to the query, or drop those inputs")
+                        f"real one has its {facts.samples} samples",
+                        hint="add _tiny to the query, or drop those inputs")
     if facts.whole_listing:
         path = _download_listing(ctx, ctx.workdir / (facts.default_name or family))
     else:

@@ -226,7 +226,7 @@ def check_lengths(token_ids: Sequence[Sequence[int]], lengths: Sequence[object],
     """Each row's `length_column` is an integer equal to the number of ids in its `column`."""
     import numpy as np
 
-    for row, (ids, length) in enumerate(zip(token_ids, lengths)):
+    for row, (ids, length) in enumerate(zip(token_ids, lengths, strict=False)):
         if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) or int(length) != len(ids):
             raise DatasetError(f"{path}: row {row} has {len(ids)} ids in {column} but {length_column} {length!r}",
                                hint=hint)
@@ -248,5 +248,5 @@ def short(text: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-__all__ = ["DAMAGED", "INT32_MAX", "check_lengths", "kind", "names", "read_frame", "require_columns", "require_file", "short",
-           "texts", "token_array", "token_arrays", "write_frame"]
+__all__ = ["DAMAGED", "INT32_MAX", "check_lengths", "kind", "names", "read_frame", "require_columns", "require_file",
+           "short", "texts", "token_array", "token_arrays", "write_frame"]

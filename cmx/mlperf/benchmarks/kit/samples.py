@@ -62,7 +62,8 @@ class TextSamples(TokenSamples):
 def check_limit(n: int, total: int, path: Path) -> None:
     """Refuse to keep n of `total` samples unless 1 <= n <= total."""
     if not 1 <= n <= total:
-        raise DatasetError(f"cannot keep {n} samples of {path}: it has {total}", hint=f"give a number from 1 to {total}")
+        raise DatasetError(f"cannot keep {n} samples of {path}: it has {total}",
+                           hint=f"give a number from 1 to {total}")
 
 
 @dataclass(frozen=True)

@@ -15,41 +15,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cmx.mlperf.loadgen.accuracy_log import (
-    AccuracyError,
-    AccuracyRecord,
-    unique_samples,
-)
+from cmx.mlperf.benchmarks.kit.accuracy import RougeResult, reference_text, samples_to_score
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.rouge import mean_percent, postprocess_text, rouge_fmeasures
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.base import Dataset
 
 
 @dataclass(frozen=True)
-class AccuracyResult:
+class AccuracyResult(RougeResult):
     """The llama2-70b metrics, rounded as the reference rounds them; `duplicates` counts skipped records."""
 
-    rouge1: float
-    rouge2: float
-    rougeL: float  # the metric's own name, as accuracy.txt spells it
-    rougeLsum: float
-    gen_len: int
-    gen_num: int
     gen_tok_len: int
     tokens_per_sample: float
     duplicates: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
-        """The reference's result dict, in its key order, with plain Python numbers only."""
-        return {
-            "rouge1": float(self.rouge1),
-            "rouge2": float(self.rouge2),
-            "rougeL": float(self.rougeL),
-            "rougeLsum": float(self.rougeLsum),
-            "gen_len": int(self.gen_len),
-            "gen_num": int(self.gen_num),
-            "gen_tok_len": int(self.gen_tok_len),
-            "tokens_per_sample": float(self.tokens_per_sample),
-        }
+        """The reference's result dict, in its key order (ROUGE's, then the token counts), plain numbers only."""
+        return {**super().as_dict(), "gen_tok_len": int(self.gen_tok_len),
+                "tokens_per_sample": float(self.tokens_per_sample)}
 
 
 def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
@@ -62,17 +50,12 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
     24,576-sample run takes about 20 minutes on one core); the result does not depend on it.
     The processes are spawned, so the program's main module must be safe to import.
     """
-    if jobs < 1:
-        raise AccuracyError(f"jobs must be 1 or more, not {jobs}")
-    samples, duplicates = unique_samples(records)
-    if not samples:
-        raise AccuracyError("there are no records to evaluate",
-                            hint="read them with read_accuracy_log from an accuracy-mode run")
+    samples, duplicates = samples_to_score(records, jobs)
     predictions: list[str] = []
     targets: list[str] = []
     gen_tok_len = 0
     for record in samples:
-        target = _reference(references, record)
+        target = reference_text(references, record, "llama2-70b: 24,576 OpenOrca samples")
         tokens = record.tokens
         gen_tok_len += len(tokens)
         text = decode(tokens)
@@ -93,12 +76,12 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
     )
 
 
-def _reference(references: Sequence[str], record: AccuracyRecord) -> str:
-    if not 0 <= record.qsl_idx < len(references):
-        raise AccuracyError(f"record seq_id {record.seq_id} has qsl_idx {record.qsl_idx}, outside the "
-                            f"{len(references)} references",
-                            hint="evaluate against the dataset the run used (llama2-70b: 24,576 OpenOrca samples)")
-    target = references[record.qsl_idx]
-    if not isinstance(target, str):
-        raise AccuracyError(f"the reference for qsl_idx {record.qsl_idx} is a {type(target).__name__}, not text")
-    return target
+def score_log(accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs: int = 1) -> AccuracyResult:
+    """BENCHMARK.score: an accuracy run's log against `dataset`'s references, decoded by the tokenizer in
+    `tokenizer_dir` without its special tokens (as SUT.py decodes)."""
+    from transformers import AutoTokenizer  # imported when scoring: it takes seconds
+
+    references = [dataset.reference(i) for i in range(len(dataset))]
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    return evaluate(read_accuracy_log(accuracy_log), references,
+                    lambda ids: tokenizer.decode(ids, skip_special_tokens=True), jobs=jobs)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     read_frame,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # pandas is imported when a dataset is loaded, not when cmx s
     import pandas as pd
 
 SAMPLES = 24576  # the file's name says so; mlperf.conf llama2-70b.*.performance_sample_count_override
+FACTS = DatasetFacts(SAMPLES, what="OpenOrca-format")  # what the dataset step fetches and checks
 # column -> what its values must be; the reference's dataset.py and evaluate-accuracy.py read these
 TEXT_COLUMNS = ("input", "output")
 TOKEN_COLUMNS = ("tok_input",)
@@ -108,4 +110,4 @@ def _check_integers(frame: pd.DataFrame, column: str, path: Path) -> None:
         raise DatasetError(f"{path}: column {column!r} has dtype {dtype}, not integers (int64)", hint=_EDITED)
 
 
-__all__ = ["REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "OpenOrca", "check_openorca_frame", "load_openorca"]
+__all__ = ["FACTS", "REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "OpenOrca", "check_openorca_frame", "load_openorca"]

@@ -262,14 +262,14 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
     lexicon = Lexicon.shared()
     origin = np.repeat(np.array(ORIGINS, dtype=object), [len(b) for b in np.array_split(np.arange(rows), 4)])
     numbers = rng.permutation(1_000_000)[:rows] if rows <= 1_000_000 else np.arange(rows)
-    ids = [f"{o}.{n}" for o, n in zip(origin.tolist(), numbers.tolist())]
+    ids = [f"{o}.{n}" for o, n in zip(origin.tolist(), numbers.tolist(), strict=True)]
     system = [_SYSTEM_PROMPTS[i] for i in rng.integers(len(_SYSTEM_PROMPTS), size=rows).tolist()]
     questions = lexicon.sample(rng, rng.integers(8, 120, size=rows), last="?")
     outputs = lexicon.sample(rng, rng.integers(8, 220, size=rows))
     question, output = questions.strings(lexicon), outputs.strings(lexicon)
-    prompt = [chat_prompt(s, q) for s, q in zip(system, question)]
+    prompt = [chat_prompt(s, q) for s, q in zip(system, question, strict=False)]
     tok_input, tok_output = _token_ids(tokenizer, lexicon, system, questions, outputs, prompt, output)
-    tok_input = [ids + [space_id] for ids in tok_input]
+    tok_input = [[*ids, space_id] for ids in tok_input]
     frame = pd.DataFrame({
         "id": pd.Series(ids, dtype=object), "system_prompt": pd.Series(system, dtype=object),
         "question": pd.Series(question, dtype=object), "output": pd.Series(output, dtype=object),
@@ -330,5 +330,15 @@ def chat_prompt(system_prompt: str, question: str) -> str:
     return _PROMPT_SYSTEM.format(system_prompt, question) if system_prompt else _PROMPT_NO_SYSTEM.format(question)
 
 
-__all__ = ["BOS_ID", "EOS_ID", "HEAD_SIZE", "OPENORCA_COLUMNS", "OPENORCA_ROWS", "TinyLlama",
-           "UNK_ID", "chat_prompt", "make_tiny_llama", "make_tiny_openorca"]
+__all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "HEAD_SIZE",
+    "OPENORCA_COLUMNS",
+    "OPENORCA_ROWS",
+    "UNK_ID",
+    "TinyLlama",
+    "chat_prompt",
+    "make_tiny_llama",
+    "make_tiny_openorca",
+]

@@ -1,4 +1,5 @@
-"""llama3.1-405b: long-context summaries, needle-in-a-haystack and QA by Llama-3.1-405B-Instruct (language/llama3.1-405b).
+"""llama3.1-405b: long-context summaries, needle-in-a-haystack and QA by Llama-3.1-405B-Instruct
+(language/llama3.1-405b).
 
 The modules: generation (the reference's sampling and output length, with their sources), dataset
 (the processed pickle), accuracy (evaluate-accuracy.py: ROUGE-L, the two exact-match scorers,
@@ -8,50 +9,25 @@ the same architecture, reached through the registry). `BENCHMARK` imports them w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
-from cmx.mlperf.benchmarks.base import Dataset, Generation
+from cmx.mlperf.benchmarks.base import Generation
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
 from cmx.mlperf.benchmarks.kit.model import GB, ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_405b.generation import REFERENCE_SAMPLING
 
-if TYPE_CHECKING:
-    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
-
 
 @dataclass(frozen=True)
-class Llama3_1_405b(ModelDefaults):
+class Llama3_1_405b(BenchmarkDefaults):
     family: str = "llama3.1-405b"
     # constants.py (b66003e) MODEL_CONFIG['v5.1'/'v6.0']['models']: one name, one target (99%)
     names: tuple[str, ...] = ("llama3.1-405b",)
-    # loadgen/mlperf.conf: llama3_1-405b.* and llama3_1-405b-interactive.*
-    loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
-        "Offline": "llama3_1-405b", "Server": "llama3_1-405b", "Interactive": "llama3_1-405b-interactive"})
+    loadgen_model: str = "llama3_1-405b"  # loadgen/mlperf.conf: llama3_1-405b.* and llama3_1-405b-interactive.*
     # SUT_VLLM.py gen_kwargs: greedy (temperature 1, top_k 1, seed 42: generation.py), max_tokens 2000, min_tokens 1
     # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids
     generation: Generation = Generation(max_tokens=2000, sampling=REFERENCE_SAMPLING)
-
-    def load_dataset(self, path: Path) -> Dataset:
-        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import load_llama405b
-
-        return load_llama405b(path)
-
-    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
-        from cmx.mlperf.benchmarks.llama3_1_405b.accuracy import (
-            evaluate,
-            reference_decoder,
-        )
-        from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
-
-        n = len(dataset)
-        references = [dataset.reference(i) for i in range(n)]
-        metrics = [dataset.metric(i) for i in range(n)]  # type: ignore[attr-defined]
-        result = evaluate(read_accuracy_log(accuracy_log), references, metrics, reference_decoder(tokenizer_dir),
-                          jobs=jobs)
-        return result.as_dict()
+    loader: str = "dataset:load_llama405b"
+    tiny_dataset: str = "tiny:make_tiny_dataset"
 
     @property
     def model(self) -> ModelSpec:
@@ -59,17 +35,6 @@ class Llama3_1_405b(ModelDefaults):
         Llama-3.1-405B-Instruct's 405.9 B parameters in bfloat16, about 800 GB of safetensors
         (get-ml-model-llama3-405b's include help)."""
         return replace(_llama3_1_8b().model, size=800 * GB)
-
-    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.llama3_1_405b.tiny import make_tiny_dataset
-
-        return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
-
-    def dataset_facts(self) -> DatasetFacts:
-        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
-        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import SAMPLES
-
-        return DatasetFacts(SAMPLES, default_name="llama3.1-405b-dataset.pkl")
 
 
 def _llama3_1_8b() -> ModelDefaults:

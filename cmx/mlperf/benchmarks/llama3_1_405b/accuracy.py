@@ -40,14 +40,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cmx.mlperf.loadgen.accuracy_log import (
-    AccuracyError,
-    AccuracyRecord,
-    unique_samples,
-)
-from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder  # noqa: F401 (the benchmark's decoder)
+from cmx.mlperf.benchmarks.kit.accuracy import samples_to_score
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
+from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
 from cmx.mlperf.scoring.rouge import rouge_fmeasures, split_sentences
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.llama3_1_405b.dataset import Llama405bDataset
 
 _UUID = re.compile(r"[\w]{8}-[\w]{4}-[\w]{4}-[\w]{4}-[\w]{12}")  # evaluate-accuracy.py niah_em
 _ANSWER = "Answer: "  # evaluate-accuracy.py qa_em
@@ -62,7 +64,7 @@ def niah_em(label: str, pred: str) -> float:
     if not pred_uuids:
         return 0.0
     score = sum(sum(1.0 if r.lower() in p.lower() else 0.0 for r in ref) / len(ref)
-                for p, ref in zip(pred_uuids, label_uuids)) / len(pred_uuids) * 100
+                for p, ref in zip(pred_uuids, label_uuids, strict=False)) / len(pred_uuids) * 100
     return round(score, 2)
 
 
@@ -100,14 +102,9 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], metri
              decode: Callable[[list[int]], str], *, jobs: int = 1,
              split: Callable[[str], list[str]] = split_sentences) -> AccuracyResult:
     """Score int32 `records` against `references` and their `metrics` (both indexed by qsl_idx)."""
-    if jobs < 1:
-        raise AccuracyError(f"jobs must be 1 or more, not {jobs}")
     if len(references) != len(metrics):
         raise AccuracyError(f"{len(references)} references but {len(metrics)} metrics: they come from one dataset")
-    samples, duplicates = unique_samples(records)
-    if not samples:
-        raise AccuracyError("there are no records to evaluate",
-                            hint="read them with read_accuracy_log from an accuracy-mode run")
+    samples, duplicates = samples_to_score(records, jobs)
     preds, targets, kinds = [], [], []
     gen_tok_len = 0
     for record in samples:
@@ -148,4 +145,12 @@ def _mean(values: list[float]) -> float:
     return float(np.sum(np.asarray(values, dtype=np.float64)) / len(values))
 
 
-__all__ = ["AccuracyResult", "clean_up_tokenization", "evaluate", "niah_em", "qa_em", "reference_decoder"]
+def score_log(accuracy_log: Path, dataset: Llama405bDataset, tokenizer_dir: Path, *, jobs: int = 1) -> AccuracyResult:
+    """BENCHMARK.score: an accuracy run's log against `dataset`'s references, each by its own metric."""
+    n = len(dataset)
+    references = [dataset.reference(i) for i in range(n)]
+    metrics = [dataset.metric(i) for i in range(n)]
+    return evaluate(read_accuracy_log(accuracy_log), references, metrics, reference_decoder(tokenizer_dir), jobs=jobs)
+
+
+__all__ = ["AccuracyResult", "clean_up_tokenization", "evaluate", "niah_em", "qa_em", "reference_decoder", "score_log"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     read_frame,
@@ -35,6 +36,7 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.samples import TextSamples
 
 SAMPLES = 8313  # dataset.py / SUT_VLLM.py total_sample_count; constants.py dataset-size; mlperf.conf perf count
+FACTS = DatasetFacts(SAMPLES, default_name="llama3.1-405b-dataset.pkl")  # what the dataset step fetches
 TEXT_COLUMNS = ("input", "gt_output", "metric")
 REQUIRED_COLUMNS = ("input", "tok_input", "tok_input_len", "gt_output", "metric")
 METRICS = ("rouge", "niah_em", "qa_em")  # evaluate-accuracy.py `metrics`: the scorers a row can name
@@ -73,4 +75,4 @@ def load_llama405b(path: Path | str) -> Llama405bDataset:
     return Llama405bDataset(tuple(inputs), token_ids, tuple(references), tuple(metrics), path)
 
 
-__all__ = ["METRICS", "REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "Llama405bDataset", "load_llama405b"]
+__all__ = ["FACTS", "METRICS", "REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "Llama405bDataset", "load_llama405b"]

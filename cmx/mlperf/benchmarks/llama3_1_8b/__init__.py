@@ -1,4 +1,5 @@
-"""llama3.1-8b: CNN/DailyMail summaries by Llama-3.1-8B-Instruct, ROUGE and GEN_LEN (language/llama3.1-8b in mlcommons/inference).
+"""llama3.1-8b: CNN/DailyMail summaries by Llama-3.1-8B-Instruct, ROUGE and GEN_LEN (language/llama3.1-8b in
+mlcommons/inference).
 
 The modules: generation (the reference's sampling, output length, EOS and token dtype, with
 their sources), dataset (cnn_eval.json), model (what a checkpoint folder must hold), accuracy
@@ -8,59 +9,26 @@ their sources), dataset (cnn_eval.json), model (what a checkpoint folder must ho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from cmx.mlperf.benchmarks.base import Dataset, Generation
-from cmx.mlperf.benchmarks.kit.model import ModelDefaults, ModelSpec
+from cmx.mlperf.benchmarks.base import Generation
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_8b.generation import REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.llama3_1_8b.model import MODEL
 
-if TYPE_CHECKING:
-    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
-
 
 @dataclass(frozen=True)
-class Llama3_1_8b(ModelDefaults):
+class Llama3_1_8b(BenchmarkDefaults):
     family: str = "llama3.1-8b"
     names: tuple[str, ...] = ("llama3.1-8b",)  # one accuracy target (constants.py: 99% of the reference)
-    # loadgen/mlperf.conf: llama3_1-8b.* and llama3_1-8b-interactive.*
-    loadgen_models: Mapping[str, str] = field(default_factory=lambda: {
-        "Offline": "llama3_1-8b", "Server": "llama3_1-8b", "Interactive": "llama3_1-8b-interactive"})
+    loadgen_model: str = "llama3_1-8b"  # loadgen/mlperf.conf: llama3_1-8b.* and llama3_1-8b-interactive.*
     # SUT_VLLM.py gen_kwargs: greedy (temperature 0, top_k 1, seed 42: generation.py), max_tokens 128, min_tokens 1
     # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids (generation_config.json)
     generation: Generation = Generation(max_tokens=128, sampling=REFERENCE_SAMPLING)
     model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
-
-    def load_dataset(self, path: Path) -> Dataset:
-        from cmx.mlperf.benchmarks.llama3_1_8b.dataset import load_cnndm
-
-        return load_cnndm(path)
-
-    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
-        from cmx.mlperf.benchmarks.llama3_1_8b.accuracy import (
-            evaluate,
-            reference_decoder,
-        )
-        from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
-
-        references = [dataset.reference(i) for i in range(len(dataset))]
-        result = evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
-        return result.as_dict()
-
-    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
-        from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_cnndm
-
-        return make_tiny_cnndm(dest, tokenizer_dir, rows, seed).path
-
-    def dataset_facts(self) -> DatasetFacts:
-        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
-        from cmx.mlperf.benchmarks.llama3_1_8b.dataset import SAMPLES
-
-        return DatasetFacts(SAMPLES, what="CNN/DailyMail-format")
+    loader: str = "dataset:load_cnndm"
+    tiny_dataset: str = "tiny:make_tiny_cnndm"
 
 
 BENCHMARK = Llama3_1_8b()

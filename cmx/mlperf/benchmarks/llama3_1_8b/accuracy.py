@@ -17,9 +17,9 @@ Where llama3.1-8b differs from llama2-70b:
   tokens_per_sample. The checker (tools/submission/submission_checker/constants.py) checks
   ROUGE1, ROUGE2, ROUGEL, ROUGELSUM at 99% of 38.7792, 15.9075, 24.4957, 35.793 and GEN_LEN
   between 90% and 110% of 8167644: rougeLsum and gen_len count here.
-- Printing (cmx.mlperf.scoring.accuracy_txt writes the file): the reference prints each ROUGE value as a string (`'rouge1': '38.7792'`) and
-  gen_len as a numpy integer, which numpy 2 prints `np.int64(8167644)`, a form the checker's
-  GEN_LEN pattern `'gen_len':\\s([\\d.]+)` does not match. cmx prints plain numbers
+- Printing (cmx.mlperf.scoring.accuracy_txt writes the file): the reference prints each ROUGE value as a
+  string (`'rouge1': '38.7792'`) and gen_len as a numpy integer, which numpy 2 prints `np.int64(8167644)`, a
+  form the checker's GEN_LEN pattern `'gen_len':\\s([\\d.]+)` does not match. cmx prints plain numbers
   (`'rouge1': 38.7792`, `'gen_len': 8167644`), which every pattern matches.
 - dtype: the SUT logs int32 ids, but evaluation.py's `--dtype` defaults to int64 (README.md and
   run_accuracy.sh pass int32). `evaluate` takes the dtype, and refuses an int64 log read as
@@ -40,21 +40,21 @@ import sys
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from cmx.mlperf.loadgen.accuracy_log import (
-    AccuracyError,
-    AccuracyLogError,
-    AccuracyRecord,
-    unique_samples,
-)
-from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder  # noqa: F401 (the benchmark's decoder)
+from cmx.mlperf.benchmarks.kit.accuracy import RougeResult, reference_text, samples_to_score
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyLogError, AccuracyRecord, read_accuracy_log
+from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
 from cmx.mlperf.scoring.rouge import (
     ROUGE_TYPES,
     mean_percent,
     rouge_fmeasures,
     split_sentences,
 )
+
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.base import Dataset
 
 TokenDtype = Literal["int32", "int64"]
 _ITEMSIZE = {"int32": 4, "int64": 8}
@@ -63,21 +63,11 @@ _MIN_WORDS_FOR_DTYPE_GUESS = 8  # int32 words needed before "every other one is 
 
 
 @dataclass(frozen=True)
-class AccuracyResult:
-    """The llama3.1-8b metrics, rounded as the reference rounds them; `duplicates` counts skipped records."""
+class AccuracyResult(RougeResult):
+    """The llama3.1-8b metrics (ROUGE's alone), rounded as the reference rounds them; `duplicates` counts skipped
+    records."""
 
-    rouge1: float
-    rouge2: float
-    rougeL: float  # the metric's own name, as accuracy.txt spells it
-    rougeLsum: float
-    gen_len: int
-    gen_num: int
     duplicates: int = 0
-
-    def as_dict(self) -> dict[str, float | int]:
-        """The reference's result dict, in its key order, with plain Python numbers only."""
-        return {"rouge1": float(self.rouge1), "rouge2": float(self.rouge2), "rougeL": float(self.rougeL),
-                "rougeLsum": float(self.rougeLsum), "gen_len": int(self.gen_len), "gen_num": int(self.gen_num)}
 
 
 # --- the metric --------------------------------------------------------------------------------
@@ -85,7 +75,8 @@ class AccuracyResult:
 def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], decode: Callable[[list[int]], str], *,
              dtype: TokenDtype = "int32", jobs: int = 1,
              split: Callable[[str], list[str]] = split_sentences) -> AccuracyResult:
-    """Score `records` (from cmx.mlperf.loadgen.accuracy_log.read_accuracy_log) against `references` (indexed by qsl_idx).
+    """Score `records` (from cmx.mlperf.loadgen.accuracy_log.read_accuracy_log) against `references` (indexed
+    by qsl_idx).
 
     `decode` turns token ids into text without special tokens (`reference_decoder` does it as the
     reference does). `dtype` is the width of the logged ids. `jobs` > 1 scores in that many
@@ -93,12 +84,7 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], decod
     """
     if dtype not in _ITEMSIZE:
         raise AccuracyError(f"dtype must be int32 or int64, not {dtype!r}")
-    if jobs < 1:
-        raise AccuracyError(f"jobs must be 1 or more, not {jobs}")
-    samples, duplicates = unique_samples(records)
-    if not samples:
-        raise AccuracyError("there are no records to evaluate",
-                            hint="read them with read_accuracy_log from an accuracy-mode run")
+    samples, duplicates = samples_to_score(records, jobs)
     if dtype == "int32" and _looks_like_int64(samples):
         raise AccuracyLogError("the log holds int64 token ids (every other int32 word is zero), not int32",
                                hint="evaluate it with dtype=\"int64\" (evaluation.py's default); cmx's SUT logs int32")
@@ -111,7 +97,8 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str], decod
                                 hint="pass reference_decoder(MODEL_DIR), or a function of the token ids that "
                                      "returns tokenizer.decode(ids, skip_special_tokens=True)")
         predictions.append("\n".join(split(text.strip())))
-        targets.append("\n".join(split(_reference(references, record).strip())))
+        target = reference_text(references, record, "llama3.1-8b: 13,368 CNN/DailyMail samples")
+        targets.append("\n".join(split(target.strip())))
     fmeasures = rouge_fmeasures(list(zip(targets, predictions, strict=True)), jobs)
     return AccuracyResult(**{name: mean_percent(fmeasures[name]) for name in ROUGE_TYPES},
                           gen_len=sum(len(p) for p in predictions), gen_num=len(predictions), duplicates=duplicates)
@@ -147,16 +134,11 @@ def _looks_like_int64(records: Sequence[AccuracyRecord]) -> bool:
     return high_words * 2 >= _MIN_WORDS_FOR_DTYPE_GUESS
 
 
-def _reference(references: Sequence[str], record: AccuracyRecord) -> str:
-    if not 0 <= record.qsl_idx < len(references):
-        raise AccuracyError(f"record seq_id {record.seq_id} has qsl_idx {record.qsl_idx}, outside the "
-                            f"{len(references)} references",
-                            hint="evaluate against the dataset the run used (llama3.1-8b: 13,368 CNN/DailyMail "
-                                 "samples)")
-    target = references[record.qsl_idx]
-    if not isinstance(target, str):
-        raise AccuracyError(f"the reference for qsl_idx {record.qsl_idx} is a {type(target).__name__}, not text")
-    return target
+def score_log(accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs: int = 1) -> AccuracyResult:
+    """BENCHMARK.score: an accuracy run's log against `dataset`'s references, decoded as the reference decodes."""
+    references = [dataset.reference(i) for i in range(len(dataset))]
+    return evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
 
 
-__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "token_ids"]
+__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "score_log",
+           "token_ids"]

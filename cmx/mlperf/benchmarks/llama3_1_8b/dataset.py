@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 from cmx.mlperf.benchmarks.kit.frames import (
     kind,
     names,
@@ -34,11 +35,13 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 
 SAMPLES = 13368  # dataset.py total_sample_count; loadgen/mlperf.conf performance_sample_count_override
+FACTS = DatasetFacts(SAMPLES, what="CNN/DailyMail-format")  # what the dataset step fetches and checks
 COLUMNS = ("instruction", "input", "tok_input", "output")  # download_cnndm.py, in the order it writes them
 TEMPLATE_KEY = "llama"  # download_cnndm.py: instruction = "llama", the key of instruction_template
 PROMPT_TEMPLATE = ("Summarize the following news article in 128 tokens. Please output the summary only, without "
                    "any other text.\n\nArticle:\n{input}\n\nSummary:")  # download_cnndm.py instruction_template
-_HINT = "it is not the llama3.1-8b cnn_eval.json that download_cnndm.py writes; get it with `cmx run \"get dataset cnndm\"`"
+_HINT = ("it is not the llama3.1-8b cnn_eval.json that download_cnndm.py writes; get it with "
+         "`cmx run \"get dataset cnndm\"`")
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,8 @@ class _RowCompactor:
         if "tok_input" in obj or "input" in obj or "output" in obj:  # a row, not its instruction object
             self.rows += 1
         if "tok_input" in obj:
-            obj["tok_input"] = token_array(obj["tok_input"], f"{self.path}: row {self.rows - 1}: 'tok_input'", hint=_HINT)
+            obj["tok_input"] = token_array(obj["tok_input"], f"{self.path}: row {self.rows - 1}: 'tok_input'",
+                                           hint=_HINT)
         return obj
 
 
@@ -151,4 +155,4 @@ def _checked_template(template: str, where: str) -> str:
     return template
 
 
-__all__ = ["COLUMNS", "PROMPT_TEMPLATE", "SAMPLES", "CnnDailyMail", "DatasetError", "load_cnndm"]
+__all__ = ["COLUMNS", "FACTS", "PROMPT_TEMPLATE", "SAMPLES", "CnnDailyMail", "DatasetError", "load_cnndm"]

@@ -72,14 +72,14 @@ class TinyLlama3(TinyLlamaFamily):
         return self.vocab_size - SPECIAL_COUNT
 
     @property
-    def eos_ids(self) -> tuple[int, ...]:
-        """The ids generation stops at (<|end_of_text|>, <|eom_id|>, <|eot_id|>)."""
-        return tuple(self.bos_id + offset for offset in END_OFFSETS)
-
-    @property
     def eot_id(self) -> int:
         """<|eot_id|>, the tokenizer's eos_token, as in Llama-3.1-8B-Instruct."""
         return self.bos_id + 9
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        """The ids generation stops at (<|end_of_text|>, <|eom_id|>, <|eot_id|>)."""
+        return self.specials(SPECIAL_COUNT, END_OFFSETS)
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -96,7 +96,8 @@ def make_tiny_llama3(dest: Path, seed: int = 0, *, vocab_size: int = 4096, hidde
     _check_sizes(vocab_size, hidden_size, layers, heads, kv_heads)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    tiny = TinyLlama3(dest, seed, vocab_size, hidden_size, llama_intermediate_size(hidden_size), layers, heads, kv_heads)
+    tiny = TinyLlama3(dest, seed, vocab_size, hidden_size, llama_intermediate_size(hidden_size), layers, heads,
+                      kv_heads)
     write_text(dest / "tokenizer.json", _trained_tokenizer_json(seed, vocab_size))
     write_json(dest / "tokenizer_config.json", _tokenizer_config(tiny))
     write_json(dest / "special_tokens_map.json", {"bos_token": added_token(BOS), "eos_token": added_token(EOT)})
@@ -201,7 +202,8 @@ def _highlights(lexicon: Lexicon, rng: np.random.Generator, rows: int) -> list[s
     counts = rng.integers(2, 5, size=rows)
     sentences = lexicon.texts(rng, rng.integers(6, 17, size=int(counts.sum())))
     ends = np.cumsum(counts).tolist()
-    return ["\n".join(s[:-1] + " ." for s in sentences[end - n:end]) for n, end in zip(counts.tolist(), ends)]
+    return ["\n".join(s[:-1] + " ." for s in sentences[end - n:end])
+            for n, end in zip(counts.tolist(), ends, strict=True)]
 
 
 # --- the dataset ---------------------------------------------------------------------------------
@@ -223,8 +225,8 @@ def make_tiny_cnndm(dest_json: Path, tokenizer_dir: Path, rows: int = SAMPLES, s
     summaries = _highlights(lexicon, rng, rows)
     prompts = [PROMPT_TEMPLATE.format_map({"input": a}) for a in articles]
     ids = [e.ids for e in tokenizer.encode_batch(prompts)]
-    records = [dict(zip(COLUMNS, ({TEMPLATE_KEY: PROMPT_TEMPLATE}, a, i, s)))
-               for a, i, s in zip(articles, ids, summaries)]
+    records = [dict(zip(COLUMNS, ({TEMPLATE_KEY: PROMPT_TEMPLATE}, a, i, s), strict=False))
+               for a, i, s in zip(articles, ids, summaries, strict=False)]
     dest_json = Path(dest_json)
     dest_json.parent.mkdir(parents=True, exist_ok=True)
     write_text(dest_json, json.dumps(records, ensure_ascii=False))

@@ -30,11 +30,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from cmx.mlperf.benchmarks.mixtral_8x7b import gsm8k
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import MixtralDataset
 from cmx.mlperf.benchmarks.mixtral_8x7b.mbxp import MbxpProblem, MbxpResult, grade
-from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
+from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.rouge import ROUGE_TYPES, mean_percent, postprocess_text, rouge_fmeasures
 
 _log = logging.getLogger(__name__)
@@ -133,4 +134,12 @@ def reference_decoder(tokenizer_dir) -> Callable[[list[int]], str]:  # tokenizer
     return lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
 
 
-__all__ = ["MixtralAccuracy", "evaluate", "reference_decoder"]
+def score_log(accuracy_log: Path, dataset: MixtralDataset, tokenizer_dir: Path, *, jobs: int = 1) -> MixtralAccuracy:
+    """BENCHMARK.score: an accuracy run's log against `dataset`, its MBXP programs run in cmx's sandbox."""
+    from cmx.mlperf.scoring.sandbox import run_programs
+
+    return evaluate(read_accuracy_log(accuracy_log), dataset, reference_decoder(tokenizer_dir), run_programs,
+                    jobs=jobs)
+
+
+__all__ = ["MixtralAccuracy", "evaluate", "reference_decoder", "score_log"]

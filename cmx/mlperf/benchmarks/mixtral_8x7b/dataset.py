@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     read_frame,
@@ -36,6 +37,8 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.samples import TextSamples
 
 SAMPLES = 15000  # README.md --total-sample-count 15000; constants.py dataset-size; mlperf.conf perf count
+# the name when the R2 listing is not read: the file of README.md's wget alternative
+FACTS = DatasetFacts(SAMPLES, default_name="09292024_mixtral_15k_mintoken2_v1.pkl")
 SUBSETS = ("OpenOrca", "GSM8K", "MBXP")  # the `dataset` column's values
 REQUIRED_COLUMNS = ("dataset", "id", "input", "tok_input", "gt_output")
 # the real file's columns in its order (standalone_infer/hf_eval_all.py); the tiny dataset writes them all
@@ -77,7 +80,7 @@ def load_mixtral(path: Path | str) -> MixtralDataset:
     frame = read_frame(path, hint=_HINT, get="get dataset mixtral-8x7b")
     require_columns(frame, path, REQUIRED_COLUMNS, hint=_HINT)
     subsets, ids, inputs, references = (texts(frame, c, path, hint=_HINT) for c in _TEXT_COLUMNS)
-    for row, (subset, sample_id) in enumerate(zip(subsets, ids)):
+    for row, (subset, sample_id) in enumerate(zip(subsets, ids, strict=True)):
         if subset not in SUBSETS:
             raise DatasetError(f"{path}: row {row}: dataset {subset!r} is none of {', '.join(SUBSETS)}", hint=_HINT)
         if subset == "MBXP" and not all(mbxp_language(sample_id)):
@@ -90,5 +93,14 @@ def load_mixtral(path: Path | str) -> MixtralDataset:
     return MixtralDataset(tuple(subsets), tuple(ids), tuple(inputs), token_ids, tuple(references), path)
 
 
-__all__ = ["COLUMNS", "REQUIRED_COLUMNS", "SAMPLES", "SUBSETS", "DatasetError", "MixtralDataset", "load_mixtral",
-           "mbxp_language"]
+__all__ = [
+    "COLUMNS",
+    "FACTS",
+    "REQUIRED_COLUMNS",
+    "SAMPLES",
+    "SUBSETS",
+    "DatasetError",
+    "MixtralDataset",
+    "load_mixtral",
+    "mbxp_language",
+]

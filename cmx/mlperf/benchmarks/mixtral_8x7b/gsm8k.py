@@ -63,7 +63,7 @@ def gsm8k_accuracy(predictions: list[str], ground_truths: list[str]) -> float:
         raise ValueError(f"{len(predictions)} predictions for {len(ground_truths)} ground truths")
     if not predictions:
         raise ValueError("no GSM8K samples to grade")
-    correct = sum(is_correct(p, g) for p, g in zip(predictions, ground_truths))
+    correct = sum(is_correct(p, g) for p, g in zip(predictions, ground_truths, strict=True))
     return 100.0 * correct / len(predictions)
 
 

@@ -57,7 +57,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     stops = {CODE_STOP: _mid_text_ids(tokenizer, CODE_STOP)}
     eos = tokenizer.token_to_id(EOS_STOP)
     columns: dict[str, list] = {c: [] for c in COLUMNS}
-    for record, ids, ref_ids in zip(records, tok_input, tok_ref):
+    for record, ids, ref_ids in zip(records, tok_input, tok_ref, strict=False):
         stop = record["stop_sequence"]
         for key in ("dataset", "id", "question", "input", "ref_output", "gt_output", "stop_sequence"):
             columns[key].append(record[key])
@@ -102,7 +102,7 @@ def _mbxp(lexicon: Lexicon, rng: np.random.Generator, row: int) -> dict[str, str
     name, expression = _OPERATIONS[int(rng.integers(len(_OPERATIONS)))]
     entry_point = f"{name}_{row}"
     pairs = [tuple(int(x) for x in rng.integers(-50, 50, size=2)) for _ in range(3)]
-    asserts = "".join(f"    assert candidate({a}, {b}) == {eval(expression, {'a': a, 'b': b})}\n"  # noqa: S307
+    asserts = "".join(f"    assert candidate({a}, {b}) == {eval(expression, {'a': a, 'b': b})}\n"
                       for a, b in pairs)
     prompt = f'def {entry_point}(a, b):\n    """Return {expression} for the two numbers."""\n'
     return {"dataset": "MBXP", "id": f"python_{entry_point}", "question": prompt,

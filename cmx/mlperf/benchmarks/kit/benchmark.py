@@ -1,0 +1,66 @@
+"""The Benchmark Protocol's shared defaults: a BENCHMARK names its parts, and they are imported when first called.
+
+A benchmark package's `__init__` subclasses `BenchmarkDefaults` and states its names, its LoadGen
+model, its generation, its ModelSpec and where its dataset loader, scorer, tiny-dataset writer and
+DatasetFacts live (`module:name` within the package); it defines a method only where it differs
+(gpt-oss-120b's per-test sets, a dataset step's `finish_dataset`). Naming the parts keeps the
+package's `__init__` free of heavy imports: numpy, pandas and tokenizers load on the first call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmx.mlperf.benchmarks.kit.model import ModelDefaults
+
+if TYPE_CHECKING:  # base and dataset_step import this package
+    from cmx.mlperf.benchmarks.base import Dataset, Generation
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+
+
+@dataclass(frozen=True)
+class BenchmarkDefaults(ModelDefaults):
+    """A BENCHMARK of named parts. `loader`: path -> Dataset; `scorer`: (accuracy log, dataset, tokenizer folder,
+    jobs=) -> a result with `as_dict()`; `tiny_dataset`: (dest, tokenizer folder, rows, seed) -> the path written,
+    or a record with `.path`; `facts`: the DatasetFacts constant. LoadGen runs `loadgen_model` in Offline and
+    Server, and `<loadgen_model>-interactive` in Interactive where the benchmark has that scenario."""
+
+    family: str
+    names: tuple[str, ...]
+    loadgen_model: str
+    generation: Generation
+    loader: str
+    tiny_dataset: str
+    scorer: str = "accuracy:score_log"
+    facts: str = "dataset:FACTS"
+    interactive: bool = True
+
+    @property
+    def loadgen_models(self) -> Mapping[str, str]:
+        models = {"Offline": self.loadgen_model, "Server": self.loadgen_model}
+        if self.interactive:
+            models["Interactive"] = f"{self.loadgen_model}-interactive"
+        return models
+
+    def part(self, where: str) -> Any:
+        """The object `where` names (`module:name` in this benchmark's package), its module imported now."""
+        module, _, name = where.partition(":")
+        return getattr(importlib.import_module(f"{type(self).__module__}.{module}"), name)
+
+    def load_dataset(self, path: Path) -> Dataset:
+        return self.part(self.loader)(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        return self.part(self.scorer)(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        made = self.part(self.tiny_dataset)(dest, tokenizer_dir, rows, seed)
+        return made if isinstance(made, Path) else made.path
+
+    def dataset_facts(self) -> DatasetFacts:
+        return self.part(self.facts)
