@@ -1,10 +1,14 @@
 """Ask the interpreter about itself (probe.py); refuse one older than version_min."""
 
+from __future__ import annotations
+
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from cmx.errors import StepError
+from cmx.execute.context import StepContext
 
 PROBE = Path(__file__).with_name("probe.py")
 
@@ -13,7 +17,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".") if part.isdigit())
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     done = ctx.run_cmd([ctx.inputs["python"] or sys.executable, PROBE])
     info = json.loads(done.stdout.strip().splitlines()[-1])
     if _version_tuple(info["version"]) < _version_tuple(ctx.inputs["version_min"]):

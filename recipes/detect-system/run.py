@@ -1,12 +1,17 @@
 """Read the host from /etc and /proc (cmx/tools/system.py; nothing is run) and add detect-gpu's findings."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.tools.system import detect_system
 
 GPU_OUTPUTS = ("gpus", "gpu_count", "gpu_vendor", "driver_version", "cuda_version", "cuda_driver_version",
                "rocm_version")
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     host = detect_system()
     gpu = ctx.deps.gpu.outputs
     ctx.log.info("%s, kernel %s, %s x %d, %d bytes of memory, %d GPU(s)", host.os.pretty_name, host.kernel,

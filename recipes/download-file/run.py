@@ -1,8 +1,12 @@
 """Download `url` into the step's folder with cmx.tools.download; the logic and its tests live there."""
 
+from __future__ import annotations
+
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from cmx.errors import StepError
+from cmx.execute.context import StepContext
 from cmx.tools.download import download
 
 
@@ -16,7 +20,7 @@ def _filename(url: str, given: str | None) -> str:
     return name
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     url, sha256 = ctx.inputs["url"], ctx.inputs["sha256"]
     name = _filename(url, ctx.inputs["filename"])
     bar = ctx.progress(None, f"download {name}")

@@ -1,9 +1,14 @@
 """Extract the archive into the step's folder with cmx.tools.archive (checked, all or nothing)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.tools.archive import extract
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     archive = ctx.inputs["archive"]
     dest = ctx.workdir / "files"
     progress = ctx.progress(None, f"extract {archive.name}")

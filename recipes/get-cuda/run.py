@@ -1,5 +1,10 @@
 """Check detect-gpu's CUDA findings against the requested range (cmx/tools/gpu.py); runs nothing."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.tools.gpu import (
     GpuReport,
     require_cuda_driver,
@@ -8,7 +13,7 @@ from cmx.tools.gpu import (
 )
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     report = GpuReport.from_outputs(ctx.deps.gpu.outputs)
     require = require_cuda_driver if "driver" in ctx.variations else require_cuda_toolkit
     found = require(report, ctx.inputs["version_min"], ctx.inputs["version_max"])

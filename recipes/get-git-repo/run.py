@@ -1,9 +1,14 @@
 """Check out `url` at commit `rev` into the step's folder with cmx.tools.git."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.tools import git
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     url, rev = ctx.inputs["url"], ctx.inputs["rev"]
     progress = ctx.progress(None, "fetch")
     checkout = git.checkout_commit(url, rev, ctx.workdir / "repo", submodules=ctx.inputs["submodules"],

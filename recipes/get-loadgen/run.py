@@ -1,10 +1,15 @@
 """Check (or, with --install-missing, install) LoadGen at the round's pin (cmx.mlperf.runtime)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.runtime import ensure_loadgen
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     found = ensure_loadgen(ctx.inputs["round"], python=ctx.deps.python.outputs["executable"],
                            install=ctx.install_missing, run=ctx.run_cmd)
     requirement = load_round(ctx.inputs["round"]).loadgen_requirement

@@ -1,8 +1,13 @@
 """DeepSeek-R1 at the reference's commit, your own folder, or a tiny random DeepseekV3 (kit.model_recipe)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.mlperf.benchmarks import benchmark_for
 from cmx.mlperf.benchmarks.kit.model_recipe import get_model
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     return get_model(ctx, benchmark_for("deepseek-r1"))

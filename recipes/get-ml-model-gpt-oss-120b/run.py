@@ -1,8 +1,13 @@
 """openai/gpt-oss-120b at the reference's commit, your own folder, or a tiny random GptOss (kit.model_recipe)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.mlperf.benchmarks import benchmark_for
 from cmx.mlperf.benchmarks.kit.model_recipe import get_model
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     return get_model(ctx, benchmark_for("gpt-oss-120b"))

@@ -1,9 +1,14 @@
 """Check (or, with --install-missing, install) the vLLM build for the device (cmx.mlperf.runtime)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from cmx.execute.context import StepContext
 from cmx.mlperf.runtime import ensure_vllm
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     found = ensure_vllm(ctx.context["device"], python=ctx.deps.python.outputs["executable"],
                         install=ctx.install_missing, run=ctx.run_cmd, version=ctx.inputs["version"])
     if found.removed:

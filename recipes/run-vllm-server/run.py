@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+from cmx.execute.context import StepContext
 from cmx.mlperf.backends.profiles import EngineOptions
 from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
 
 
-def run(ctx):
+def run(ctx: StepContext) -> dict[str, Any]:
     i = ctx.inputs
     model = ctx.deps.model.outputs
     options = EngineOptions(device=ctx.context["device"], precision=ctx.context.get("precision"),
@@ -33,5 +35,6 @@ def run(ctx):
               + ("Ctrl-C stops it" if until is None else f"stopping in {i['serve_seconds']:g} s"), flush=True)
         ctx.log.info("serving at %s", server.url)
         server.serve(lambda: ctx.stopping or (until is not None and time.monotonic() >= until))
+        assert server.info is not None  # entering the block started the server
         url, start_seconds = server.url, server.info.start_seconds
     return {"url": url, "model": served, "log": str(log_path), "start_seconds": round(start_seconds, 3)}
