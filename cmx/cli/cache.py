@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -33,6 +34,16 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     return {"recipe": entry.recipe, "key": entry.key, "path": str(entry.path), "created": entry.created,
             "size": entry.size, "variations": list(entry.variations),
             "inputs": entry.meta.inputs if entry.meta else {}, "outputs": entry.outputs}
+
+
+def _echo_removed(as_json: bool, data: list[Any], lines: Iterable[str], total: str) -> None:
+    """What `rm` and `gc` removed: `data` as JSON, or a line per item and the total."""
+    if as_json:
+        echo_json(data)
+        return
+    for line in lines:
+        click.echo(line)
+    click.echo(total)
 
 
 @command.command("ls", help="List entries, all or those of recipes matching QUERY.")
@@ -85,12 +96,8 @@ def rm(ctx: click.Context, target: tuple[str, ...], as_json: bool) -> None:
     else:
         entries = api.cache_select(" ".join(target), settings=settings)
     api.cache_remove(entries, settings=settings)
-    if as_json:
-        echo_json([_entry_json(e) for e in entries])
-        return
-    for e in entries:
-        click.echo(f"removed {e.recipe}/{e.key[:12]}")
-    click.echo(f"{len(entries)} entries removed")
+    _echo_removed(as_json, [_entry_json(e) for e in entries], (f"removed {e.recipe}/{e.key[:12]}" for e in entries),
+                  f"{len(entries)} entries removed")
 
 
 @command.command("gc", help="""Remove leftovers of interrupted builds and unused locks.
@@ -106,12 +113,9 @@ def gc(ctx: click.Context, older_than: float | None, dry_run: bool, as_json: boo
     from cmx import api
 
     removed = api.cache_gc(older_than, dry_run=dry_run, settings=app(ctx).settings())
-    if as_json:
-        echo_json([str(p) for p in removed])
-        return
-    for path in removed:
-        click.echo(f"{'would remove' if dry_run else 'removed'} {path}")
-    click.echo(f"{len(removed)} item(s) {'to remove' if dry_run else 'removed'}")
+    _echo_removed(as_json, [str(p) for p in removed],
+                  (f"{'would remove' if dry_run else 'removed'} {path}" for path in removed),
+                  f"{len(removed)} item(s) {'to remove' if dry_run else 'removed'}")
 
 
 @command.command("verify", help="Re-hash entries (one, or all) against their meta.json; exit 1 if any is corrupted.")

@@ -77,16 +77,44 @@ def join_query(words: tuple[str, ...]) -> str:
     return " ".join(words)
 
 
-def inputs_file_option(fn: Callable) -> Callable:
-    return click.option("--inputs-file", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
-                        help="YAML of NAME: VALUE inputs, each as if given with --input (an explicit --input "
-                             "wins); `cmx tune` writes one.")(fn)
+INPUT_HELP = "An input of the root recipe; RECIPE.NAME=VALUE sets it on every step of RECIPE."
+CONTEXT_HELP = "A run-wide context value, as a variation would set it (device=rocm)."
+INPUTS_FILE_HELP = ("YAML of NAME: VALUE inputs, each as if given with --input (an explicit --input wins); "
+                    "`cmx tune` writes one.")
 
 
-def with_inputs_file(given: dict[str, str], inputs_file: str | None) -> dict[str, str]:
-    """The --inputs-file's pairs under the explicit --input ones (which win)."""
-    if not inputs_file:
-        return given
-    from cmx import api
+def query_options(*, input_help: str = INPUT_HELP, context_help: str = CONTEXT_HELP,
+                  inputs_file: bool = True) -> Callable[[Callable], Callable]:
+    """`--input`, `--inputs-file` (unless `inputs_file` is false) and `--context`, in that order in --help; the
+    command takes them as `inputs`, `inputs_file` and `contexts`, which `parse_query` reads."""
 
-    return {**api.read_inputs_file(inputs_file), **given}
+    def apply(fn: Callable) -> Callable:
+        # click lists a command's options in the reverse order of the decorators' calls: the last applied is first
+        fn = click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help=context_help)(fn)
+        if inputs_file:
+            fn = click.option("--inputs-file", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
+                              help=INPUTS_FILE_HELP)(fn)
+        return click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help=input_help)(fn)
+
+    return apply
+
+
+@dataclass(frozen=True)
+class QueryArgs:
+    """What a verb's QUERY words, --input pairs (over its --inputs-file's) and --context pairs say."""
+
+    query: str
+    inputs: dict[str, str]
+    context: dict[str, Any]
+
+
+def parse_query(words: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
+                inputs_file: str | None = None) -> QueryArgs:
+    """The values of `query_arg` and `query_options`, parsed; a bad --input is reported before a bad --context.
+    The --inputs-file's pairs go under the explicit --input ones, which win."""
+    given = parse_pairs(inputs, "--input")
+    if inputs_file:
+        from cmx import api
+
+        given = {**api.read_inputs_file(inputs_file), **given}
+    return QueryArgs(join_query(words), given, parse_context(contexts))

@@ -7,15 +7,7 @@ from typing import Any
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    join_query,
-    parse_context,
-    parse_pairs,
-    query_arg,
-    registry_option,
-)
+from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
 
 
 def _groups(value: str | None) -> tuple[int, ...] | None:
@@ -57,10 +49,8 @@ builds; push it to a registry the cluster pulls from and pass --image.
 @query_arg
 @click.option("--k8s", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False), metavar="OUT_DIR",
               help="Write the manifests and a README.md into OUT_DIR.")
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
-              help="As for cmx run (tensor_parallel_size, max_num_seqs... set the server's engine; all go to "
-                   "the Job's run too).")
-@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help="As for cmx run.")
+@query_options(input_help="As for cmx run (tensor_parallel_size, max_num_seqs... set the server's engine; all go "
+                          "to the Job's run too).", context_help="As for cmx run.", inputs_file=False)
 @click.option("--apply", "do_apply", is_flag=True,
               help="Server-side apply the objects to the cluster of $KUBECONFIG or ~/.kube/config.")
 @click.option("--image", metavar="IMAGE",
@@ -97,9 +87,9 @@ def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: t
     from cmx import api
 
     k8s = api.K8sOptions(**{**options, "supplemental_groups": _groups(options["supplemental_groups"])})
-    result = api.deploy_k8s(join_query(query), inputs=parse_pairs(inputs, "--input"),
-                            context=parse_context(contexts), out_dir=out_dir, options=k8s, apply=do_apply,
-                            settings=app(ctx).settings())
+    q = parse_query(query, inputs, contexts)
+    result = api.deploy_k8s(q.query, inputs=q.inputs, context=q.context, out_dir=out_dir, options=k8s,
+                            apply=do_apply, settings=app(ctx).settings())
     if as_json:
         echo_json(result.to_json())
         return

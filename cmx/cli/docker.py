@@ -6,15 +6,7 @@ from typing import Any
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    join_query,
-    parse_context,
-    parse_pairs,
-    query_arg,
-    registry_option,
-)
+from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
 from cmx.cli.docker_options import docker_options, docker_options_of
 
 
@@ -31,8 +23,7 @@ hidden, mounts, devices, device requests, groups, shm size, ipc, ulimits).
     cmx docker "app mlperf inference llama2 _cuda" --print-run --gpus 0,1
 """)
 @query_arg
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help="As for cmx run.")
-@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help="As for cmx run.")
+@query_options(input_help="As for cmx run.", context_help="As for cmx run.", inputs_file=False)
 @click.option("--dockerfile-only", is_flag=True, help="Print the Dockerfile and the build context listing.")
 @click.option("--print-run", is_flag=True, help="Print the container settings as JSON.")
 @docker_options
@@ -45,14 +36,14 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
 
     if dockerfile_only == print_run:
         raise click.UsageError("give one of --dockerfile-only and --print-run")
-    text, given, context = join_query(query), parse_pairs(inputs, "--input"), parse_context(contexts)
+    q = parse_query(query, inputs, contexts)
     options_, settings = docker_options_of(**options), app(ctx).settings()
     if dockerfile_only:
-        rendered = api.docker_file(text, inputs=given, context=context, options=options_, settings=settings)
+        rendered = api.docker_file(q.query, inputs=q.inputs, context=q.context, options=options_, settings=settings)
         click.echo(rendered.dockerfile, nl=False)
         click.echo(f"\n# build context of {rendered.tag} ({len(rendered.files)} files):")
         for line in rendered.listing():
             click.echo(f"# {line}")
         return
-    echo_json(api.docker_container(text, inputs=given, context=context, options=options_,
+    echo_json(api.docker_container(q.query, inputs=q.inputs, context=q.context, options=options_,
                                     settings=settings).to_json())

@@ -8,15 +8,7 @@ from typing import Any
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    join_query,
-    parse_context,
-    parse_pairs,
-    query_arg,
-    registry_option,
-)
+from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
 from cmx.cli.docker_options import docker_options, docker_options_of
 
 
@@ -46,10 +38,7 @@ submission packaged from its results carries it in src/.
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" --docker -o cmx.lock
 """)
 @query_arg
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
-              help="An input of the root recipe; RECIPE.NAME=VALUE sets it on every step of RECIPE.")
-@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE",
-              help="A run-wide context value, as a variation would set it (device=rocm).")
+@query_options(inputs_file=False)
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path, dir_okay=False), default=Path("cmx.lock"),
               show_default=True, help="Where the lockfile goes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the lockfile's path and step count as JSON.")
@@ -70,8 +59,9 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         raise click.UsageError("--base-image, --ca-bundle and --wheelhouse go with --docker")
     docker = docker_options_of(**options) if in_docker else None
     # the build's lines go to stderr: stdout is the summary (or the JSON)
-    lock = api.lock(join_query(query), inputs=parse_pairs(inputs, "--input"), context=parse_context(contexts),
-                    settings=app(ctx).settings(), docker=docker, emit=lambda line: click.echo(line, err=True))
+    q = parse_query(query, inputs, contexts)
+    lock = api.lock(q.query, inputs=q.inputs, context=q.context, settings=app(ctx).settings(), docker=docker,
+                    emit=lambda line: click.echo(line, err=True))
     path = lock.write(out)
     pinned = sum(1 for s in lock.steps if s.files is not None)
     image = lock.docker

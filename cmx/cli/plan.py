@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    inputs_file_option,
-    join_query,
-    parse_context,
-    parse_pairs,
-    query_arg,
-    registry_option,
-    with_inputs_file,
-)
+from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
 
 
 def print_plan(query: str, inputs: dict[str, str], context: dict[str, object], as_json: bool, verbose: bool,
@@ -44,16 +34,12 @@ downloaded, built or executed.
     cmx plan "get python-package" --input package=numpy --json
 """)
 @query_arg
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
-              help="An input of the root recipe; RECIPE.NAME=VALUE sets it on every step of RECIPE.")
-@inputs_file_option
-@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE",
-              help="A run-wide context value, as a variation would set it (device=rocm).")
+@query_options()
 @click.option("--verbose", "-v", is_flag=True, help="Also show each step's inputs and where they came from.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON for scripts.")
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
             contexts: tuple[str, ...], verbose: bool, as_json: bool) -> None:
-    print_plan(join_query(query), with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
-               parse_context(contexts), as_json, verbose, ctx)
+    q = parse_query(query, inputs, contexts, inputs_file)
+    print_plan(q.query, q.inputs, q.context, as_json, verbose, ctx)

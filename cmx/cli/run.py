@@ -9,16 +9,7 @@ from typing import Any
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    inputs_file_option,
-    join_query,
-    parse_context,
-    parse_pairs,
-    registry_option,
-    with_inputs_file,
-)
+from cmx.cli.common import app, echo_json, parse_query, query_options, registry_option
 from cmx.cli.docker_options import docker_options, docker_options_of
 from cmx.cli.run_output import done_lines, result_json
 from cmx.cli.slurm_options import (
@@ -84,11 +75,7 @@ checks the steps and the image's packages inside (--gpus and --keep apply).
 @click.argument("query", nargs=-1)
 @click.option("--locked", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Replay a lockfile exactly (no QUERY), or refuse at its first difference.")
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
-              help="An input of the root recipe; RECIPE.NAME=VALUE sets it on every step of RECIPE.")
-@inputs_file_option
-@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE",
-              help="A run-wide context value, as a variation would set it (device=rocm).")
+@query_options()
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Steps to run at once (default: min(4, CPUs)).")
 @click.option("--dry-run", is_flag=True, help="Only show the plan (same as `cmx plan`).")
@@ -116,9 +103,8 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
         raise click.UsageError("--locked replays the lock's query and context where the lock says (natively, or "
                                "in its image for a lock made with `cmx lock --docker`): it goes with neither "
                                "--context, --dry-run, --slurm nor --docker")
-    text = join_query(query)
-    given = with_inputs_file(parse_pairs(inputs, "--input"), inputs_file)
-    context = parse_context(contexts)
+    q = parse_query(query, inputs, contexts, inputs_file)
+    text, given, context = q.query, q.inputs, q.context
     slurm = {k: options.pop(k) for k in ("partition", "account", "time_limit", "gpus_per_node", "nodes",
                                          "cpus_per_task", "mem", "job_name")}
     docker = options

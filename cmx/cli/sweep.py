@@ -7,14 +7,7 @@ from typing import Any
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    join_query,
-    parse_context,
-    parse_pairs,
-    registry_option,
-)
+from cmx.cli.common import app, echo_json, parse_query, registry_option
 from cmx.cli.slurm_options import any_slurm_option, slurm_options, slurm_options_of
 
 
@@ -74,8 +67,8 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
             raise click.UsageError("--partition, --account, --time, --gpus-per-node, --nodes, --cpus-per-task, "
                                    "--mem and --job-name go with --slurm")
         say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
-        result = api.sweep(join_query(query), inputs=parse_pairs(inputs, "--input"),
-                           context=parse_context(contexts), over=over, sweep_dir=out_dir,
+        q = parse_query(query, inputs, contexts)
+        result = api.sweep(q.query, inputs=q.inputs, context=q.context, over=over, sweep_dir=out_dir,
                            slurm=slurm_options_of(**slurm) if in_slurm else None, wait=wait or not in_slurm,
                            jobs=jobs, settings=settings, progress="none" if as_json else "plain",
                            announce=say)

@@ -8,17 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cmx.cli.common import (
-    app,
-    echo_json,
-    inputs_file_option,
-    join_query,
-    parse_context,
-    parse_pairs,
-    query_arg,
-    registry_option,
-    with_inputs_file,
-)
+from cmx.cli.common import app, echo_json, join_query, parse_query, query_arg, query_options, registry_option
 
 if TYPE_CHECKING:
     from cmx.api import Confirm, TuneAnswer
@@ -51,9 +41,7 @@ run reads a user.conf, exactly as `cmx run` would.
 @click.option("--scenario", "-s", required=True, type=click.Choice(["Offline", "Server", "Interactive"],
                                                                    case_sensitive=False),
               help="The scenario to tune.")
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help="An input of the root recipe.")
-@inputs_file_option
-@click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help="A run-wide context value.")
+@query_options(input_help="An input of the root recipe.", context_help="A run-wide context value.")
 @click.option("--start", "start_qps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="QPS",
               help="The first probe's QPS (default: the query's target_qps_<scenario> input).")
 @click.option("--out", "-o", "out", type=click.Path(dir_okay=False), metavar="FILE",
@@ -81,10 +69,10 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
 
     text = join_query(query)
     state = app(ctx)
-    try:
-        result = api.tune(text, scenario=scenario.capitalize(),
-                          inputs=with_inputs_file(parse_pairs(inputs, "--input"), inputs_file),
-                          context=parse_context(contexts), confirm=not no_confirm, **search,
+    try:  # a bad inputs file is answered as JSON too under --json
+        q = parse_query(query, inputs, contexts, inputs_file)
+        result = api.tune(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,
+                          confirm=not no_confirm, **search,
                           jobs=jobs or api.default_jobs(), settings=state.settings(),
                           reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]],
                           invocation="cmx" + (f" --registry {shlex.quote(state.registry)}" if state.registry else ""))

@@ -31,9 +31,10 @@ output token is chosen is the backend's `Sampling`, one for the whole run (its w
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from cmx.errors import CmxError
 
@@ -186,6 +187,35 @@ class Backend(Protocol):
     def details(self) -> Mapping[str, Any]: ...
 
     def stop(self) -> None: ...
+
+
+_S = TypeVar("_S", bound="StartStop")
+
+
+class StartStop(ABC):
+    """A context manager over `start()` and `stop()`: a `with` block starts it and stops it however the
+    block ends (the backends and the vLLM server process)."""
+
+    @abstractmethod
+    def start(self) -> object: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def __enter__(self: _S) -> _S:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class BackendDefaults(StartStop):
+    """What a `Backend` that has nothing more to say may inherit: the context manager and empty `details()`."""
+
+    def details(self) -> dict[str, Any]:
+        """Nothing beyond what start() returned."""
+        return {}
 
 
 def check_result(request: GenRequest, result: GenResult) -> GenResult:

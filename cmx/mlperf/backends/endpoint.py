@@ -44,6 +44,7 @@ from typing import Any
 
 from cmx.mlperf.backends.base import (
     GREEDY,
+    BackendDefaults,
     BackendError,
     GenRequest,
     GenResult,
@@ -142,7 +143,7 @@ class _Batch:
 _FINISHED = object()  # the batch's last item on its results queue
 
 
-class EndpointBackend:
+class EndpointBackend(BackendDefaults):
     """The Backend protocol (cmx.mlperf.backends.base) over an OpenAI-compatible HTTP server.
     Construction only stores the config; `start()` connects, checks and warms up."""
 
@@ -155,13 +156,6 @@ class EndpointBackend:
         self._loop: LoopThread | None = None
         self._session: Any = None
         self._in_flight = 0  # requests sent and not answered; touched on the loop only
-
-    def __enter__(self) -> EndpointBackend:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
@@ -427,10 +421,6 @@ class EndpointBackend:
             self._in_flight -= 1
 
     # -- stop -----------------------------------------------------------------------------------------
-
-    def details(self) -> dict[str, Any]:
-        """Nothing beyond what start() returned."""
-        return {}
 
     def stop(self) -> None:
         """Cancel the requests in flight (no callback), close the connections and end the loop."""

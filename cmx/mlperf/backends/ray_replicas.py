@@ -41,6 +41,7 @@ from cmx.mlperf.backends.base import (
     GenRequest,
     GenResult,
     StartInfo,
+    StartStop,
     StreamSink,
 )
 from cmx.mlperf.backends.batching import request_cost
@@ -269,7 +270,7 @@ class _Started:
     loop: LoopThread | None = None  # streaming only: where requests are sent and their streams read
 
 
-class RayReplicaBackend:
+class RayReplicaBackend(StartStop):
     """The Backend protocol over `replicas` ReplicaActors (see the module docstring)."""
 
     def __init__(self, config: RayReplicasConfig, logger: logging.Logger | None = None) -> None:
@@ -278,13 +279,6 @@ class RayReplicaBackend:
         self.config = config
         self.log = logger or logging.getLogger(__name__)
         self._state: _Started | None = None
-
-    def __enter__(self) -> RayReplicaBackend:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> StartInfo:
         if self._state is not None:

@@ -44,6 +44,7 @@ from typing import Any
 
 from cmx.mlperf.backends.base import (
     GREEDY,
+    BackendDefaults,
     BackendError,
     GenRequest,
     GenResult,
@@ -135,7 +136,7 @@ def engine_environment(spec: EngineSpec, log: logging.Logger) -> Iterator[None]:
                 os.environ[key] = old
 
 
-class VllmBackend:
+class VllmBackend(BackendDefaults):
     """The Backend protocol (cmx.mlperf.backends.base) on vLLM. Construction only stores the config;
     `start()` builds and warms up the engines; `stop()` shuts them down."""
 
@@ -143,13 +144,6 @@ class VllmBackend:
         self.config = config
         self.log = logger or logging.getLogger(__name__)
         self._engines: _OfflineEngines | _StreamingEngines | None = None
-
-    def __enter__(self) -> VllmBackend:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def engine_kwargs(self, spec: EngineSpec) -> dict[str, Any]:
         """vLLM's arguments for one engine: the profile's, plus what this backend needs."""
@@ -226,10 +220,6 @@ class VllmBackend:
             raise BackendError("submit() needs a streaming backend",
                                hint="build the backend with VllmBackendConfig(streaming=True) for Server/Interactive")
         engines.submit(request, sink, self.config.output_tokens_estimate)
-
-    def details(self) -> dict[str, Any]:
-        """Nothing beyond what start() returned."""
-        return {}
 
     def stop(self) -> None:
         engines, self._engines = self._engines, None

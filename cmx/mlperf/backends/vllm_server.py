@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmx.mlperf.backends.base import GREEDY, BackendError, Sampling
+from cmx.mlperf.backends.base import GREEDY, BackendError, Sampling, StartStop
 from cmx.mlperf.backends.machine import (
     MachineFacts,
     read_machine_facts,
@@ -215,7 +215,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 # --- the server --------------------------------------------------------------------------------------
 
 
-class VllmServer:
+class VllmServer(StartStop):
     """One vLLM server process. `start()` launches it and waits until it is healthy; `stop()`
     ends it and every process it started. A context manager that does both."""
 
@@ -224,13 +224,6 @@ class VllmServer:
         self.log = logger or logging.getLogger(__name__)
         self.info: ServerInfo | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> VllmServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
