@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml | $(PY)
 TEST_WORKERS ?= 2
 
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
-	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadscope
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,18 +93,25 @@ def builtin(home: Home) -> Home:
     return home
 
 
-# `make test` runs the tests on two pytest-xdist workers (--dist loadgroup). A test module stays on one
-# worker, so a module's shared engine or server starts once; the modules below also share one group, since
-# they hold what one machine has once (the Docker daemon and its image tags, the Slurm cluster and munge,
-# Ray's node processes) or assert that no `vllm serve` or Ray actor is left on the whole machine.
+# `make test` runs the tests on two pytest-xdist workers. A test module stays on one worker, so a module's
+# shared engine or server starts once; the modules below also stay together, since they hold what one machine
+# has once (the Docker daemon and its image tags, the Slurm cluster and munge, Ray's node processes) or assert
+# that no `vllm serve` or Ray actor is left on the whole machine.
 MACHINE_WIDE = ("tests/docker/", "tests/slurm/", "tests/mlperf/test_app_endpoint.py",
                 "tests/mlperf/backends/test_endpoint.py", "tests/mlperf/backends/test_ray_replicas.py")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        module = Path(str(item.fspath)).relative_to(REPO).as_posix()
-        group = "machine-wide" if module.startswith(MACHINE_WIDE) else module
-        item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)  # xdist (the dev extra) defines the hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling, with a test's scope its module or, for the modules above, one shared scope.
+
+    (pytest-xdist's own `xdist_group` mark cannot do this on pytest 9.1 and later: it renames a test's node id,
+    which pytest no longer reads back.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleOrMachine(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "machine-wide" if module.startswith(MACHINE_WIDE) else module
+
+    return ModuleOrMachine(config, log)
