@@ -19,12 +19,8 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
-# two workers halve the end-to-end tests' wall time on CI's 2 cores (each engine start is mostly one busy core);
-# TEST_WORKERS=0 runs them in this process, one after another
-TEST_WORKERS ?= 2
-
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
-	$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -q --durations=25
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"

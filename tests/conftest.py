@@ -11,7 +11,6 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -91,27 +90,3 @@ def builtin(home: Home) -> Home:
     (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
                                              encoding="utf-8")
     return home
-
-
-# `make test` runs the tests on two pytest-xdist workers. A test module stays on one worker, so a module's
-# shared engine or server starts once; the modules below also stay together, since they hold what one machine
-# has once (the Docker daemon and its image tags, the Slurm cluster and munge, Ray's node processes) or assert
-# that no `vllm serve` or Ray actor is left on the whole machine.
-MACHINE_WIDE = ("tests/docker/", "tests/slurm/", "tests/mlperf/test_app_endpoint.py",
-                "tests/mlperf/backends/test_endpoint.py", "tests/mlperf/backends/test_ray_replicas.py")
-
-
-@pytest.hookimpl(optionalhook=True)  # xdist (the dev extra) defines the hook
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's scope scheduling, with a test's scope its module or, for the modules above, one shared scope.
-
-    (pytest-xdist's own `xdist_group` mark cannot do this on pytest 9.1 and later: it renames a test's node id,
-    which pytest no longer reads back.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ModuleOrMachine(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "machine-wide" if module.startswith(MACHINE_WIDE) else module
-
-    return ModuleOrMachine(config, log)
