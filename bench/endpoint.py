@@ -189,14 +189,17 @@ def server_comparison(url: str, model: Path, backend: Any, prompts: Prompts, arg
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--prompts", type=int, default=256)
+    from cmx.mlperf.backends.endpoint import DEFAULT_MAX_CONCURRENCY
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--prompts", type=int, default=256, help="prompts, each sent once per run")
     p.add_argument("--input-len", type=int, default=128, help="prompt tokens (vLLM's random dataset)")
     p.add_argument("--max-tokens", type=int, default=32, help="output tokens per prompt (exactly)")
     p.add_argument("--runs", type=int, default=2, help="repeats of a and b (medians reported)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-concurrency", type=int, default=None,
-                   help="cmx's Offline requests in flight (default its own)")
+    p.add_argument("--seed", type=int, default=0, help="the random dataset's seed")
+    p.add_argument("--max-concurrency", type=int, default=DEFAULT_MAX_CONCURRENCY,
+                   help="cmx's Offline requests in flight (the default is cmx's own)")
     p.add_argument("--server-qps", type=float, default=8.0, help="the Server comparison's rate (0: none)")
     p.add_argument("--skip-in-process", action="store_true", help="no (c)")
     p.add_argument("--keep", action="store_true", help="keep the temp folder (model, server log, LoadGen logs)")
@@ -229,8 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     with VllmServer(config, log) as server:
         say(f"server: {server.url}, started in {server.info.start_seconds:.1f} s; engine flags "
             f"{ {k: v for k, v in server.info.engine_kwargs.items()} }")
-        extra = {} if args.max_concurrency is None else {"max_concurrency": args.max_concurrency}
-        with EndpointBackend(EndpointConfig(url=server.url, **extra), log) as backend:
+        with EndpointBackend(EndpointConfig(url=server.url, max_concurrency=args.max_concurrency), log) as backend:
             paths = {"a": lambda rep: bench_serve(server.url, model, args, work / f"a-{rep}.json"),
                      "b": lambda rep: loadgen_offline(backend, prompts, args, work / f"b-{rep}", log)}
             for key in ("a", "b"):

@@ -307,7 +307,7 @@ def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, A
                     "replicas": config.engine.replicas or 1}
         return {"kind": "vllm", "transport": "in-process"}
     details = next((r.details for r in runs if r.details.get("transport") == "http"), {})
-    keys = ("url", "model", "server_software", "server_version", "token_ids_source")
+    keys = ("url", "model", "server_software", "server_version", "server_max_model_len", "token_ids_source")
     return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
             "started_by_cmx": config.server_log is not None,
             "server_log": str(config.server_log) if config.server_log else None}

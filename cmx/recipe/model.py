@@ -24,6 +24,7 @@ class InputSpec:
     choices: tuple[str, ...] = ()
     line: int = 0
     origin: Path | None = None  # the base's folder, when a base's recipe.yaml declared it (see Recipe.where)
+    needs: str | None = None  # the variation or flag it is for: given without it, resolution refuses the query
 
 
 @dataclass(frozen=True)

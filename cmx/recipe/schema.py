@@ -27,7 +27,7 @@ from cmx.recipe.yamlload import LocDict, LocList
 
 TOP_KEYS = ("name", "summary", "tags", "abstract", "extends", "params", "inputs", "variations", "flags", "context",
             "deps", "cache", "outputs", "docker", "files")
-INPUT_KEYS = ("type", "default", "help", "env", "choices")
+INPUT_KEYS = ("type", "default", "help", "env", "choices", "needs")
 VARIATION_KEYS = ("default", "summary", "inputs", "context", "deps", "docker", "remove")
 DEP_KEYS = ("tags", "with", "when", "as")
 DOCKER_KEYS = ("apt", "pip", "env")
@@ -127,6 +127,7 @@ def validate_recipe(data: Any, folder: Path, *, source: str = "", digest: str = 
     if base is not None:
         deps = _merged_deps(base, deps)
     _check_dep_names(c, deps, groups, flags)
+    _check_needs(c, inputs, groups, flags)
     if base is not None:
         _check_inherited_values(c, top, inputs, groups, flags, base)
     outputs = _outputs(c, top.get("outputs"), top.line_of("outputs"), base)
@@ -261,9 +262,12 @@ def _inputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> dic
                              "secrets come from the command line or `env:`; never write them in a recipe")
             default = _typed(c, default, type_name, choices, default_at, f"default of {name!r}")
         help_ = spec.get("help", inherited.help if inherited is not None else "")
+        needs = spec.get("needs", inherited.needs if inherited is not None else None)
+        if needs is not None:
+            needs = c.kebab(c.string(needs, spec.line_of("needs"), "needs"), spec.line_of("needs"), "needs")
         out[name] = InputSpec(name=name, type=type_name, default=default, required=required,
                               help=c.string(help_, spec.line_of("help"), "help"),
-                              env=env, choices=choices, line=at)
+                              env=env, choices=choices, line=at, needs=needs)
     return out
 
 
@@ -497,6 +501,16 @@ def _replace_deps(groups: dict[str, tuple[Variation, ...]], flags: dict[str, Var
         return
     for group, options in groups.items():
         groups[group] = tuple(replace(v, deps=deps) if v.name == name else v for v in options)
+
+
+def _check_needs(c: _Checker, inputs: dict[str, InputSpec], groups: dict[str, tuple[Variation, ...]],
+                 flags: dict[str, Variation]) -> None:
+    """An input's `needs` names one of the recipe's variations or flags."""
+    names = [v.name for options in groups.values() for v in options] + list(flags)
+    for spec in inputs.values():
+        if spec.needs is not None and spec.needs not in names:
+            raise c.fail(spec.line, f"input {spec.name!r} needs _{spec.needs}, which is not a variation or flag of "
+                                    "this recipe", f"one of: {', '.join('_' + n for n in names) or 'none'}")
 
 
 def _check_dep_names(c: _Checker, deps: tuple[DepSpec, ...], groups: dict[str, tuple[Variation, ...]],

@@ -283,6 +283,25 @@ def _resolve_inputs(state: _State, recipe: Recipe, variations: list[Variation], 
     return values, origins
 
 
+def _check_needs(recipe: Recipe, inputs: Mapping[str, Any], origins: Mapping[str, str],
+                 chosen: Mapping[str, Variation], flags: set[str], given: Mapping[str, _Given],
+                 where: str | None) -> None:
+    """An input given (by the user, or a parent's `with`) for a variation the query does not choose is refused
+    here, before any step runs, rather than by the step after its deps have run."""
+    picked = {v.name for v in chosen.values()} | flags
+    for name, spec in recipe.inputs.items():
+        if spec.needs is None or spec.needs in picked or inputs[name] is None or origins[name] not in ("user", "with"):
+            continue
+        group = next((g for g, options in recipe.groups.items() if any(v.name == spec.needs for v in options)), None)
+        instead = f" (it runs _{chosen[group].name})" if group is not None and group in chosen else ""
+        if origins[name] == "user":
+            raise InputError(f"--input {name} is for _{spec.needs}, which the query does not choose{instead}",
+                             where=where, hint=f"add _{spec.needs} to the query, or drop --input {name}")
+        raise PlanError(f"`with` passes input {name!r} to {recipe.name!r}, which is for _{spec.needs}, and the dep "
+                        f"does not choose it{instead}", where=given[name].where,
+                        hint=f"add _{spec.needs} to the dep's tags, or do not pass {name!r}")
+
+
 def _coerce(recipe: Recipe, name: str, value: Any, origin: str, base: Path | None = None) -> Any:
     spec = recipe.inputs[name]
     if origin in ("default", "variation"):
@@ -346,6 +365,7 @@ def _resolve_step(state: _State, recipe: Recipe, requested: Iterable[str], given
     for v in variations:
         context.update(v.context)
     inputs, origins = _resolve_inputs(state, recipe, variations, implicit, given, is_root=not stack, where=where)
+    _check_needs(recipe, inputs, origins, chosen, {v.name for v in flags}, given, where)
     read_context = {k: context[k] for k in recipe.context if k in context}
     names = tuple(v.name for v in variations)
     key_inputs = _key_inputs(recipe, inputs)

@@ -41,14 +41,25 @@ def test_an_endpoint_url_with_the_in_process_backend_is_refused(tmp_path: Path):
         config(tmp_path, endpoint=EndpointSettings(url="http://gw:8000/v1"))
 
 
+def test_cmx_plan_refuses_an_endpoint_url_without_endpoint_before_any_step_runs(builtin: Home):
+    for verb in ("plan", "run"):
+        proc = builtin.cmx(verb, "app mlperf inference llama2 _cpu _tiny", "--input", "endpoint_url=http://gw:8000/v1")
+        assert proc.returncode != 0
+        assert "--input endpoint_url is for _endpoint, which the query does not choose (it runs _vllm)" in proc.stderr
+        assert "add _endpoint to the query, or drop --input endpoint_url" in proc.stderr
+    for folder in (builtin.root / "runs", builtin.root / "cache"):  # no run record, no entry (the index is hidden)
+        assert not folder.exists() or not [p for p in folder.iterdir() if not p.name.startswith(".")]
+
+
 def test_the_backend_record_takes_the_servers_own_words_and_no_key(tmp_path: Path):
     details = {"transport": "http", "url": "http://gw:8000/v1", "model": "m", "server_software": "vLLM",
-               "server_version": "0.32.0", "token_ids_source": "server", "api_key": "never"}
+               "server_version": "0.32.0", "server_max_model_len": 4096, "token_ids_source": "server",
+               "api_key": "never"}
     record = backend_record(config(tmp_path, backend="endpoint", endpoint=EndpointSettings(url="http://gw:8000/v1")),
                             [summary(details)])
     assert record == {"kind": "endpoint", "transport": "http", "url": "http://gw:8000/v1", "model": "m",
-                      "server_software": "vLLM", "server_version": "0.32.0", "token_ids_source": "server",
-                      "started_by_cmx": False, "server_log": None}
+                      "server_software": "vLLM", "server_version": "0.32.0", "server_max_model_len": 4096,
+                      "token_ids_source": "server", "started_by_cmx": False, "server_log": None}
     assert backend_record(config(tmp_path), []) == {"kind": "vllm", "transport": "in-process"}
 
 

@@ -635,3 +635,20 @@ def test_variations_of_one_group_may_reuse_a_dep_name(tmp_path: Path) -> None:
         "    tiny:\n      deps: [{tags: tiny model, as: model}]\n")
     recipe, _ = load_recipe(folder)
     assert [d.as_ for v in recipe.groups["size"] for d in v.deps] == ["model", "model"]
+
+
+def test_an_inputs_needs_names_one_of_the_recipes_variations(tmp_path: Path) -> None:
+    folder = write(tmp_path, "needy", """
+        name: needy
+        tags: [needy]
+        inputs:
+          url: {type: str, default: null, needs: remote}
+        variations:
+          backend:
+            local: {default: true}
+            remote: {}
+        """)
+    assert load(folder).inputs["url"].needs == "remote"
+    (folder / "recipe.yaml").write_text((folder / "recipe.yaml").read_text().replace("needs: remote", "needs: far"))
+    assert_error_at(folder, "needs: far", "input 'url' needs _far, which is not a variation or flag of this recipe",
+                    "_local, _remote")

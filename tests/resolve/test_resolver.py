@@ -1018,3 +1018,38 @@ def test_a_dep_a_recipe_inherits_is_resolved_and_blamed_in_the_bases_file(lab: L
     with pytest.raises(QueryError) as info:
         lab.plan("app alpha", inputs={"missing": "true"})
     assert info.value.where == f"{base / 'recipe.yaml'}:9"
+
+
+# --- an input for one variation (`needs`) ----------------------------------------------------------------
+
+def add_served(lab: Lab) -> None:
+    lab.add("""
+        name: app-served
+        tags: [app, served]
+        inputs:
+          url: {type: str, default: null, needs: remote}
+          timeout: {type: float, default: 60.0, needs: remote}
+        variations:
+          backend:
+            local: {default: true}
+            remote: {}
+        """)
+    lab.add("""
+        name: app-caller
+        tags: [app, caller]
+        deps:
+          - tags: app served
+            with: {url: "http://gw/v1"}
+        """)
+
+
+def test_an_input_given_without_the_variation_it_needs_is_refused_at_resolution(lab: Lab) -> None:
+    add_served(lab)
+    with pytest.raises(InputError) as caught:
+        lab.plan("app served", inputs={"url": "http://gw/v1"})
+    assert caught.value.message == "--input url is for _remote, which the query does not choose (it runs _local)"
+    assert caught.value.hint == "add _remote to the query, or drop --input url"
+    assert lab.step("app served _remote", inputs={"url": "http://gw/v1"}).inputs["url"] == "http://gw/v1"
+    assert lab.step("app served").inputs["timeout"] == 60.0  # a default is not "given"
+    with pytest.raises(PlanError, match="`with` passes input 'url' to 'app-served', which is for _remote"):
+        lab.plan("app caller")

@@ -14,8 +14,9 @@ Output token ids come from the server where it returns them (vLLM's `return_toke
 ids of each streamed delta, or all of them in a non-streaming answer). A server that ignores
 that field answers with text only: then the model's tokenizer (`EndpointConfig.tokenizer`)
 re-tokenizes the text, and `StartInfo.details["token_ids_source"]` says which of the two a run
-used ("server" or "tokenizer"); a server answering with neither ids nor a token count is an
-error.
+used ("server" or "tokenizer"). Every count is checked against the server's usage.completion_tokens
+and the request's max_tokens (openai_api's module docstring says how), so a server answering with
+neither ids nor a token count is an error, and so is text that re-tokenizes to another count.
 
 HTTP: one aiohttp session (one connection pool, keep-alive) on an asyncio event loop in a thread
 the backend owns (`loop_thread.LoopThread`): `start()` creates both, `stop()` cancels what is in
@@ -61,13 +62,14 @@ from cmx.mlperf.backends.openai_api import (
     api_base,
     completion_body,
     completion_result,
-    curl_line,
     http_error,
     malformed,
     parse_answer,
     public_url,
+    request_name,
     server_root,
     transport_error,
+    unreachable_error,
 )
 from cmx.secrets import Secret
 
@@ -203,10 +205,14 @@ class EndpointBackend(BackendDefaults):
                       server["version"] or "", self.token_ids_source, warmups, warmed - connected)
         engine = {"url": public_url(self.url), "model": self.model, "server": server,
                   "max_concurrency": self.config.max_concurrency, "request_timeout_s": self.config.request_timeout_s}
+        # the engine's limits as the server states them (vLLM's /v1/models gives max_model_len; no
+        # OpenAI route gives max_num_seqs): cmx's own engine settings are not what a server it
+        # did not start runs with
         return StartInfo(engines=(engine,), start_seconds=connected - began, warmup_requests=warmups,
                          warmup_seconds=warmed - connected,
                          details={"transport": "http", "url": public_url(self.url), "model": self.model,
                                   "server_software": server["software"], "server_version": server["version"],
+                                  "server_max_model_len": max_model_len,
                                   "token_ids_source": self.token_ids_source})
 
     async def _get(self, url: str) -> tuple[int, str, Any]:
@@ -222,8 +228,7 @@ class EndpointBackend(BackendDefaults):
         try:
             status, text, headers = await self._get(url)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise BackendError(f"the server at {public_url(self.url)} is unreachable: {type(exc).__name__}: {exc}",
-                               hint=f"is it running? try: {curl_line(self.url, bool(self.config.api_key))}") from None
+            raise unreachable_error(exc, url=self.url, key_given=bool(self.config.api_key)) from None
         if status != 200:
             raise http_error(status, text, url=url, what="GET /models", key_given=bool(self.config.api_key))
         try:
@@ -274,8 +279,8 @@ class EndpointBackend(BackendDefaults):
                     raise BackendError(f"the server at {public_url(self.url)} returns no output token ids "
                                        "(vLLM's return_token_ids)",
                                        hint="give the model's tokenizer folder (tokenizer) to re-tokenize its text")
-                self.log.warning("the server returns no token ids: its text is re-tokenized with %s",
-                                 self.config.tokenizer)
+                self.log.warning("the server returns no token ids: its text is re-tokenized with %s, each count "
+                                 "checked against the server's usage.completion_tokens", self.config.tokenizer)
                 self._use_tokenizer()
         for _ in self.generate(requests):
             pass
@@ -352,7 +357,7 @@ class EndpointBackend(BackendDefaults):
         is "auto"), an answer without token ids gives None instead of an error."""
         import aiohttp
 
-        url, what = f"{self.url}/completions", f"request {request.id}"
+        url, what = f"{self.url}/completions", request_name(request.id)
         body = completion_body(request, self.model or "", self.config.sampling, stream=False,
                                server_token_ids=self._tokens is None)
         self._in_flight += 1
@@ -367,9 +372,11 @@ class EndpointBackend(BackendDefaults):
             raise http_error(response.status, text, url=url, what=what, key_given=bool(self.config.api_key))
         try:
             data = json.loads(text)
-            if probe and parse_answer(data).token_ids is None:
+            # only an answer with a choice tells whether the server returns ids; an empty `choices`
+            # is its own error (completion_result's), not a server without ids
+            if probe and (answer := parse_answer(data)).has_choice and answer.token_ids is None:
                 return None
-            return completion_result(request, data, self._tokens)
+            return completion_result(request, data, self._tokens, url)
         except ValueError as exc:
             raise malformed(what, url, str(exc)) from None
 
@@ -387,19 +394,19 @@ class EndpointBackend(BackendDefaults):
             sink.on_error(request.id, exc)
             return
         except Exception as exc:  # noqa: BLE001 - any failure goes to the sink, which must hear of it
-            self.log.error("streaming request %s failed: %s", request.id, exc)
-            sink.on_error(request.id,
-                          BackendError(f"streaming request {request.id} failed: {type(exc).__name__}: {exc}"))
+            what = f"streaming {request_name(request.id)}"
+            self.log.error("%s failed: %s", what, exc)
+            sink.on_error(request.id, BackendError(f"{what} failed: {type(exc).__name__}: {exc}"))
             return
         sink.on_done(result)
 
     async def _stream_request(self, request: GenRequest, sink: StreamSink) -> GenResult:
         import aiohttp
 
-        url, what = f"{self.url}/completions", f"streaming request {request.id}"
+        url, what = f"{self.url}/completions", f"streaming {request_name(request.id)}"
         body = completion_body(request, self.model or "", self.config.sampling, stream=True,
                                server_token_ids=self._tokens is None)
-        stream, events = StreamAssembler(request, self._tokens), SseBuffer()
+        stream, events = StreamAssembler(request, self._tokens, url), SseBuffer()
         self._in_flight += 1
         try:
             async with self._session.post(url, data=json.dumps(body)) as response:

