@@ -24,6 +24,7 @@ from cmx.mlperf.loadgen.sut import SampleError
 from cmx.mlperf.report.collect import collect
 from cmx.mlperf.report.page import write_report
 from cmx.mlperf.run_summary import RunSummary, format_row
+from tests.mlperf.backends.test_endpoint import tiny_tokenizer
 from tests.mlperf.test_app_run import Recorded, app_config, fake_evaluate, fake_verify
 
 LOST = "the connection to the server was lost during request 9: the server stopped or crashed"
@@ -186,9 +187,9 @@ class DroppingServer:
 
 
 def test_an_endpoint_run_that_loses_most_samples_is_failed_in_every_file(tmp_path: Path):
-    from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama, make_tiny_openorca
+    from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_openorca
 
-    model = make_tiny_llama(tmp_path / "model", vocab_size=512, hidden_size=64, layers=1, heads=1).path
+    model = tiny_tokenizer(tmp_path / "model")  # the prompts' tokenizer: the server sends token ids itself
     dataset = make_tiny_openorca(tmp_path / "orca.pkl", model, rows=16, seed=0).path
     with DroppingServer(answered=8, hold_s=2.5) as server:
         config = app_config(tmp_path, modes=("performance",), backend="endpoint", model=model, tokenizer=model,
