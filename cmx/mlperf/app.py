@@ -422,7 +422,8 @@ def earlier_attempt(folder: Path) -> Path | None:
                                       f"results_dir=DIR; {NEVER_MIXED}") from None
         if ok is False:
             return folder
-        raise AppConfigError(f"{folder} already holds results of a successful run",
+        what = "of a successful run" if ok is True else f"(its {CMX_RUN_JSON} does not say whether the run succeeded)"
+        raise AppConfigError(f"{folder} already holds results {what}",
                              hint=f"keep them: give another --input results_dir=DIR (or run only the scenarios that "
                                   f"failed); {NEVER_MIXED}")
     strangers = sorted(p.name for p in folder.iterdir() if p.name not in ATTEMPT_ENTRIES)

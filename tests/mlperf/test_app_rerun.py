@@ -61,6 +61,7 @@ def test_a_failed_or_unfinished_attempt_is_set_aside_and_kept(tmp_path: Path):
 @pytest.mark.parametrize(("files", "says"), [
     ({"cmx_run.json": '{"ok": true}'}, "already holds results of a successful run"),
     ({"cmx_run.json": '{"ok": tr'}, "cmx_run.json cannot be read"),
+    ({"cmx_run.json": '{"round": "v6.0"}'}, "does not say whether the run succeeded"),
     ({"user.conf": "conf", "notes.txt": "mine"}, r"files cmx did not write: notes\.txt"),
 ])
 def test_a_good_run_a_broken_record_or_foreign_files_are_refused_and_left_in_place(tmp_path: Path, files: dict,
