@@ -260,13 +260,23 @@ class Runner:
         parts = [shlex.quote(" ".join(words))]
         for name, value in step.inputs.items():
             if step.origins.get(name) in ("user", "with") and value is not None:
-                shown = "..." if isinstance(value, Secret) else str(to_json(value))
-                parts.append(f"--input {shlex.quote(f'{name}={shown}')}")
+                parts.append(_input_words(step, name, value))
         for key, value in sorted(step.full_context.items()):
             parts.append(f"--context {shlex.quote(f'{key}={value}')}")
         if root and self.root_rerun is not None:
             return self.root_rerun(" ".join(parts))
         return " ".join([self.rerun_prefix, *parts])
+
+
+def _input_words(step: Step, name: str, value: Any) -> str:
+    """`--input NAME=VALUE` for the re-run line. A secret never enters it: its environment variable does, for the
+    shell to fill in when the line runs as printed (`...` where the recipe names no variable)."""
+    if not isinstance(value, Secret):
+        return f"--input {shlex.quote(f'{name}={to_json(value)}')}"
+    spec = step.recipe.inputs.get(name)
+    if spec is not None and spec.env:
+        return f'--input "{name}=${spec.env}"'
+    return f"--input {shlex.quote(f'{name}=...')}"
 
 
 def check_outputs(recipe: Recipe, returned: object, workdir: Path) -> dict[str, Any]:

@@ -8,14 +8,20 @@ The layout, under `results_dir`:
         performance/run_1/    LoadGen's logs of the performance run, result.json, harness.log
         accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample)
         TEST06/ (TEST07/, TEST09/)  the round's compliance runs and their verification files
-        cmx_run.json          the facts: short, tiny, compliant and why not, validity, problems, the
-                              sampling used beside the reference's, and where the run came from
-                              (command, versions, system, model: RunOrigin)
+        cmx_run.json          the facts: short, tiny, compliant and why not, validity (cmx's verdict:
+                              FAILED when a test went wrong) beside loadgen_validity (LoadGen's own),
+                              problems, the sampling used beside the reference's, and where the run came
+                              from (command, versions, system, model: RunOrigin)
+    <system>/<benchmark>/<Scenario>.failed-<UTC time>/
+                              an earlier attempt that failed or never finished, set aside (kept) when the
+                              scenario is run again; the packager and the report skip it
     summary.txt               one line per test (the table `format_table` prints)
 
 A short run (cmx's smoke profile) or one on the tiny model is never compliant, and cmx_run.json
 says so. `run_app` refuses to report success when a test is INVALID, has errors in its log, or
 (a compliance test) fails a check: it raises AppRunFailed naming each test and why, after writing everything.
+The first line of that error is the cause (failed samples before LoadGen's complaints about their empty
+answers), and such a test's validity is FAILED wherever it is written, whatever LoadGen said.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +40,12 @@ from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_test, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
+    FAILED,
     EndpointSettings,
     EngineSettings,
     HarnessConfig,
     HarnessResult,
+    recorded_validity,
 )
 from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin
@@ -49,6 +58,11 @@ BACKENDS = ("vllm", "endpoint")
 MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", "test06": "TEST06", "test07": "TEST07",
                 "test09": "TEST09"}
 CMX_RUN_JSON = "cmx_run.json"
+# a failed attempt's scenario folder, set aside for its re-run: <Scenario>.failed-<UTC time of the attempt>
+SET_ASIDE = ".failed-"
+# what an attempt that never finished leaves in its scenario folder (no cmx_run.json yet)
+ATTEMPT_ENTRIES = frozenset({"user.conf", *(m.split("/")[0] for m in MODE_FOLDERS.values())})
+NEVER_MIXED = "cmx never mixes two runs' logs"
 SUMMARY_TXT = "summary.txt"
 SHORT_SAMPLES = 64
 # A short Server/Interactive run is VALID only with >= 459 queries (early stopping at p99), so it asks for 480
@@ -207,9 +221,12 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
         problems += _verify_test06(output, result.scenario, verify, config.eos_token_id)
     if result.mode in ("test07", "test09") and (output / "mlperf_log_accuracy.json").is_file():
         problems += _verify_compliance(config, result.mode, output)
-    return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=result.validity,
+    # a missed accuracy target or a failed compliance check fails the test, whatever LoadGen said of its run
+    validity = FAILED if len(problems) > len(result.problems) else recorded_validity(result.validity, bool(problems))
+    return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=validity,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
-                      tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details))
+                      tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details),
+                      loadgen_validity=result.loadgen_validity)
 
 
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,
@@ -287,6 +304,7 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "compliant": not reasons, "noncompliance": reasons,
         "ok": all(r.ok for r in runs),
         "validity": {r.mode: r.validity for r in runs},
+        "loadgen_validity": {r.mode: r.loadgen_validity for r in runs},
         "problems": {r.mode: r.problems for r in runs if r.problems},
         "runs": [asdict(r) for r in runs],
         "engine": asdict(config.engine),
@@ -338,15 +356,19 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
             verify: Verifier = verify_test06, logger: logging.Logger | None = None,
             on_progress: ProgressCallback | None = None) -> AppResult:
     """Every scenario's tests; raises AppRunFailed (after writing the tree and summary.txt) when any failed."""
+    log = logger or logging.getLogger(__name__)
     round_ = load_round(config.round)
     round_.benchmark(config.benchmark)  # an unknown benchmark fails before anything runs
-    for scenario in config.scenarios:  # so do a missing target_qps and an earlier run's folder
+    for scenario in config.scenarios:  # so does a missing target_qps
         scenario_user_conf(config, round_, scenario)
-        refuse_old_results(config.scenario_dir(scenario))
+    # and an earlier run's folder, unless it holds a failed attempt: that one is set aside (each checked first)
+    attempts = [a for a in (earlier_attempt(config.scenario_dir(s)) for s in config.scenarios) if a is not None]
     if config.engine.on_ray:  # a cluster too small or not there fails now, not in each test's harness
         check_ray_cluster(config)
+    for attempt in attempts:
+        set_aside(attempt, log)
     runs: list[RunSummary] = []
-    with serving(config, logger or logging.getLogger(__name__)) as served:
+    with serving(config, log) as served:
         for scenario in config.scenarios:
             runs += run_scenario(served, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
                                  logger=logger, on_progress=on_progress)
@@ -376,18 +398,74 @@ def check_ray_cluster(config: AppConfig) -> None:
     preflight(e.replicas_config(VllmBackendConfig(model=config.model, options=e.options(config.device))))
 
 
-def refuse_old_results(folder: Path) -> None:
-    """A scenario folder must start empty: logs of an earlier run beside new ones would be read as this run's."""
-    if folder.is_dir() and any(folder.iterdir()):
-        raise AppConfigError(f"{folder} already holds results",
-                             hint="remove it, or give another --input results_dir=DIR; cmx never mixes two runs' logs")
+def refuse_old_results(folder: Path, log: logging.Logger | None = None) -> Path | None:
+    """Make `folder` ready for a run: nothing to do when it is empty or absent; a failed or unfinished attempt is
+    set aside (its new path returned); anything else is refused (`earlier_attempt`)."""
+    attempt = earlier_attempt(folder)
+    return set_aside(attempt, log or logging.getLogger(__name__)) if attempt is not None else None
+
+
+def earlier_attempt(folder: Path) -> Path | None:
+    """None when the scenario folder `folder` is free (absent or empty); `folder` when it holds a cmx attempt that
+    failed (its cmx_run.json says ok false) or never finished (no cmx_run.json; only user.conf and test folders).
+    AppConfigError when it holds a successful run, or files cmx did not write there: logs of an earlier run beside
+    new ones would be read as this run's, and a good result is never moved."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return None
+    facts_path = folder / CMX_RUN_JSON
+    if facts_path.is_file():
+        try:
+            ok = json.loads(facts_path.read_text(encoding="utf-8")).get("ok")
+        except (OSError, ValueError, AttributeError):
+            raise AppConfigError(f"{folder} already holds results, and its {CMX_RUN_JSON} cannot be read",
+                                 hint=f"look at the folder: remove it if the run failed, or give another --input "
+                                      f"results_dir=DIR; {NEVER_MIXED}") from None
+        if ok is False:
+            return folder
+        what = "of a successful run" if ok is True else f"(its {CMX_RUN_JSON} does not say whether the run succeeded)"
+        raise AppConfigError(f"{folder} already holds results {what}",
+                             hint=f"keep them: give another --input results_dir=DIR (or run only the scenarios that "
+                                  f"failed); {NEVER_MIXED}")
+    strangers = sorted(p.name for p in folder.iterdir() if p.name not in ATTEMPT_ENTRIES)
+    if not strangers:
+        return folder
+    raise AppConfigError(f"{folder} already holds results (or files cmx did not write: {', '.join(strangers[:5])})",
+                         hint=f"remove it, or give another --input results_dir=DIR; {NEVER_MIXED}")
+
+
+def set_aside(folder: Path, log: logging.Logger) -> Path:
+    """Move a failed attempt's scenario folder to `<Scenario>.failed-<UTC time of the attempt>` beside it (kept, and
+    skipped by the packager and the report) and return the new path."""
+    facts_path = folder / CMX_RUN_JSON
+    what = "a failed attempt" if facts_path.is_file() else "an attempt that never finished"
+    when = max(p.stat().st_mtime for p in (folder, facts_path) if p.exists())
+    base = f"{folder.name}{SET_ASIDE}{datetime.fromtimestamp(when, timezone.utc):%Y%m%dT%H%M%SZ}"
+    target, n = folder.with_name(base), 2
+    while target.exists():
+        target, n = folder.with_name(f"{base}-{n}"), n + 1
+    folder.rename(target)
+    log.warning("%s held %s: moved it aside to %s (kept; this run starts afresh)", folder, what, target)
+    return target
+
+
+def is_set_aside(folder: Path) -> bool:
+    """Whether `folder` is a failed attempt `set_aside` moved: no result, for the packager or the report."""
+    return SET_ASIDE in folder.name
 
 
 def failure(runs: Sequence[RunSummary], results_dir: Path) -> AppRunFailed:
+    """The error of a run with failed tests: its first line is the first failed test's first problem (the cause:
+    failed samples come before LoadGen's complaints about their empty answers), then each failed test and why."""
     bad = [r for r in runs if not r.ok]
-    lines = [f"{len(bad)} of {len(runs)} test(s) failed:"]
+    first = bad[0]
+    lines = [f"{first.scenario} {first.mode} {_shown_validity(first)}: {first.problems[0]}",
+             f"{len(bad)} of {len(runs)} test(s) failed:"]
     for r in bad:
-        lines.append(f"  {r.scenario} {r.mode} ({r.validity or 'no result'}):")
+        lines.append(f"  {r.scenario} {r.mode} ({_shown_validity(r)}):")
         lines += [f"    - {p}" for p in r.problems]
     return AppRunFailed("\n".join(lines), hint=f"the logs are in {results_dir}; each test's harness.log and "
                                                 "mlperf_log_detail.txt say more")
+
+
+def _shown_validity(r: RunSummary) -> str:
+    return recorded_validity(r.validity, True) or FAILED

@@ -6,10 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cmx.mlperf.loadgen.harness_config import recorded_validity
+
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One test of the app run, as the summary table shows it."""
+    """One test of the app run, as the summary table shows it. `validity` is cmx's verdict (FAILED when the test
+    has a problem other than LoadGen's INVALID); `loadgen_validity` LoadGen's own (harness_config.verdict_of)."""
 
     scenario: str
     mode: str
@@ -21,6 +24,7 @@ class RunSummary:
     rouge: dict[str, float] | None
     problems: list[str]
     details: dict[str, Any] = field(default_factory=dict)  # the harness's: backend, engines, server
+    loadgen_validity: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -39,9 +43,10 @@ def format_row(r: RunSummary) -> str:
 def _cells(r: RunSummary) -> tuple[str, ...]:
     rouge = r.rouge or {}  # the accuracy metrics with a target (ROUGE, exact match, ...), as accuracy.txt gave them
     rouges = " ".join(f"{k} {v:.2f}" for k, v in rouge.items() if k not in _OWN_COLUMN) or "-"
-    verdict = (r.validity or "-") if r.ok else f"{r.validity or 'FAILED'} ({len(r.problems)} problem(s))"
-    if not r.ok and r.validity == "VALID":  # LoadGen saw every sample answered; failed ones were answered empty
-        verdict = f"FAILED ({len(r.problems)} problem(s); LoadGen said VALID)"
+    shown = r.validity if r.ok else recorded_validity(r.validity, True)
+    verdict = (shown or "-") if r.ok else f"{shown} ({len(r.problems)} problem(s))"
+    if not r.ok and "VALID" in (r.validity, r.loadgen_validity):  # failed samples were answered empty: LoadGen saw
+        verdict = f"FAILED ({len(r.problems)} problem(s); LoadGen said VALID)"  # every sample answered
     if r.mode != "performance":  # LoadGen's VALID/INVALID speaks of performance only
         verdict = "OK" if r.ok else f"FAILED ({len(r.problems)} problem(s))"
     return (r.scenario, r.mode, verdict, _num(r.tokens_per_second if r.mode == "performance" else None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -265,6 +266,7 @@ SECRET_RECIPE = """
       printed: {type: str}
     """
 
+SECRET_DIGEST = hashlib.sha256(SECRET.encode()).hexdigest()
 SECRET_RUN = f"""
 import hashlib, sys
 EXPECTED = {hashlib.sha256(SECRET.encode()).hexdigest()!r}  # the token's digest: run.py must not hold the token
@@ -332,6 +334,35 @@ def test_a_secret_printed_by_a_failing_command_is_redacted_in_the_error(home: Ho
     assert SECRET not in proc.stdout + proc.stderr
     leaks = [p for p in home.root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
     assert leaks == []
+
+
+def test_a_secret_given_on_the_command_line_reruns_through_its_variable_never_its_value(home: Home) -> None:
+    home.recipe("twice", """
+        name: twice
+        summary: fails on its first try; checks the token on the next
+        tags: [twice]
+        inputs:
+          token: {type: secret, env: CMX_TEST_TOKEN}
+          label: {type: str, default: plain}
+        """, f"""
+        import hashlib
+        from pathlib import Path
+        def run(ctx):
+            tried = Path({str(home.root / "tried")!r})
+            if not tried.exists():
+                tried.write_text("once")
+                raise ValueError("the first try fails")
+            assert hashlib.sha256(ctx.inputs["token"].reveal().encode()).hexdigest() == {SECRET_DIGEST!r}
+            return {{}}
+        """)
+    first = cli(home, "run", "twice", "--input", f"token={SECRET}", "--input", "label=a b")
+    assert first.returncode == 1 and SECRET not in first.stderr
+    line = next(x for x in first.stderr.splitlines() if "re-run just this step: " in x).split(": ", 1)[1]
+    assert line == """cmx run twice --input "token=$CMX_TEST_TOKEN" --input 'label=a b'"""
+    shell = f"{shlex.join(CMX)} {line.removeprefix('cmx ')}"
+    again = subprocess.run(["bash", "-c", shell], env={**home.env, "CMX_TEST_TOKEN": SECRET}, cwd=home.root,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
 
 
 def test_a_secret_given_on_the_command_line_is_not_recorded(home: Home) -> None:

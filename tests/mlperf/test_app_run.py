@@ -28,6 +28,7 @@ from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
 from cmx.mlperf.loadgen.harness import judge
 from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
+from cmx.mlperf.loadgen.sut import SampleError
 from cmx.mlperf.loadgen.test06 import Check, Test06Result, format_verify_accuracy_txt
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
@@ -39,10 +40,13 @@ RECORDED = {"performance": "offline-perf", "accuracy": "accuracy", "test06": "ac
 
 
 class Recorded:
-    """A harness runner that replays recorded LoadGen logs; `folders` maps (scenario, mode) to one."""
+    """A harness runner that replays recorded LoadGen logs; `folders` maps (scenario, mode) to one, `failed` to the
+    samples that failed in the backend (the SUT's error record)."""
 
-    def __init__(self, folders: dict[tuple[str, str], str] | None = None) -> None:
+    def __init__(self, folders: dict[tuple[str, str], str] | None = None,
+                 failed: dict[tuple[str, str], list[SampleError]] | None = None) -> None:
         self.folders = folders or {}
+        self.failed = failed or {}
         self.calls: list[HarnessConfig] = []
 
     def __call__(self, config: HarnessConfig, *, timeout: float | None = None, logger: Any = None,
@@ -54,7 +58,7 @@ class Recorded:
         recorded = HarnessConfig(**{**config.__dict__, "scenario": "Server" if "server" in folder or
                                     folder == "invalid" else "Offline",
                                     "mode": "accuracy" if config.mode == "test06" else config.mode})
-        result = judge(recorded, [], 16, 1.0, 2.0, {})
+        result = judge(recorded, self.failed.get((config.scenario, config.mode), []), 16, 1.0, 2.0, {})
         result = HarnessResult(**{**result.__dict__, "scenario": config.scenario, "mode": config.mode})
         result.write(config.output / "result.json")
         return result
@@ -152,14 +156,13 @@ def test_a_missing_target_qps_fails_before_anything_runs(tmp_path: Path):
     assert "target_qps_server" in (err.value.hint or "") and runner.calls == []
 
 
-def test_an_earlier_runs_folder_is_refused_before_anything_runs(tmp_path: Path):
+def test_an_earlier_successful_runs_folder_is_refused_before_anything_runs(tmp_path: Path):
     config = app_config(tmp_path)
-    config.scenario_dir("Offline").mkdir(parents=True)
-    (config.scenario_dir("Offline") / "user.conf").write_text("old")
+    run_app(config, runner=Recorded(), evaluate=fake_evaluate, verify=fake_verify)
     runner = Recorded()
-    with pytest.raises(AppConfigError, match="already holds results"):
+    with pytest.raises(AppConfigError, match="already holds results of a successful run"):
         run_app(config, runner=runner, evaluate=fake_evaluate, verify=fake_verify)
-    assert runner.calls == []
+    assert runner.calls == [] and (config.scenario_dir("Offline") / "cmx_run.json").is_file()
 
 
 def test_variation_names_map_to_scenarios_modes_and_a_system_folder():

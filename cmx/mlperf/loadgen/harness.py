@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
-from cmx.mlperf.loadgen.harness_config import API_KEY_ENV, HarnessConfig, HarnessError, HarnessResult
+from cmx.mlperf.loadgen.harness_config import (
+    API_KEY_ENV,
+    PERFORMANCE_RULES,
+    HarnessConfig,
+    HarnessError,
+    HarnessResult,
+    verdict_of,
+)
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
@@ -181,23 +188,33 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
 
 def judge(config: HarnessConfig, errors: list[Any], completed: int, start_seconds: float, test_seconds: float,
           details: dict[str, Any]) -> HarnessResult:
-    """The run's result from LoadGen's logs in `config.output` and the SUT's own error record."""
+    """The run's result from LoadGen's logs in `config.output` and the SUT's own error record. Failed samples come
+    first among the problems: they are the cause, and LoadGen's complaints about the empty answers follow from it."""
     from cmx.mlperf.loadgen.log import read_loadgen_run
     from cmx.mlperf.rounds import load_round
 
     run = read_loadgen_run(config.output)
-    problems = run.problems(load_round(config.round), config.benchmark, compliant=False, scenario=config.scenario,
+    findings = run.findings(load_round(config.round), config.benchmark, compliant=False, scenario=config.scenario,
                             compliance_test=config.mode.upper() if config.mode.startswith("test") else None)
-    if errors:
-        problems.append(f"{len(errors)} samples failed in the backend (completed empty); the first: "
-                        f"{errors[0].message}")
+    problems = [failed_samples_problem(errors, completed)] if errors else []
+    problems += [f.text for f in findings]
+    broken = bool(errors) or any(f.rule not in PERFORMANCE_RULES for f in findings)
     r = run.results
     return HarnessResult(
-        scenario=config.scenario, mode=config.mode, validity=r.validity, problems=problems,
+        scenario=config.scenario, mode=config.mode, validity=verdict_of(r.validity, bool(problems), broken),
+        loadgen_validity=r.validity, problems=problems,
         samples_per_second=r.samples_per_second, tokens_per_second=r.tokens_per_second,
         ttft_p99_ms=r.ttft.p99_ms if r.ttft else None, tpot_p99_ms=r.tpot.p99_ms if r.tpot else None,
         completed_samples=completed, failed_samples=len(errors), start_seconds=round(start_seconds, 3),
         test_seconds=round(test_seconds, 3), details=details)
+
+
+def failed_samples_problem(errors: list[Any], completed: int) -> str:
+    """One line: why the first sample failed (the root cause; its hint is in harness.log), then how many did."""
+    lines = (line.strip() for line in str(errors[0].message).splitlines())
+    first = "; ".join(line for line in lines if line and not line.startswith("hint:"))
+    return f"{first} ({len(errors)} of {max(completed, len(errors))} samples failed in the backend and were " \
+           "answered empty)"
 
 
 def parse_args(argv: list[str] | None = None) -> HarnessConfig:

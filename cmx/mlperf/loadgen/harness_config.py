@@ -146,9 +146,31 @@ class HarnessConfig:
         return ["--config", str(config_file)]
 
 
+FAILED = "FAILED"  # cmx's verdict on a test that went wrong (failed samples, errors in its logs), whatever LoadGen said
+# LoadGen's own judgement of how fast a performance run was (and the round's p99 limits cmx checks beside it): a
+# test LoadGen found INVALID that missed only these ran as it should, and stays INVALID rather than FAILED
+PERFORMANCE_RULES = frozenset({"loadgen.invalid", "loadgen.early-stopping", "loadgen.latency-limit"})
+
+
+def verdict_of(loadgen_validity: str | None, problems: bool, broken: bool) -> str | None:
+    """The verdict people and tools read: LoadGen's when the test has no problem (None: an accuracy run), INVALID
+    when LoadGen said so and nothing else went wrong, else FAILED (`broken`: failed samples, errors in the logs)."""
+    if not problems:
+        return loadgen_validity
+    return "INVALID" if loadgen_validity == "INVALID" and not broken else FAILED
+
+
+def recorded_validity(validity: str | None, problems: bool) -> str | None:
+    """A verdict as an older cmx recorded it (LoadGen's, VALID even beside problems), as this one shows it."""
+    return FAILED if problems and validity in ("VALID", None) else validity
+
+
 @dataclass(frozen=True)
 class HarnessResult:
-    """What one test did, as result.json holds it. `ok` is False when there is any problem."""
+    """What one test did, as result.json holds it. `ok` is False when there is any problem.
+
+    `validity` is cmx's verdict (VALID, INVALID, FAILED: see `verdict_of`); `loadgen_validity` is LoadGen's
+    own result_validity, which stays VALID when samples failed in the backend (they were answered, empty)."""
 
     scenario: str
     mode: str
@@ -163,24 +185,30 @@ class HarnessResult:
     start_seconds: float
     test_seconds: float
     details: dict[str, Any] = field(default_factory=dict)
+    loadgen_validity: str | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def verdict(self) -> str:
-        head = f"{self.scenario} {self.mode}: {self.validity or 'no result'}"
         if self.mode.startswith("test"):  # an audit run; LoadGen's verdict on it is not what the test checks
-            head = f"{self.scenario} {self.mode.upper()} audit run (LoadGen: {self.validity or 'no result'})"
-        if self.ok:
-            return f"{head}, OK"
-        if self.validity == "VALID":
-            head = f"{self.scenario} {self.mode}: LoadGen said VALID, but"
-        return f"{head}, FAILED:\n" + "\n".join(f"  - {p}" for p in self.problems)
+            head = f"{self.scenario} {self.mode.upper()} audit run"
+            if self.ok:
+                return f"{head} (LoadGen: {self.loadgen_validity or 'no result'}), OK"
+        else:
+            head = f"{self.scenario} {self.mode}"
+            if self.ok:
+                return f"{head}: {self.validity or 'no result'}, OK"
+        shown = "INVALID, FAILED" if self.validity == "INVALID" else FAILED
+        return f"{head}: {shown}:\n" + "\n".join(f"  - {p}" for p in self.problems)
 
     @classmethod
     def read(cls, path: Path) -> HarnessResult:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if "loadgen_validity" not in data:  # written by a cmx before loadgen_validity: its validity was LoadGen's
+            data["loadgen_validity"] = data.get("validity")
+            data["validity"] = recorded_validity(data.get("validity"), bool(data.get("problems")))
         return cls(**data)
 
     def write(self, path: Path) -> Path:

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.app import is_set_aside
+from cmx.mlperf.loadgen.harness_config import recorded_validity
 from cmx.mlperf.loadgen.log import Latencies, LoadgenLogError, read_loadgen_run
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV
 from cmx.mlperf.provenance import RunOrigin
@@ -88,7 +90,8 @@ class ResultRow:
     scenario: str
     mode: str
     folder: Path
-    validity: str | None
+    validity: str | None          # cmx's verdict: FAILED when the test went wrong, whatever LoadGen said
+    loadgen_validity: str | None  # LoadGen's own result_validity
     ok: bool
     problems: tuple[str, ...]
     tokens_per_second: float | None
@@ -122,7 +125,8 @@ class TuneConfirm:
 
     qps: float
     ok: bool
-    validity: str | None
+    validity: str | None          # cmx's verdict on the run
+    loadgen_validity: str | None  # LoadGen's (a tune record from an older cmx kept only this, as `validity`)
     ttft_p99_ms: float | None
     tpot_p99_ms: float | None
     samples_per_second: float | None
@@ -164,7 +168,9 @@ class TuneRecord:
             return cls(path=path, benchmark=data["benchmark"], scenario=data["scenario"], input=data["input"],
                        qps=data.get("qps"), found_qps=data.get("found_qps"), confirmed=bool(data.get("confirmed")),
                        short=bool(data.get("short")), probes=tuple(_known(Probe, p) for p in data["probes"]),
-                       confirms=tuple(TuneConfirm(qps=c["qps"], ok=bool(c["ok"]), validity=c.get("validity"),
+                       confirms=tuple(TuneConfirm(qps=c["qps"], ok=bool(c["ok"]),
+                                                  validity=recorded_validity(c.get("validity"), not c["ok"]),
+                                                  loadgen_validity=c.get("loadgen_validity", c.get("validity")),
                                                   ttft_p99_ms=c.get("ttft_p99_ms"), tpot_p99_ms=c.get("tpot_p99_ms"),
                                                   samples_per_second=c.get("samples_per_second"),
                                                   seconds=c.get("seconds"), problems=tuple(c.get("problems") or ()))
@@ -203,8 +209,9 @@ def collect(results_dir: Path) -> ResultsReport:
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ReportError(f"{results_dir} is not a folder", hint="give the results_dir a benchmark run wrote")
-    runs = sorted(results_dir.rglob(CMX_RUN_JSON))
-    tunes = tuple(TuneRecord.read(p) for p in sorted(results_dir.rglob(CMX_TUNE_JSON)))
+    # a failed attempt a re-run set aside is kept beside the new run's folder, but is no result of the run
+    runs = sorted(p for p in results_dir.rglob(CMX_RUN_JSON) if not is_set_aside(p.parent))
+    tunes = tuple(TuneRecord.read(p) for p in sorted(results_dir.rglob(CMX_TUNE_JSON)) if not is_set_aside(p.parent))
     if not runs and not tunes:
         raise ReportError(f"no benchmark results under {results_dir} (no {CMX_RUN_JSON} or {CMX_TUNE_JSON} in any "
                           "folder)", hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
@@ -247,7 +254,8 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
     accuracy = {k: float(v) for k, v in (run.get("rouge") or {}).items()}
     return ResultRow(
         system=facts["system"], benchmark=facts["benchmark"], scenario=run["scenario"], mode=run["mode"],
-        folder=folder, validity=run.get("validity"), ok=not run.get("problems"),
+        folder=folder, validity=recorded_validity(run.get("validity"), bool(run.get("problems"))),
+        loadgen_validity=run.get("loadgen_validity", run.get("validity")), ok=not run.get("problems"),
         problems=tuple(run.get("problems") or ()), tokens_per_second=run.get("tokens_per_second"),
         samples_per_second=samples_per_second, target_qps=facts.get("target_qps"), ttft=ttft, tpot=tpot,
         ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit, accuracy=accuracy,

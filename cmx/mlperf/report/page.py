@@ -118,7 +118,8 @@ def _confirm_row(t: TuneRecord, n: int, c: TuneConfirm) -> list[Cell]:
     chosen = c.qps == t.qps and n == len(t.confirms)  # the last confirm run's QPS is the one written
     verdict = "pass" if c.ok else "FAIL: " + "; ".join(why.rstrip(".") for why in c.problems)
     kind = "chosen" if chosen else ""
-    return [Cell(f"confirm {n}", kind), Cell(f"{c.qps:g}", kind), Cell(c.validity or "-", _ok(c.validity == "VALID")),
+    return [Cell(f"confirm {n}", kind), Cell(f"{c.qps:g}", kind), Cell(c.loadgen_validity or "-",
+                                                                 _ok(c.loadgen_validity == "VALID")),
             Cell("-"), _limited(c.ttft_p99_ms, t.ttft_limit_ms), Cell("-"), _limited(c.tpot_p99_ms, t.tpot_limit_ms),
             Cell(_num(c.samples_per_second, 2)), Cell("-" if c.seconds is None else f"{c.seconds:.1f}"),
             Cell(verdict + (" (chosen)" if chosen else ""), _ok(c.ok))]

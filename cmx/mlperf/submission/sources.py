@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import CmxError
-from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS
+from cmx.mlperf.app import CMX_RUN_JSON, MODE_FOLDERS, is_set_aside
 from cmx.mlperf.provenance import RunOrigin
 
 PACKAGE_DIVISIONS = ("closed", "open")
@@ -84,7 +84,8 @@ class SourceResult:
 
 
 def find_results(results_dir: Path) -> list[SourceResult]:
-    """Every `<system>/<benchmark>/<Scenario>/cmx_run.json` under `results_dir`, in name order."""
+    """Every `<system>/<benchmark>/<Scenario>/cmx_run.json` under `results_dir`, in name order (not those of a
+    failed attempt a re-run set aside as `<Scenario>.failed-<time>`)."""
     if not results_dir.is_dir():
         raise SubmissionRefused(f"{results_dir} is not a folder",
                                 hint="give --input results_dir=DIR: the results_dir of a `cmx run \"app mlperf "
@@ -97,6 +98,8 @@ def find_results(results_dir: Path) -> list[SourceResult]:
     found = []
     for facts_path in sorted(results_dir.glob(f"*/*/*/{CMX_RUN_JSON}")):
         folder = facts_path.parent
+        if is_set_aside(folder):  # a failed attempt its re-run moved aside: kept for its logs, never a result
+            continue
         try:
             facts = json.loads(facts_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

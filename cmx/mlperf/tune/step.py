@@ -190,7 +190,8 @@ def tune_record(target: TuneTarget, outcome: TuneOutcome, chosen: float | None, 
 
 
 def confirm_row(result: HarnessResult, qps: float) -> dict[str, Any]:
-    return {"qps": qps, "ok": result.ok, "validity": result.validity, "problems": list(result.problems),
+    return {"qps": qps, "ok": result.ok, "validity": result.validity, "loadgen_validity": result.loadgen_validity,
+            "problems": list(result.problems),
             "ttft_p99_ms": result.ttft_p99_ms, "tpot_p99_ms": result.tpot_p99_ms,
             "samples_per_second": result.samples_per_second, "tokens_per_second": result.tokens_per_second,
             "seconds": result.test_seconds, "same_engine": bool(result.details.get("same_engine_as_probes"))}

@@ -288,7 +288,9 @@ def test_the_verdict_comes_from_loadgens_logs_and_sample_failures(folder: str, s
     if expected:
         assert expected in "\n".join(result.problems)
     failed = judge(config, [SampleError(7, "engine died")], 16, 1.0, 2.0, {})
-    assert not failed.ok and "engine died" in failed.problems[-1] and failed.failed_samples == 1
+    assert not failed.ok and failed.failed_samples == 1
+    assert failed.problems[0] == "engine died (1 of 16 samples failed in the backend and were answered empty)"
+    assert failed.validity == "FAILED" and failed.loadgen_validity == result.loadgen_validity
 
 
 def test_a_harness_result_round_trips_through_result_json_and_fails_on_any_problem(tmp_path: Path):
