@@ -1,12 +1,14 @@
-"""Run an MLPerf Inference benchmark end to end: per scenario, its tests (each in its own harness
-process), their scoring, and a results tree that says what the run is worth.
+"""Run an MLPerf Inference benchmark end to end: per scenario, its tests (in one harness process, on one
+engine started for the scenario), their scoring, and a results tree that says what the run is worth.
 
 The layout, under `results_dir`:
 
     <system>/<benchmark>/<Scenario>/
         user.conf             the user.conf every test of the scenario ran with
-        performance/run_1/    LoadGen's logs of the performance run, result.json, harness.log
-        accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample)
+        performance/run_1/    LoadGen's logs of the performance run, result.json, harness.log (the harness
+                              process's whole log, the engine's included: the scenario's first test)
+        accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample); each later
+                              test's harness.log holds its own harness lines
         TEST06/ (TEST07/, TEST09/)  the round's compliance runs and their verification files
         cmx_run.json          the facts: short, tiny, compliant and why not, validity (cmx's verdict:
                               FAILED when a test went wrong) beside loadgen_validity (LoadGen's own),
@@ -37,7 +39,7 @@ from typing import Any
 
 from cmx.errors import StepError
 from cmx.mlperf.backends.base import GREEDY, Sampling
-from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_test, verify_test06
+from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_tests, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
     FAILED,
@@ -154,7 +156,7 @@ class AppResult:
         return all(r.ok for r in self.runs)
 
 
-Runner = Callable[..., HarnessResult]
+Runner = Callable[..., list[HarnessResult]]  # one scenario's tests, in one harness process
 Evaluator = Callable[..., Path]
 Verifier = Callable[[Path, str, int | None], Path]
 
@@ -185,7 +187,7 @@ def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> H
                          endpoint=config.endpoint, sampling=config.sampling)
 
 
-def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_test,
+def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_tests,
                  evaluate: Evaluator = evaluate_accuracy, verify: Verifier = verify_test06,
                  logger: logging.Logger | None = None,
                  on_progress: ProgressCallback | None = None) -> list[RunSummary]:
@@ -196,12 +198,12 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
     folder.mkdir(parents=True, exist_ok=True)
     conf = scenario_user_conf(config, round_, scenario)
     conf_path = conf.write(folder / "user.conf")
+    tests = [harness_config(config, scenario, mode, conf_path) for mode in config.modes]
+    log.info("%s: %s in one harness process on one engine (logs in %s)", scenario, ", ".join(config.modes), folder)
+    env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
+    results = runner(tests, timeout=config.timeout_s, logger=log, env=env, on_progress=on_progress)
     runs: list[RunSummary] = []
-    for mode in config.modes:
-        hc = harness_config(config, scenario, mode, conf_path)
-        log.info("%s %s: starting (logs in %s)", scenario, mode, hc.output)
-        env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
-        result = runner(hc, timeout=config.timeout_s, logger=log, env=env, on_progress=on_progress)
+    for hc, result in zip(tests, results, strict=True):
         summary = score(config, round_, result, hc.output, evaluate=evaluate, verify=verify)
         log.info("%s", format_row(summary))
         runs.append(summary)
@@ -352,7 +354,7 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
     log.info("stopped vllm serve at %s", server.url)
 
 
-def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator = evaluate_accuracy,
+def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluator = evaluate_accuracy,
             verify: Verifier = verify_test06, logger: logging.Logger | None = None,
             on_progress: ProgressCallback | None = None) -> AppResult:
     """Every scenario's tests; raises AppRunFailed (after writing the tree and summary.txt) when any failed."""

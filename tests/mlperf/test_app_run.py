@@ -48,9 +48,14 @@ class Recorded:
         self.folders = folders or {}
         self.failed = failed or {}
         self.calls: list[HarnessConfig] = []
+        self.processes: list[tuple[str, ...]] = []  # each harness process: its tests' "Scenario mode"
 
-    def __call__(self, config: HarnessConfig, *, timeout: float | None = None, logger: Any = None,
-                 env: dict[str, str] | None = None, on_progress: Any = None) -> HarnessResult:
+    def __call__(self, configs: list[HarnessConfig], *, timeout: float | None = None, logger: Any = None,
+                 env: dict[str, str] | None = None, on_progress: Any = None) -> list[HarnessResult]:
+        self.processes.append(tuple(f"{c.scenario} {c.mode}" for c in configs))
+        return [self.one(c) for c in configs]
+
+    def one(self, config: HarnessConfig) -> HarnessResult:
         self.calls.append(config)
         folder = self.folders.get((config.scenario, config.mode), RECORDED[config.mode])
         shutil.copytree(LOADGEN_LOGS / folder, config.output, dirs_exist_ok=True)
@@ -101,12 +106,20 @@ def test_the_results_tree_holds_each_test_user_conf_and_the_facts(tmp_path: Path
     assert "SHORT PROFILE" in conf and "llama2-70b.Offline.target_qps = 300.0" in conf
     assert [c.user_conf for c in runner.calls] == [scenario / "user.conf"] * 3
     assert [c.mode for c in runner.calls] == ["performance", "accuracy", "test06"]
+    assert runner.processes == [("Offline performance", "Offline accuracy", "Offline test06")]  # one engine load
     assert all(c.rows == 16 and c.max_tokens == 16 and c.device == "cpu" for c in runner.calls)
     facts = json.loads((scenario / "cmx_run.json").read_text())
     assert facts["short"] is True and facts["tiny"] is True and facts["compliant"] is False
     assert any("short run" in r for r in facts["noncompliance"])
     assert facts["validity"]["performance"] == "VALID" and facts["ok"] is True
     assert result.ok and (tmp_path / "results" / "summary.txt").read_text().strip() == result.table
+
+
+def test_each_scenario_runs_its_tests_in_a_harness_process_of_its_own(tmp_path: Path):
+    runner = Recorded({("Server", "performance"): "server-perf"})
+    run_app(app_config(tmp_path, scenarios=("Offline", "Server"), modes=("performance", "accuracy")), runner=runner,
+            evaluate=fake_evaluate, verify=fake_verify)
+    assert runner.processes == [("Offline performance", "Offline accuracy"), ("Server performance", "Server accuracy")]
 
 
 def test_the_summary_has_tokens_per_second_rouge_and_says_not_compliant(tmp_path: Path):
@@ -234,7 +247,7 @@ def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
     config = app_config(tmp_path, device="rocm", engine=engine)
     hc = harness_config(config, "Server", "performance", tmp_path / "user.conf")
     assert hc.output == config.scenario_dir("Server") / "performance" / "run_1"
-    assert parse_args(hc.argv(tmp_path / "harness_config.json")) == hc
+    assert parse_args(hc.argv(tmp_path / "harness_config.json")) == [hc]
     assert hc.engine == engine and hc.endpoint is None and hc.backend == "vllm"
 
 

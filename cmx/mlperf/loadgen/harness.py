@@ -1,35 +1,42 @@
-"""Run ONE LoadGen test in this process (performance, accuracy or a compliance test) on a backend, and judge its logs.
+"""Run one scenario's LoadGen tests (performance, accuracy, compliance tests) in this process on one backend, and
+judge each test's logs.
 
-LoadGen's `TestSettings.FromConfig` may be called once per process (a second call writes
-"Multiple conf files are used" into the next run's log, which fails the accuracy check), so each
-test is its own process:
+LoadGen's `TestSettings.FromConfig` may read a user.conf once per process (a second call writes
+"Multiple conf files are used" into the next run's log, which fails the accuracy check). The tests
+of one scenario share their user.conf, so one process reads it once and runs them in turn on one
+backend, started and warmed up once (an engine load, minutes for a large model on GPUs, is paid once
+per scenario, not once per test):
 
-    python -m cmx.mlperf.loadgen.harness --config OUT/harness_config.json
+    python -m cmx.mlperf.loadgen.harness --config OUT/performance/run_1/harness_config.json \
+                                         --config OUT/accuracy/harness_config.json
 
-The config file is a `HarnessConfig` as JSON (written by `run_test`); the benchmark
-(cmx.mlperf.benchmarks) loads the dataset and scores the accuracy log; the backend is vLLM in
-this process, or an OpenAI-compatible endpoint (`HarnessConfig.endpoint`), whose API key comes
-from the environment variable CMX_ENDPOINT_API_KEY, never from the file or the command line.
+Each config file is a `HarnessConfig` as JSON (written by `run_tests`); all share the scenario,
+user.conf, model and backend. The benchmark (cmx.mlperf.benchmarks) loads the dataset and scores the
+accuracy log; the backend is vLLM in this process, or an OpenAI-compatible endpoint
+(`HarnessConfig.endpoint`), whose API key comes from the environment variable CMX_ENDPOINT_API_KEY,
+never from a file or the command line.
 
-Callers use `run_test(...)`, which starts that process and returns its `HarnessResult`; they never
-call FromConfig themselves. The process builds and warms up the backend before LoadGen's timed
-window, runs the test with tracing off, writes `result.json` into the output folder, prints one
-verdict line, and exits non-zero when the run has problems (INVALID, errors in the detail log,
-failed samples). A compliance test (TEST06, TEST07, TEST09) writes its audit.config into the output
-folder for its run only and removes it afterwards. `evaluate_accuracy` and `verify_test06` turn
-an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt (test07.verify_run and
-test09.verify_run do it for theirs).
+Callers use `run_tests(...)` (or `run_test` for one), which starts that process and returns each test's
+`HarnessResult`; they never call FromConfig themselves. The process builds and warms up the backend
+before LoadGen's first timed window, runs each test with tracing off, writes its `result.json` into
+its output folder as soon as it ends, prints one verdict line per test, and exits non-zero when any
+test has problems (INVALID, errors in the detail log, failed samples). A compliance test (TEST06,
+TEST07, TEST09) writes its audit.config into its output folder for its run only and removes it
+afterwards; LoadGen applies it to that test's copy of the settings. `evaluate_accuracy` and
+`verify_test06` turn an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt
+(test07.verify_run and test09.verify_run do it for theirs).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +55,9 @@ if TYPE_CHECKING:
     from cmx.mlperf.loadgen.progress import RunProgress
 
 RESULT_JSON = "result.json"
+HARNESS_LOG = "harness.log"
+LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+INTERVAL_S = 1.0  # how often the caller looks at a running harness
 CONFIG_JSON = "harness_config.json"
 ACCURACY_LOG = "mlperf_log_accuracy.json"
 ACCURACY_TXT = "accuracy.txt"
@@ -84,15 +94,38 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
 
 
 def loadgen_settings(lg: Any, config: HarnessConfig, loadgen_model: str, loadgen_scenario: str) -> Any:
-    """LoadGen's TestSettings from the user.conf: FromConfig, once (this process runs one test)."""
+    """LoadGen's TestSettings from the user.conf: FromConfig, once per process (`run_in_process` sets each test's
+    mode on the one object; LoadGen applies a compliance test's audit.config to a copy of it)."""
     settings = lg.TestSettings()
     settings.scenario = getattr(lg.TestScenario, loadgen_scenario)
     rc = settings.FromConfig(str(config.user_conf), loadgen_model, loadgen_scenario)
     if rc not in (None, 0):
         raise HarnessError(f"LoadGen could not read {config.user_conf} (FromConfig returned {rc})")
-    # TEST06 is a performance run; its audit.config overrides the rest
-    settings.mode = lg.TestMode.AccuracyOnly if config.mode == "accuracy" else lg.TestMode.PerformanceOnly
     return settings
+
+
+def test_mode(lg: Any, mode: str) -> Any:
+    """LoadGen's mode for a cmx test: TEST06, TEST07 and TEST09 are performance runs their audit.config reshapes."""
+    return lg.TestMode.AccuracyOnly if mode == "accuracy" else lg.TestMode.PerformanceOnly
+
+
+def check_one_scenario(configs: Sequence[HarnessConfig]) -> None:
+    """The tests of one process share what the process reads once: the scenario, user.conf, model and backend."""
+    if not configs:
+        raise HarnessError("the harness was given no test to run")
+    first = configs[0]
+    shared = ("scenario", "user_conf", "model", "round", "benchmark", "device", "engine", "endpoint", "sampling",
+              "max_tokens")
+    for other in configs[1:]:
+        differ = [name for name in shared if getattr(other, name) != getattr(first, name)]
+        if differ:
+            raise HarnessError(f"the tests of one harness process must share {', '.join(differ)}: "
+                               f"{first.mode} and {other.mode} do not",
+                               hint="run tests of another scenario or backend in a harness process of their own")
+    outputs = [c.output for c in configs]
+    if len(set(outputs)) != len(outputs):
+        raise HarnessError("two tests of one harness process write to the same folder",
+                           hint="give each test its own output folder")
 
 
 def log_settings(lg: Any, output: Path) -> Any:
@@ -117,44 +150,96 @@ def audit_config_path(config: HarnessConfig) -> Path:
     return config.output / AUDIT_CONFIG_NAME
 
 
-def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResult:
-    """Run the test in this process (the harness process's job; call it once per process)."""
+def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> list[HarnessResult]:
+    """Run the tests in this process, in order, on one backend (the harness process's job; call it once per
+    process). Each test's result.json is written as soon as the test ends, so a caller reading them sees each
+    test finish; a test with problems does not stop the ones after it."""
     import mlperf_loadgen as lg
 
+    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, ProgressWriter, RunShape, SampleClock
+    from cmx.mlperf.rounds import load_round
+
+    check_one_scenario(configs)
+    first = configs[0]
+    rules = load_round(first.round).benchmark(first.benchmark).scenario(first.scenario)
+    for config in configs:
+        config.output.mkdir(parents=True, exist_ok=True)
+        audit = audit_config_path(config)
+        if audit.exists():
+            raise HarnessError(f"a stray {audit} would silently change this run",
+                               hint="it belongs to a compliance run that did not finish; remove it")
+
+    # the first test's progress covers the engine's start-up: its clock and file are the first test's
+    clock = SampleClock()
+    progress = ProgressWriter(first.output / PROGRESS_JSON, clock, RunShape(first.scenario, first.mode)).start()
+    began = time.monotonic()
+    try:
+        backend = build_backend(first, logger)
+        info = backend.start()
+    except BaseException:
+        progress.stop()
+        raise
+    start_seconds = time.monotonic() - began
+    results: list[HarnessResult] = []
+    try:
+        settings = loadgen_settings(lg, first, rules.loadgen_model, rules.loadgen_scenario)
+        for i, config in enumerate(configs):
+            if i:
+                clock = SampleClock()
+                progress = ProgressWriter(config.output / PROGRESS_JSON, clock,
+                                          RunShape(config.scenario, config.mode)).start()
+            with own_log(config, first, logger) if i else contextlib.nullcontext():
+                result = run_one(lg, config, settings, backend, clock, progress, logger,
+                                 start_seconds=start_seconds if i == 0 else 0.0,
+                                 details={"engine_reused": i > 0, **info.details,
+                                          "warmup_requests": info.warmup_requests if i == 0 else 0,
+                                          "engines": len(info.engines)})
+                result.write(config.output / RESULT_JSON)
+                logger.info("%s", result.verdict())
+            results.append(result)
+    finally:
+        backend.stop()
+    return results
+
+
+@contextlib.contextmanager
+def own_log(config: HarnessConfig, first: HarnessConfig, logger: logging.Logger) -> Iterator[None]:
+    """A later test's harness lines also go to a harness.log in its own folder (the engine's output stays in the
+    first test's, the process's log), beginning with where that is."""
+    handler = logging.FileHandler(config.output / HARNESS_LOG, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        logger.info("the %s %s test runs in the harness process of the %s test, on the engine it started; the "
+                    "process's whole log, the engine's included, is %s", config.scenario, config.mode, first.mode,
+                    first.output / HARNESS_LOG)
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clock: Any, progress: Any,
+            logger: logging.Logger, *, start_seconds: float, details: dict[str, Any]) -> HarnessResult:
+    """One LoadGen test on the started backend: its dataset, QSL and SUT, its audit.config (a compliance test),
+    LoadGen's run, and the judgement of its logs. `progress` is already writing; it is stopped here."""
     from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
     from cmx.mlperf.loadgen.compliance import write_audit_config
-    from cmx.mlperf.loadgen.progress import (
-        PROGRESS_JSON,
-        SAMPLES_CSV,
-        ProgressWriter,
-        RunShape,
-        SampleClock,
-        run_shape,
-    )
+    from cmx.mlperf.loadgen.progress import SAMPLES_CSV, run_shape
     from cmx.mlperf.loadgen.sut import QSL, make_sut
     from cmx.mlperf.rounds import load_round
 
-    round_ = load_round(config.round)
-    bench = round_.benchmark(config.benchmark)
-    rules = bench.scenario(config.scenario)
-    config.output.mkdir(parents=True, exist_ok=True)
+    bench = load_round(config.round).benchmark(config.benchmark)
     audit = audit_config_path(config)
-    if audit.exists():
-        raise HarnessError(f"a stray {audit} would silently change this run",
-                           hint="it belongs to a TEST06 run that did not finish; remove it")
-    dataset = dataset_for_test(benchmark_for(config.benchmark), config.dataset, config.mode)
-    if config.rows is not None:
-        dataset = dataset.limit(config.rows)
-
-    clock = SampleClock()
-    progress = ProgressWriter(config.output / PROGRESS_JSON, clock, RunShape(config.scenario, config.mode)).start()
     began = time.monotonic()
-    backend = build_backend(config, logger)
-    info = backend.start()
-    start_seconds = time.monotonic() - began
     try:
-        settings = loadgen_settings(lg, config, rules.loadgen_model, rules.loadgen_scenario)
+        dataset = dataset_for_test(benchmark_for(config.benchmark), config.dataset, config.mode)
+        if config.rows is not None:
+            dataset = dataset.limit(config.rows)
+        settings.mode = test_mode(lg, config.mode)
         progress.shape = run_shape(settings, config.scenario, config.mode, len(dataset))
+        before = dict(backend.details())
         qsl = QSL(dataset, bench.performance_sample_count, logger)
         sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock)
         began = time.monotonic()
@@ -169,21 +254,35 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             if not sut.wait_idle(IDLE_TIMEOUT_S):
                 logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
         finally:
-            test_seconds = time.monotonic() - began
-            progress.stop()
-            clock.write_samples(config.output / SAMPLES_CSV)
             audit.unlink(missing_ok=True)
             remove_empty_trace(config.output)
             sut.stop()
             sut.destroy()
             qsl.destroy(lg)
-        during = dict(backend.details())
     finally:
-        backend.stop()
-    details = {"backend": config.backend, "engines": len(info.engines), "warmup_requests": info.warmup_requests,
-               "rows": len(dataset), "max_tokens": config.max_tokens, "sampling": config.sampling.to_json(),
-               **info.details, **during}
+        test_seconds = time.monotonic() - began
+        progress.stop()
+        clock.write_samples(config.output / SAMPLES_CSV)
+    during = this_test(before, dict(backend.details()))
+    details = {"backend": config.backend, **details, "rows": len(dataset), "max_tokens": config.max_tokens,
+               "sampling": config.sampling.to_json(), **during}
     return judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
+
+
+def this_test(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The backend's details for one test: what it reports after the test, its per-replica sample and token
+    counts less those of earlier tests on the same backend (the counts run from the backend's start)."""
+    replicas, earlier = after.get("replicas"), before.get("replicas")
+    if not isinstance(replicas, list) or not isinstance(earlier, list):
+        return after
+    counted = {r.get("index"): r for r in earlier if isinstance(r, dict)}
+    own = []
+    for r in replicas:
+        prior = counted.get(r.get("index"), {}) if isinstance(r, dict) else {}
+        own.append({**r, **{k: r[k] - prior.get(k, 0) for k in ("samples", "tokens")
+                            if isinstance(r.get(k), int) and isinstance(prior.get(k, 0), int)}}
+                   if isinstance(r, dict) else r)
+    return {**after, "replicas": own}
 
 
 def judge(config: HarnessConfig, errors: list[Any], completed: int, start_seconds: float, test_seconds: float,
@@ -217,66 +316,100 @@ def failed_samples_problem(errors: list[Any], completed: int) -> str:
            "answered empty)"
 
 
-def parse_args(argv: list[str] | None = None) -> HarnessConfig:
+def parse_args(argv: list[str] | None = None) -> list[HarnessConfig]:
     p = argparse.ArgumentParser(prog="python -m cmx.mlperf.loadgen.harness", description=__doc__.splitlines()[0])
-    p.add_argument("--config", type=Path, required=True, help="a HarnessConfig as JSON (run_test writes it)")
+    p.add_argument("--config", type=Path, action="append", required=True,
+                   help="a HarnessConfig as JSON (run_tests writes them); repeated, one per test, run in order")
     a = p.parse_args(argv)
-    try:
-        text = a.config.read_text(encoding="utf-8")
-    except OSError as err:
-        raise HarnessError(f"cannot read the harness config: {err}", where=str(a.config)) from None
-    return HarnessConfig.from_json(text)
+    configs = []
+    for path in a.config:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise HarnessError(f"cannot read the harness config: {err}", where=str(path)) from None
+        configs.append(HarnessConfig.from_json(text))
+    return configs
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT)
     logger = logging.getLogger("cmx.mlperf.loadgen.harness")
     try:
-        config = parse_args(argv)
-        result = run_in_process(config, logger)
+        results = run_in_process(parse_args(argv), logger)
     except CmxError as err:
         print(f"harness: {err.render()}", file=sys.stderr)
         return 2
-    result.write(config.output / RESULT_JSON)
-    print(result.verdict())
-    return 0 if result.ok else 1
+    return 0 if all(r.ok for r in results) else 1
 
 
 # --- in the caller's process --------------------------------------------------------------------
 
 ProgressCallback = Callable[["RunProgress"], None]
 
+
 def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: logging.Logger | None = None,
              env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> HarnessResult:
-    """Run one test in its own harness process and return its result (problems included; a
-    HarnessError only when the process wrote no result). Its output goes to harness.log;
-    `on_progress` hears the test's progress about once a second while it runs."""
+    """Run one test in a harness process of its own (`run_tests` with one config)."""
+    return run_tests([config], timeout=timeout, logger=logger, env=env, on_progress=on_progress)[0]
+
+
+def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None, logger: logging.Logger | None = None,
+              env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> list[HarnessResult]:
+    """Run one scenario's tests, in order, in one harness process and return each one's result (problems
+    included; a HarnessError when the process wrote no result for one). The process's output goes to the first
+    test's harness.log; `on_progress` hears each test's progress about once a second while it runs; `timeout`
+    is per test."""
     from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
 
+    check_one_scenario(configs)
     log = logger or logging.getLogger(__name__)
-    config.output.mkdir(parents=True, exist_ok=True)
-    result_path = config.output / RESULT_JSON
-    result_path.unlink(missing_ok=True)
-    log_path = config.output / "harness.log"
-    cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *config.argv(config.output / CONFIG_JSON)]
+    args: list[str] = []
+    for config in configs:
+        config.output.mkdir(parents=True, exist_ok=True)
+        (config.output / RESULT_JSON).unlink(missing_ok=True)
+        (config.output / PROGRESS_JSON).unlink(missing_ok=True)
+        args += config.argv(config.output / CONFIG_JSON)
+    log_path = configs[0].output / HARNESS_LOG
+    cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *args]
     log.info("harness: %s", " ".join(cmd))
-    (config.output / PROGRESS_JSON).unlink(missing_ok=True)
+    limit = None if timeout is None else timeout * len(configs)
     with log_path.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:
-            follow(waiting_for(proc, timeout), config.output / PROGRESS_JSON, on_progress or (lambda p: None))
+            wait = waiting_for(proc, limit)
+            for config in configs:  # each test's progress in turn; the next starts once this one's result is written
+                follow(until_written(wait, config.output / RESULT_JSON), config.output / PROGRESS_JSON,
+                       on_progress or (lambda p: None))
+            wait_exit(proc, wait)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise HarnessError(f"the harness ran over {timeout} s", where=str(log_path)) from None
+            raise HarnessError(f"the harness ran over {limit} s ({timeout} s for each of its {len(configs)} tests)",
+                               where=str(log_path)) from None
         except BaseException:  # Ctrl-C, or a failing callback: never leave the harness running
             proc.kill()
             proc.wait()
             raise
-    if not result_path.is_file():
-        tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
-        raise HarnessError(f"the harness exited {proc.returncode} without a result:\n{tail}", where=str(log_path))
-    return HarnessResult.read(result_path)
+    results = []
+    for config in configs:
+        path = config.output / RESULT_JSON
+        if not path.is_file():
+            tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
+            raise HarnessError(f"the harness exited {proc.returncode} without a result for the {config.scenario} "
+                               f"{config.mode} test:\n{tail}", where=str(log_path))
+        results.append(HarnessResult.read(path))
+    return results
+
+
+def until_written(wait: Callable[[float], bool], result: Path) -> Callable[[float], bool]:
+    """`follow`'s wait for one test of a harness process: done once its result is written or the process exited."""
+    return lambda seconds: wait(seconds) or result.is_file()
+
+
+def wait_exit(proc: subprocess.Popen[Any], wait: Callable[[float], bool]) -> None:
+    """Wait for the harness process to exit (its last result is written; the backend is stopping)."""
+    while not wait(INTERVAL_S):
+        pass
 
 
 def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str = "llama2-70b-99",

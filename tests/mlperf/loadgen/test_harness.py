@@ -16,6 +16,7 @@ import importlib.util
 import logging
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,11 +25,13 @@ from cmx.mlperf.backends.base import GenRequest, GenResult, Sampling, StartInfo,
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import (
     build_backend,
+    check_one_scenario,
     evaluate_accuracy,
     judge,
     parse_args,
     run_in_process,
-    run_test,
+    run_tests,
+    this_test,
     verify_test06,
 )
 from cmx.mlperf.loadgen.harness_config import (
@@ -250,7 +253,7 @@ def test_a_harness_config_survives_the_command_line(tmp_path: Path):
     tmp_path.joinpath("out").mkdir()
     argv = config.argv(tmp_path / "out" / "harness_config.json")
     assert argv == ["--config", str(tmp_path / "out" / "harness_config.json")]
-    assert parse_args(argv) == config and parse_args(argv).sampling == Sampling(temperature=1.0, top_k=-1)
+    assert parse_args(argv) == [config] and parse_args(argv)[0].sampling == Sampling(temperature=1.0, top_k=-1)
     assert "key" not in (tmp_path / "out" / "harness_config.json").read_text()  # the API key travels in the environment
     with pytest.raises(HarnessError, match="unknown mode"):
         harness_config(tmp_path, mode="TEST06")
@@ -266,13 +269,35 @@ def test_the_harness_hands_the_tests_sampling_to_either_backend(tmp_path: Path):
     assert endpoint.config.sampling == sampling
 
 
+def test_one_harness_process_runs_only_tests_that_share_its_scenario_user_conf_and_backend(tmp_path: Path):
+    perf, acc = harness_config(tmp_path, mode="performance"), harness_config(tmp_path, mode="accuracy")
+    perf, acc = (replace(c, output=tmp_path / c.mode) for c in (perf, acc))
+    check_one_scenario([perf, acc])  # the app's shape: one scenario, its own folder per test
+    with pytest.raises(HarnessError, match="must share scenario"):
+        check_one_scenario([perf, replace(acc, scenario="Offline")])
+    with pytest.raises(HarnessError, match="must share user_conf"):
+        check_one_scenario([perf, replace(acc, user_conf=tmp_path / "other.conf")])
+    with pytest.raises(HarnessError, match="same folder"):
+        check_one_scenario([perf, replace(acc, output=perf.output)])
+    with pytest.raises(HarnessError, match="no test"):
+        check_one_scenario([])
+
+
+def test_a_later_tests_counts_on_a_shared_backend_are_its_own():
+    before = {"replicas": [{"index": 0, "samples": 10, "tokens": 100, "alive": True}]}
+    after = {"replicas": [{"index": 0, "samples": 14, "tokens": 150, "alive": True}], "url": "u"}
+    assert this_test(before, after) == {"replicas": [{"index": 0, "samples": 4, "tokens": 50, "alive": True}],
+                                        "url": "u"}
+    assert this_test({}, {"url": "u"}) == {"url": "u"}
+
+
 @needs_loadgen
 def test_the_harness_refuses_to_run_beside_a_stray_audit_config(tmp_path: Path):
     config = harness_config(tmp_path, mode="performance")
     config.output.mkdir()
     (config.output / "audit.config").write_text("*.*.mode = 2\n")
     with pytest.raises(HarnessError, match="stray"):
-        run_in_process(config, LOG)
+        run_in_process([config], LOG)
 
 
 @pytest.mark.parametrize(("folder", "scenario", "mode", "expected"), [
@@ -310,7 +335,7 @@ RUN_TIMEOUT_S = 300
 
 
 class Tiny:
-    """The tiny model and dataset, and a folder per harness run."""
+    """The tiny model and dataset, and a folder per harness process (a scenario's tests, one engine)."""
 
     def __init__(self, root: Path) -> None:
         from cmx.mlperf.benchmarks.llama2_70b.tiny import (
@@ -319,22 +344,27 @@ class Tiny:
         )
 
         self.root = root
-        self.progress: dict[str, list[RunProgress]] = {}  # what each run's on_progress heard
+        self.progress: dict[str, list[RunProgress]] = {}  # what on_progress heard, per test ("Server performance")
         self.model = make_tiny_llama(root / "model", seed=0).path
         self.dataset = make_tiny_openorca(root / "orca.pkl", self.model, rows=ROWS, seed=0).path
 
-    def run(self, name: str, scenario: str, mode: str, target_qps: float, **short: int) -> tuple[HarnessResult, Path]:
+    def run(self, scenario: str, modes: tuple[str, ...], target_qps: float,
+            **short: int) -> dict[str, tuple[HarnessResult, Path]]:
+        """The scenario's tests in one harness process, as the app runs them: each mode's result and folder."""
         from cmx.mlperf.loadgen.userconf import ShortProfile, user_conf
 
-        out = self.root / name
-        out.mkdir()
         profile = ShortProfile(samples=SAMPLES, **short)
-        conf = user_conf(V60, BENCH, scenario, target_qps=target_qps, short=profile).write(self.root / f"{name}.conf")
-        config = HarnessConfig(model=self.model, dataset=self.dataset, scenario=scenario, mode=mode, user_conf=conf,
-                               output=out, device="cpu", max_tokens=MAX_TOKENS, rows=ROWS,
-                               engine=EngineSettings(max_model_len=2048))
-        seen = self.progress.setdefault(name, [])
-        return run_test(config, timeout=RUN_TIMEOUT_S, logger=LOG, on_progress=seen.append), out
+        conf = user_conf(V60, BENCH, scenario, target_qps=target_qps, short=profile)
+        conf = conf.write(self.root / f"{scenario}.conf")
+        configs = [HarnessConfig(model=self.model, dataset=self.dataset, scenario=scenario, mode=mode, user_conf=conf,
+                                 output=self.root / scenario / mode, device="cpu", max_tokens=MAX_TOKENS, rows=ROWS,
+                                 engine=EngineSettings(max_model_len=2048)) for mode in modes]
+
+        def heard(progress: RunProgress) -> None:
+            self.progress.setdefault(f"{progress.scenario} {progress.mode}", []).append(progress)
+
+        results = run_tests(configs, timeout=RUN_TIMEOUT_S, logger=LOG, on_progress=heard)
+        return {c.mode: (r, c.output) for c, r in zip(configs, results, strict=True)}
 
 
 @pytest.fixture(scope="module")
@@ -345,25 +375,36 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
 # Offline does about 150 samples/s here and 350/s where the CPU has native bf16: asking for 500
 # (LoadGen issues 1.1 x 500 x 2 s = 1,100 samples) makes the query outlast min_duration on both
 @pytest.fixture(scope="module")
-def offline_perf(tiny: Tiny) -> tuple[HarnessResult, Path]:
-    return tiny.run("offline-perf", "Offline", "performance", 500, min_duration_ms=2000, min_query_count=SAMPLES)
+def offline(tiny: Tiny) -> dict[str, tuple[HarnessResult, Path]]:
+    return tiny.run("Offline", ("performance", "accuracy"), 500, min_duration_ms=2000, min_query_count=SAMPLES)
 
 
 @pytest.fixture(scope="module")
-def offline_accuracy(tiny: Tiny) -> tuple[HarnessResult, Path]:
-    return tiny.run("offline-accuracy", "Offline", "accuracy", 300, min_duration_ms=2000, min_query_count=SAMPLES)
+def offline_perf(offline: dict[str, tuple[HarnessResult, Path]]) -> tuple[HarnessResult, Path]:
+    return offline["performance"]
+
+
+@pytest.fixture(scope="module")
+def offline_accuracy(offline: dict[str, tuple[HarnessResult, Path]]) -> tuple[HarnessResult, Path]:
+    return offline["accuracy"]
 
 
 # Server: 512 queries (over the 459 early stopping needs) at 40/s, about half of what a 2-core AVX2
-# machine serves (~77 samples/s in float32; ~150/s where the CPU has native bf16)
+# machine serves (~77 samples/s in float32; ~150/s where the CPU has native bf16); TEST06 after the
+# performance run, on the same engine
 @pytest.fixture(scope="module")
-def server_perf(tiny: Tiny) -> tuple[HarnessResult, Path]:
-    return tiny.run("server-perf", "Server", "performance", 40, min_duration_ms=4000, min_query_count=480)
+def server(tiny: Tiny) -> dict[str, tuple[HarnessResult, Path]]:
+    return tiny.run("Server", ("performance", "test06"), 40, min_duration_ms=4000, min_query_count=480)
 
 
 @pytest.fixture(scope="module")
-def server_test06(tiny: Tiny) -> tuple[HarnessResult, Path]:
-    return tiny.run("server-test06", "Server", "test06", 40, min_duration_ms=4000, min_query_count=480)
+def server_perf(server: dict[str, tuple[HarnessResult, Path]]) -> tuple[HarnessResult, Path]:
+    return server["performance"]
+
+
+@pytest.fixture(scope="module")
+def server_test06(server: dict[str, tuple[HarnessResult, Path]]) -> tuple[HarnessResult, Path]:
+    return server["test06"]
 
 
 def assert_clean_logs(out: Path) -> None:
@@ -390,7 +431,11 @@ def test_offline_accuracy_writes_a_parseable_accuracy_txt(offline_accuracy: tupl
                                                             tiny: Tiny):
     result, out = offline_accuracy
     assert result.ok, result.verdict()
-    assert_clean_logs(out)
+    assert_clean_logs(out)  # LoadGen read the user.conf once: no "Multiple conf files" error in the second test
+    # the second test of the process ran on the engine the first started, with its own log of its own lines
+    assert result.details["engine_reused"] is True and result.start_seconds == 0.0
+    own = (out / "harness.log").read_text(encoding="utf-8")
+    assert "on the engine it started" in own and "Offline accuracy" in own and "vLLM engine" not in own
     records = read_accuracy_log(out / "mlperf_log_accuracy.json")
     assert sorted({r.qsl_idx for r in records}) == list(range(ROWS))
     assert all(2 <= r.n_tokens <= MAX_TOKENS for r in records)
@@ -419,7 +464,7 @@ def test_server_performance_is_valid_within_the_v6_0_latency_limits(server_perf:
 def test_a_server_test_reports_live_progress_and_writes_each_samples_times(server_perf: tuple[HarnessResult, Path],
                                                                            tiny: Tiny):
     result, out = server_perf
-    seen = tiny.progress["server-perf"]
+    seen = tiny.progress["Server performance"]
     assert seen[0].state == "starting" and seen[-1].state == "done"
     running = [p for p in seen if p.state == "running" and p.completed]
     assert running, "no progress while LoadGen ran"

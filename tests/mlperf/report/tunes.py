@@ -53,7 +53,7 @@ def write_tune(root: Path, *, results_dir: Path | None = None, system: str = "my
                                failed_samples=0, start_seconds=0.0, test_seconds=4.9,
                                details={"same_engine_as_probes": True})
         hc = harness_config(config, "Server", "performance", tune_dir / "confirm-2" / "user.conf")
-        passed = Recorded({("Server", "performance"): "server-perf"})(
+        passed = Recorded({("Server", "performance"): "server-perf"}).one(
             hc.__class__(**{**hc.__dict__, "output": confirm_folder(tune_dir, 2)}))
         write_samples(confirm_folder(tune_dir, 2), streamed=True)
         confirms = [(230.0, failed), (212.0, passed)]
