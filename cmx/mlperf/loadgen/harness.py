@@ -16,7 +16,11 @@ call FromConfig themselves. The process builds and warms up the backend before L
 window, runs the test with tracing off, writes `result.json` into the output folder, prints one
 verdict line, and exits non-zero when the run has problems (INVALID, errors in the detail log,
 failed samples). A compliance test (TEST06, TEST07, TEST09) writes its audit.config into the output
-folder for its run only and removes it afterwards. `evaluate_accuracy` and `verify_test06` turn
+folder for its run only and removes it afterwards. When the backend dies during a Server or
+Interactive test, the SUT stops it (cmx.mlperf.loadgen.sut): the harness stops waiting for LoadGen,
+sets LoadGen's unfinished logs aside (`mlperf_log_*.unfinished.*`: no reader may take them for a
+finished run), writes a failed result whose first problem names what died, and ends the process
+at once. `evaluate_accuracy` and `verify_test06` turn
 an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt (test07.verify_run and
 test09.verify_run do it for theirs).
 """
@@ -24,6 +28,7 @@ test09.verify_run do it for theirs).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import subprocess
@@ -39,6 +44,7 @@ from cmx.mlperf.loadgen.harness_config import API_KEY_ENV, HarnessConfig, Harnes
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
     from cmx.mlperf.loadgen.progress import RunProgress
+    from cmx.mlperf.loadgen.sut import OfflineSUT, ServerSUT
 
 RESULT_JSON = "result.json"
 CONFIG_JSON = "harness_config.json"
@@ -46,6 +52,8 @@ ACCURACY_LOG = "mlperf_log_accuracy.json"
 ACCURACY_TXT = "accuracy.txt"
 VERIFY_TXT = "verify_accuracy.txt"
 IDLE_TIMEOUT_S = 600.0  # LoadGen returned; samples still in flight after this are a bug
+STOPPED_EARLY = "stopped_early"  # the result's details key when the test was stopped (the backend died)
+LOADGEN_LOGS = ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_LOG, "mlperf_log_trace.json")
 
 # --- in the harness process ---------------------------------------------------------------------
 
@@ -103,6 +111,19 @@ def remove_empty_trace(output: Path) -> None:
         trace.unlink()
 
 
+def set_aside_unfinished_logs(output: Path) -> list[str]:
+    """Rename the logs of a LoadGen test that was stopped before it ended (mlperf_log_detail.txt becomes
+    mlperf_log_detail.unfinished.txt): kept for a look, but no reader takes them for a finished run's.
+    Returns the new names."""
+    kept = []
+    for name in LOADGEN_LOGS:
+        path = output / name
+        if path.is_file():
+            path.rename(path.with_name(f"{path.stem}.unfinished{path.suffix}"))
+            kept.append(f"{path.stem}.unfinished{path.suffix}")
+    return kept
+
+
 def audit_config_path(config: HarnessConfig) -> Path:
     """Where this run's audit.config goes: LoadGen applies it only if the file exists."""
     from cmx.mlperf.loadgen.test06 import AUDIT_CONFIG_NAME
@@ -124,7 +145,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
         SampleClock,
         run_shape,
     )
-    from cmx.mlperf.loadgen.sut import QSL, make_sut
+    from cmx.mlperf.loadgen.sut import QSL, LoadgenTest, make_sut
     from cmx.mlperf.rounds import load_round
 
     round_ = load_round(config.round)
@@ -150,6 +171,8 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
         progress.shape = run_shape(settings, config.scenario, config.mode, len(dataset))
         qsl = QSL(dataset, bench.performance_sample_count, logger)
         sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock)
+        test = LoadgenTest(lambda: lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings,
+                                                               log_settings(lg, config.output), str(audit)))
         began = time.monotonic()
         try:
             sut.start()
@@ -158,8 +181,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             if config.mode.startswith("test"):
                 write_audit_config(config.mode, config.output, config.benchmark)
             logger.info("LoadGen %s %s test starts", config.scenario, config.mode)
-            lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log_settings(lg, config.output), str(audit))
-            if not sut.wait_idle(IDLE_TIMEOUT_S):
+            if test.run(sut) and not sut.wait_idle(IDLE_TIMEOUT_S):
                 logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
         finally:
             test_seconds = time.monotonic() - began
@@ -168,15 +190,37 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             audit.unlink(missing_ok=True)
             remove_empty_trace(config.output)
             sut.stop()
-            sut.destroy()
-            qsl.destroy(lg)
+            if not test.running:  # a stopped test is still inside LoadGen, which holds both
+                sut.destroy()
+                qsl.destroy(lg)
         during = dict(backend.details())
     finally:
         backend.stop()
     details = {"backend": config.backend, "engines": len(info.engines), "warmup_requests": info.warmup_requests,
                "rows": len(dataset), "max_tokens": config.max_tokens, "sampling": config.sampling.to_json(),
                **info.details, **during}
-    return judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
+    if test.running:
+        logger.error("%s; the test stopped %.1f s in, before LoadGen's schedule ended", sut.dead_line(), test_seconds)
+        return stopped_early(config, sut, start_seconds, test_seconds, details)
+    result = judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
+    dead = sut.dead_line()  # the backend died, and LoadGen returned anyway (Offline, or its schedule had ended)
+    return result if dead is None else dataclasses.replace(result, problems=[dead, *result.problems])
+
+
+def stopped_early(config: HarnessConfig, sut: OfflineSUT | ServerSUT, start_seconds: float, test_seconds: float,
+                  details: dict[str, Any]) -> HarnessResult:
+    """The result of a test the SUT stopped because the backend died: LoadGen gave no verdict, its logs
+    are set aside as unfinished, and the first problem is what died."""
+    kept = set_aside_unfinished_logs(config.output)
+    dead = sut.dead_line() or "the test was stopped before LoadGen ended it"
+    then = (f"the test stopped there, {test_seconds:.1f} s in, so LoadGen wrote no summary"
+            + (f"; its unfinished logs are kept as {', '.join(kept)}" if kept else ""))
+    return HarnessResult(
+        scenario=config.scenario, mode=config.mode, validity=None, problems=[dead, then],
+        samples_per_second=None, tokens_per_second=None, ttft_p99_ms=None, tpot_p99_ms=None,
+        completed_samples=sut.completed, failed_samples=len(sut.errors), start_seconds=round(start_seconds, 3),
+        test_seconds=round(test_seconds, 3),
+        details={**details, STOPPED_EARLY: {"reason": dead, "unfinished_logs": kept}})
 
 
 def judge(config: HarnessConfig, errors: list[Any], completed: int, start_seconds: float, test_seconds: float,
@@ -222,7 +266,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result.write(config.output / RESULT_JSON)
     print(result.verdict())
-    return 0 if result.ok else 1
+    code = 0 if result.ok else 1
+    if STOPPED_EARLY in result.details:
+        end_now(code)
+    return code
+
+
+def end_now(code: int) -> None:
+    """Exit at once, with the output flushed: a stopped LoadGen test's thread still sleeps through its schedule,
+    and an ordinary exit would run LoadGen's C++ teardown under it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 # --- in the caller's process --------------------------------------------------------------------
