@@ -30,7 +30,7 @@ from typing import Any
 
 from cmx.errors import StepError
 from cmx.mlperf.backends.base import GREEDY, Sampling
-from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_test, verify_test06
+from cmx.mlperf.loadgen.harness import STOPPED_EARLY, ProgressCallback, evaluate_accuracy, run_test, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
     EndpointSettings,
@@ -191,6 +191,8 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
         summary = score(config, round_, result, hc.output, evaluate=evaluate, verify=verify)
         log.info("%s", format_row(summary))
         runs.append(summary)
+        if STOPPED_EARLY in result.details:  # the backend died: every later test would fail as it starts
+            break
     write_cmx_run(config, round_, scenario, conf, runs)
     return runs
 
@@ -350,6 +352,8 @@ def run_app(config: AppConfig, *, runner: Runner = run_test, evaluate: Evaluator
         for scenario in config.scenarios:
             runs += run_scenario(served, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
                                  logger=logger, on_progress=on_progress)
+            if any(STOPPED_EARLY in r.details for r in runs):
+                break
     table = format_table(runs, short=config.short or config.tiny, notes=sampling_notes(config))
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")
