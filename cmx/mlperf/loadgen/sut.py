@@ -192,12 +192,12 @@ class _BaseSUT:
 
     def _complete(self, query_id: int, token_ids: Sequence[int]) -> None:
         tokens = int32_tokens(token_ids)
-        with self._idle:
+        with self._idle:  # the clock too, before wait_idle() can see the sample done
             if not self._take(query_id):
                 return
             response = self.lg.QuerySampleResponse(query_id, _address(tokens), tokens.nbytes, len(tokens))
             self.lg.QuerySamplesComplete([response])
-        self.clock.completed(query_id, len(tokens))
+            self.clock.completed(query_id, len(tokens))
 
     def _fail(self, query_id: int, error: BaseException | str) -> None:
         """Complete the sample empty (LoadGen must not wait for it) and record why."""
@@ -206,9 +206,9 @@ class _BaseSUT:
                 return
             self.errors.append(SampleError(query_id, str(error)))
             self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
+            self.clock.failed(query_id)
         # after the backend died, every sample fails the same way: its line says it once
         (self.log.debug if self.dead is not None else self.log.error)("sample %#x failed: %s", query_id, error)
-        self.clock.failed(query_id)
 
     def _backend_died(self, error: BackendDead) -> bool:
         """Record the backend's death (the first report of it); whether this was the first."""
@@ -304,7 +304,7 @@ class ServerSUT(_BaseSUT):
             if request_id not in self._in_flight:  # failed already (the backend died): LoadGen is done with it
                 return
             self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(request_id, _address(first), first.nbytes, 1)])
-        self.clock.first_token(request_id)
+            self.clock.first_token(request_id)
 
     def on_done(self, result: GenResult) -> None:
         self._complete(result.id, result.token_ids)

@@ -252,6 +252,11 @@ class DyingBackend(FakeBackend):
         self.after_death = 0  # requests submitted after the backend said it was dead
         self.died_at: float | None = None
 
+    def submit(self, request: GenRequest, sink: StreamSink) -> None:
+        if self.died_at is not None:
+            self.after_death += 1
+        super().submit(request, sink)
+
     def _serve(self) -> None:
         served = 0
         while True:
@@ -262,8 +267,6 @@ class DyingBackend(FakeBackend):
                 return
             request, sink = item
             served += 1
-            if self.died_at is not None:
-                self.after_death += 1
             if served <= self.answered:
                 tokens = answer(request)
                 sink.on_first_token(request.id, tokens[0])
@@ -271,9 +274,9 @@ class DyingBackend(FakeBackend):
             elif not self.held:
                 self.held.append(request.id)
             elif self.died_at is None:
-                self.died_at = time.monotonic()
                 sink.on_error(request.id, BackendDead("the server at http://127.0.0.1:9/v1 stopped answering "
                                                       "(connection refused)"))
+                self.died_at = time.monotonic()  # the SUT has heard: nothing may be submitted from here on
 
 
 def start_loadgen_test(tmp_path: Path, scenario: str, backend: FakeBackend, min_duration_ms: int):
