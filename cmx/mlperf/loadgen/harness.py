@@ -181,7 +181,8 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
             if config.mode.startswith("test"):
                 write_audit_config(config.mode, config.output, config.benchmark)
             logger.info("LoadGen %s %s test starts", config.scenario, config.mode)
-            if test.run(sut) and not sut.wait_idle(IDLE_TIMEOUT_S):
+            ended = test.run(sut)  # False: the SUT stopped the test (the backend died) and LoadGen runs on
+            if ended and not sut.wait_idle(IDLE_TIMEOUT_S):
                 logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
         finally:
             test_seconds = time.monotonic() - began
@@ -199,7 +200,7 @@ def run_in_process(config: HarnessConfig, logger: logging.Logger) -> HarnessResu
     details = {"backend": config.backend, "engines": len(info.engines), "warmup_requests": info.warmup_requests,
                "rows": len(dataset), "max_tokens": config.max_tokens, "sampling": config.sampling.to_json(),
                **info.details, **during}
-    if test.running:
+    if not ended:
         logger.error("%s; the test stopped %.1f s in, before LoadGen's schedule ended", sut.dead_line(), test_seconds)
         return stopped_early(config, sut, start_seconds, test_seconds, details)
     result = judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
