@@ -39,7 +39,7 @@ from typing import Any
 
 from cmx.errors import StepError
 from cmx.mlperf.backends.base import GREEDY, Sampling
-from cmx.mlperf.loadgen.harness import ProgressCallback, evaluate_accuracy, run_tests, verify_test06
+from cmx.mlperf.loadgen.harness import STOPPED_EARLY, ProgressCallback, evaluate_accuracy, run_tests, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
     FAILED,
@@ -203,7 +203,7 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
     env = {API_KEY_ENV: config.api_key.reveal()} if config.api_key else None
     results = runner(tests, timeout=config.timeout_s, logger=log, env=env, on_progress=on_progress)
     runs: list[RunSummary] = []
-    for hc, result in zip(tests, results, strict=True):
+    for hc, result in zip(tests, results, strict=False):  # fewer results: the backend died, the last says so
         summary = score(config, round_, result, hc.output, evaluate=evaluate, verify=verify)
         log.info("%s", format_row(summary))
         runs.append(summary)
@@ -374,6 +374,8 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
         for scenario in config.scenarios:
             runs += run_scenario(served, round_, scenario, runner=runner, evaluate=evaluate, verify=verify,
                                  logger=logger, on_progress=on_progress)
+            if any(STOPPED_EARLY in r.details for r in runs):
+                break
     table = format_table(runs, short=config.short or config.tiny, notes=sampling_notes(config))
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")

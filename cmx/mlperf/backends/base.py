@@ -18,6 +18,9 @@ module implementing it, the way pre-commit's languages implement `lang_base`. Th
   Ray replicas' samples and tokens), for the run record; read it before `stop()`.
 - `stop()` shuts the engine(s) down; in-flight streaming requests are cancelled without a
   callback. A backend is also a context manager that starts and stops itself.
+- A backend that knows it can serve nothing more (its server stopped answering, its last replica
+  died) fails requests with `BackendDead`, never for one slow or failed request; a SUT that hears
+  it stops the test at once instead of failing every sample LoadGen still has scheduled.
 
 A backend that streams runs its requests on one `loop_thread.LoopThread` (an asyncio loop on a
 thread the backend owns) and stops through its `close()`, whose order is the same for every
@@ -45,6 +48,12 @@ MIN_OUTPUT_TOKENS = 2
 
 class BackendError(CmxError):
     """The engine could not start, or a request failed or came back malformed."""
+
+
+class BackendDead(BackendError):
+    """The backend can serve nothing more: its server stopped answering, or its last replica died. Raised
+    (or given to `StreamSink.on_error`) only on proof; `message` names what died and how, as the first
+    words of the test's failure."""
 
 
 class SamplingError(CmxError):
@@ -172,7 +181,7 @@ class StreamSink(Protocol):
 
     def on_error(self, request_id: int, error: BaseException) -> None:
         """The request failed; no on_done follows. LoadGen would wait for it forever, so a SUT
-        should stop the test."""
+        should stop the test. A `BackendDead` error says no later request can succeed either."""
 
 
 class Backend(Protocol):

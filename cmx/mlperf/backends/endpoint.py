@@ -26,14 +26,19 @@ loop (thread-safe, microseconds), so nothing slow happens on LoadGen's issue thr
 Failures are never retried: a retried request would be timed from its retry, not from when
 LoadGen issued it, so every failure (HTTP 5xx, a timeout, a lost connection, a malformed answer)
 fails the sample with a BackendError that says why; Offline stops the batch at the first one
-and says how many samples were lost. The API key is a `cmx.secrets.Secret`: sent as
-`Authorization: Bearer`, never logged, never in an error or in StartInfo.
+and says how many samples were lost. A streaming request that lost its connection (or had it
+refused) makes the backend ask whether the server is gone (`_raise_if_dead`): it is when a fresh
+connection for GET /models is refused, finds no route to the host, or is reset before any answer.
+Then the request fails with BackendDead, and the SUT stops the test. A timeout, or any HTTP answer
+at all (a 5xx included), is no proof: a live server may be slow or shedding load. The API key is a
+`cmx.secrets.Secret`: sent as `Authorization: Bearer`, never logged, never in an error or in StartInfo.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import json
 import logging
 import queue
@@ -45,6 +50,7 @@ from typing import Any
 
 from cmx.mlperf.backends.base import (
     GREEDY,
+    BackendDead,
     BackendDefaults,
     BackendError,
     GenRequest,
@@ -85,6 +91,11 @@ CONNECT_TIMEOUT_S = 10.0
 KEEPALIVE_TIMEOUT_S = 4.0
 CLOSE_TIMEOUT_S = 30.0  # for closing the session when the backend stops
 DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say
+# Whether the server is gone, after a streaming request lost its connection: a fresh GET /models
+# that gets no connection at all is proof; one still unanswered after this long is not (a slow server)
+DEAD_PROBE_TIMEOUT_S = 5.0
+GONE_ERRNOS = {errno.ECONNREFUSED: "connection refused", errno.EHOSTUNREACH: "no route to the host",
+               errno.ENETUNREACH: "network unreachable", errno.ECONNRESET: "connection reset"}
 TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
 
 
@@ -128,6 +139,14 @@ class EndpointConfig:
                                hint="give EndpointConfig(tokenizer=MODEL_DIR)")
 
 
+def lost_connection(exc: BaseException) -> bool:
+    """`exc` is a refused or lost connection (not a timeout, not an answer): the server may be gone."""
+    import aiohttp
+
+    return isinstance(exc, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
+                            ConnectionError))
+
+
 # --- the backend ---------------------------------------------------------------------------------------
 
 
@@ -158,6 +177,8 @@ class EndpointBackend(BackendDefaults):
         self._loop: LoopThread | None = None
         self._session: Any = None
         self._in_flight = 0  # requests sent and not answered; touched on the loop only
+        self._gone: str | None = None  # why the server is known dead (on the loop only)
+        self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing streams share
 
     @property
     def url(self) -> str:
@@ -421,11 +442,45 @@ class EndpointBackend(BackendDefaults):
         except ValueError as exc:
             raise malformed(what, url, str(exc)) from None
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            await self._raise_if_dead(exc)
             error = transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s)
             raise BackendError(f"{error.message} ({self._in_flight} streaming requests were in flight)",
                                where=error.where, hint=error.hint) from None
         finally:
             self._in_flight -= 1
+
+    # -- a dead server ------------------------------------------------------------------------------------
+
+    async def _raise_if_dead(self, exc: BaseException) -> None:
+        """BackendDead when `exc` lost the connection (or had it refused) and the server no longer takes a fresh
+        one; nothing when it does. The streams that fail together wait for one probe."""
+        if self._gone is None and lost_connection(exc):
+            if self._dead_probe is None or self._dead_probe.done():
+                self._dead_probe = asyncio.ensure_future(self._why_gone())
+            reason = await asyncio.shield(self._dead_probe)
+            self._gone = self._gone or reason  # an older probe that found the server alive changes nothing
+        if self._gone is not None:
+            raise BackendDead(f"the server at {public_url(self.url)} stopped answering ({self._gone})",
+                              hint="see the server's log for why it stopped; the test stopped at once, since no "
+                                   "later sample could be answered") from None
+
+    async def _why_gone(self) -> str | None:
+        """Why a fresh GET /models gets no connection (refused, no route, reset before any answer); None
+        when it gets an answer, whatever its status, or is still waiting after DEAD_PROBE_TIMEOUT_S."""
+        import aiohttp
+
+        timeout = aiohttp.ClientTimeout(total=DEAD_PROBE_TIMEOUT_S)
+        # a connection of its own: one from the pool may be a stale keep-alive that proves nothing
+        try:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True), timeout=timeout) as s, \
+                    s.get(f"{self.url}/models"):
+                return None
+        except aiohttp.ServerDisconnectedError:
+            return "connection closed before any answer"
+        except OSError as err:  # aiohttp's connection errors are OSErrors; a timeout is one too, with no errno
+            return GONE_ERRNOS.get(err.errno) if err.errno else None
+        except aiohttp.ClientError:
+            return None
 
     # -- stop -----------------------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ replicas share a device. The backend here is the driver side of the Backend prot
   and `details()`), so a run says where its tokens were made.
 
 A replica whose actor or node dies fails its requests with an error that names the node, and
-gets no new ones; the harness reports every failed sample, so such a run is never VALID.
+gets no new ones; the harness reports every failed sample, so such a run is never VALID. When it
+was the last replica alive, the error is a BackendDead (`every replica has died`), on which the
+SUT stops the test at once instead of failing every sample still scheduled.
 
 On a CPU, replicas that share a host are given disjoint cores (VLLM_CPU_OMP_THREADS_BIND), since
 Ray counts CPUs but pins nothing and vLLM would bind every engine to the same cores.
@@ -37,6 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cmx.mlperf.backends.base import (
+    BackendDead,
     BackendError,
     GenRequest,
     GenResult,
@@ -175,10 +178,19 @@ def cpu_binds(places: Sequence[Mapping[str, Any]], cpus_per_replica: int) -> lis
     return out
 
 
-def died(error: BaseException, replica: Replica) -> BackendError:
-    """The error a request on a dead replica gets: it names the node."""
-    return BackendError(f"{replica.name} died during the run: {type(error).__name__}: {str(error).splitlines()[0]}",
-                        hint=f"nothing this run measured counts; {RAY_LOGS_HINT}")
+def died(error: BaseException, replica: Replica, replicas: Sequence[Replica] = ()) -> BackendError:
+    """The error a request on a dead replica gets: it names the node, and is a BackendDead when no replica
+    of `replicas` is left alive."""
+    what = f"{replica.name} died during the run: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+    hint = f"nothing this run measured counts; {RAY_LOGS_HINT}"
+    if replicas and not any(r.alive for r in replicas):
+        return BackendDead(f"every replica has died (the last: {what})", hint=hint)
+    return BackendError(what, hint=hint)
+
+
+def no_replica_left() -> BackendDead:
+    """The error a request gets when no replica is alive to take it."""
+    return BackendDead("every replica has died", hint=RAY_LOGS_HINT)
 
 
 # --- the actor -------------------------------------------------------------------------------------------------
@@ -360,7 +372,7 @@ class RayReplicaBackend(StartStop):
         state = self._started()
         live = [r for r in state.replicas if r.alive]
         if not live:
-            raise BackendError("every replica has died", hint=RAY_LOGS_HINT)
+            raise no_replica_left()
         if not requests:
             return
         estimate = self.config.engine.output_tokens_estimate
@@ -384,11 +396,14 @@ class RayReplicaBackend(StartStop):
                 yield result
 
     def _failure(self, err: BaseException, replica: Replica) -> BackendError:
-        ray = self._started().ray
+        state = self._started()
+        ray = state.ray
+        if not replica.alive:  # another request on it saw it die first
+            return died(err, replica, state.replicas)
         if isinstance(err, (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError)):
             replica.alive = False
             self.log.error("%s died: %s", replica.name, err)
-            return died(err, replica)
+            return died(err, replica, state.replicas)
         cause = _cause(err)
         return cause if isinstance(cause, BackendError) else BackendError(f"{replica.name}: {cause}")
 
@@ -410,7 +425,7 @@ class RayReplicaBackend(StartStop):
         # the replica is chosen here, on the loop, where `outstanding` is kept
         live = [r for r in state.replicas if r.alive]
         if not live:
-            sink.on_error(request.id, BackendError("every replica has died", hint=RAY_LOGS_HINT))
+            sink.on_error(request.id, no_replica_left())
             return
         replica = min(live, key=lambda r: (r.outstanding, r.index))
         replica.outstanding += cost
@@ -425,7 +440,7 @@ class RayReplicaBackend(StartStop):
         except asyncio.CancelledError:
             raise
         except Exception as err:  # noqa: BLE001 - the sink must hear of every failure
-            sink.on_error(request.id, self._failure(err, replica) if replica.alive else died(err, replica))
+            sink.on_error(request.id, self._failure(err, replica))
             return
         finally:
             replica.outstanding -= cost

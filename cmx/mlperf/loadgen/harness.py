@@ -25,12 +25,18 @@ TEST07, TEST09) writes its audit.config into its output folder for its run only 
 afterwards; LoadGen applies it to that test's copy of the settings. `evaluate_accuracy` and
 `verify_test06` turn an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt
 (test07.verify_run and test09.verify_run do it for theirs).
+
+When the backend dies during a Server or Interactive test, the SUT stops it (cmx.mlperf.loadgen.sut):
+the harness stops waiting for LoadGen, sets LoadGen's unfinished logs aside (`mlperf_log_*.unfinished.*`:
+no reader may take them for a finished run), writes a failed result whose first problem names what
+died, runs none of the scenario's later tests, and ends the process at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import subprocess
@@ -43,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
+    FAILED,
     PERFORMANCE_RULES,
     HarnessConfig,
     HarnessError,
@@ -53,6 +60,7 @@ from cmx.mlperf.loadgen.harness_config import (
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
     from cmx.mlperf.loadgen.progress import RunProgress
+    from cmx.mlperf.loadgen.sut import OfflineSUT, ServerSUT
 
 RESULT_JSON = "result.json"
 HARNESS_LOG = "harness.log"
@@ -63,6 +71,8 @@ ACCURACY_LOG = "mlperf_log_accuracy.json"
 ACCURACY_TXT = "accuracy.txt"
 VERIFY_TXT = "verify_accuracy.txt"
 IDLE_TIMEOUT_S = 600.0  # LoadGen returned; samples still in flight after this are a bug
+STOPPED_EARLY = "stopped_early"  # the result's details key when the test was stopped (the backend died)
+LOADGEN_LOGS = ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_LOG, "mlperf_log_trace.json")
 
 # --- in the harness process ---------------------------------------------------------------------
 
@@ -143,6 +153,19 @@ def remove_empty_trace(output: Path) -> None:
         trace.unlink()
 
 
+def set_aside_unfinished_logs(output: Path) -> list[str]:
+    """Rename the logs of a LoadGen test that was stopped before it ended (mlperf_log_detail.txt becomes
+    mlperf_log_detail.unfinished.txt): kept for a look, but no reader takes them for a finished run's.
+    Returns the new names."""
+    kept = []
+    for name in LOADGEN_LOGS:
+        path = output / name
+        if path.is_file():
+            path.rename(path.with_name(f"{path.stem}.unfinished{path.suffix}"))
+            kept.append(f"{path.stem}.unfinished{path.suffix}")
+    return kept
+
+
 def audit_config_path(config: HarnessConfig) -> Path:
     """Where this run's audit.config goes: LoadGen applies it only if the file exists."""
     from cmx.mlperf.loadgen.test06 import AUDIT_CONFIG_NAME
@@ -197,6 +220,8 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
                 result.write(config.output / RESULT_JSON)
                 logger.info("%s", result.verdict())
             results.append(result)
+            if STOPPED_EARLY in result.details:  # the backend died: every later test would fail as it starts
+                break
     finally:
         backend.stop()
     return results
@@ -227,7 +252,7 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
     from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
     from cmx.mlperf.loadgen.compliance import write_audit_config
     from cmx.mlperf.loadgen.progress import SAMPLES_CSV, run_shape
-    from cmx.mlperf.loadgen.sut import QSL, make_sut
+    from cmx.mlperf.loadgen.sut import QSL, LoadgenTest, make_sut
     from cmx.mlperf.rounds import load_round
 
     bench = load_round(config.round).benchmark(config.benchmark)
@@ -242,6 +267,8 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
         before = dict(backend.details())
         qsl = QSL(dataset, bench.performance_sample_count, logger)
         sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock)
+        test = LoadgenTest(lambda: lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings,
+                                                               log_settings(lg, config.output), str(audit)))
         began = time.monotonic()
         try:
             sut.start()
@@ -250,15 +277,16 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
             if config.mode.startswith("test"):
                 write_audit_config(config.mode, config.output, config.benchmark)
             logger.info("LoadGen %s %s test starts", config.scenario, config.mode)
-            lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log_settings(lg, config.output), str(audit))
-            if not sut.wait_idle(IDLE_TIMEOUT_S):
+            ended = test.run(sut)  # False: the SUT stopped the test (the backend died) and LoadGen runs on
+            if ended and not sut.wait_idle(IDLE_TIMEOUT_S):
                 logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
         finally:
             audit.unlink(missing_ok=True)
             remove_empty_trace(config.output)
             sut.stop()
-            sut.destroy()
-            qsl.destroy(lg)
+            if not test.running:  # a stopped test is still inside LoadGen, which holds both
+                sut.destroy()
+                qsl.destroy(lg)
     finally:
         test_seconds = time.monotonic() - began
         progress.stop()
@@ -266,7 +294,30 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
     during = this_test(before, dict(backend.details()))
     details = {"backend": config.backend, **details, "rows": len(dataset), "max_tokens": config.max_tokens,
                "sampling": config.sampling.to_json(), **during}
-    return judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
+    if not ended:
+        logger.error("%s; the test stopped %.1f s in, before LoadGen's schedule ended", sut.dead_line(), test_seconds)
+        return stopped_early(config, sut, start_seconds, test_seconds, details)
+    result = judge(config, sut.errors, sut.completed, start_seconds, test_seconds, details)
+    dead = sut.dead_line()  # the backend died, and LoadGen returned anyway (Offline, or its schedule had ended)
+    if dead is None:
+        return result
+    return dataclasses.replace(result, problems=[dead, *result.problems], validity=FAILED)
+
+
+def stopped_early(config: HarnessConfig, sut: OfflineSUT | ServerSUT, start_seconds: float, test_seconds: float,
+                  details: dict[str, Any]) -> HarnessResult:
+    """The result of a test the SUT stopped because the backend died: LoadGen gave no verdict, its logs
+    are set aside as unfinished, and the first problem is what died."""
+    kept = set_aside_unfinished_logs(config.output)
+    dead = sut.dead_line() or "the test was stopped before LoadGen ended it"
+    then = (f"the test stopped there, {test_seconds:.1f} s in, so LoadGen wrote no summary"
+            + (f"; its unfinished logs are kept as {', '.join(kept)}" if kept else ""))
+    return HarnessResult(
+        scenario=config.scenario, mode=config.mode, validity=FAILED, loadgen_validity=None, problems=[dead, then],
+        samples_per_second=None, tokens_per_second=None, ttft_p99_ms=None, tpot_p99_ms=None,
+        completed_samples=sut.completed, failed_samples=len(sut.errors), start_seconds=round(start_seconds, 3),
+        test_seconds=round(test_seconds, 3),
+        details={**details, STOPPED_EARLY: {"reason": dead, "unfinished_logs": kept}})
 
 
 def this_test(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -339,7 +390,19 @@ def main(argv: list[str] | None = None) -> int:
     except CmxError as err:
         print(f"harness: {err.render()}", file=sys.stderr)
         return 2
-    return 0 if all(r.ok for r in results) else 1
+    code = 0 if all(r.ok for r in results) else 1
+    if any(STOPPED_EARLY in r.details for r in results):
+        end_now(code)
+    return code
+
+
+def end_now(code: int) -> None:
+    """Exit at once, with the output flushed: a stopped LoadGen test's thread still sleeps through its schedule,
+    and an ordinary exit would run LoadGen's C++ teardown under it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 # --- in the caller's process --------------------------------------------------------------------
@@ -356,7 +419,8 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
 def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None, logger: logging.Logger | None = None,
               env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> list[HarnessResult]:
     """Run one scenario's tests, in order, in one harness process and return each one's result (problems
-    included; a HarnessError when the process wrote no result for one). The process's output goes to the first
+    included; a HarnessError when the process wrote no result for one). A test stopped because the backend died
+    is the last: the list ends with it. The process's output goes to the first
     test's harness.log; `on_progress` hears each test's progress about once a second while it runs; `timeout`
     is per test."""
     from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
@@ -390,9 +454,11 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
             proc.kill()
             proc.wait()
             raise
-    results = []
+    results: list[HarnessResult] = []
     for config in configs:
         path = config.output / RESULT_JSON
+        if results and STOPPED_EARLY in results[-1].details:  # the backend died: the later tests never ran
+            break
         if not path.is_file():
             tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
             raise HarnessError(f"the harness exited {proc.returncode} without a result for the {config.scenario} "

@@ -13,11 +13,21 @@ Backend contract in cmx.mlperf.backends.base):
   copies it there when it logs accuracy). Server sends `FirstTokenComplete` with the first token
   (n_tokens 1) before the completion.
 - A failed request is still completed (with no tokens), so LoadGen never waits forever; the
-  error is recorded in `errors` and the harness reports the run failed.
+  error is recorded in `errors` and the harness reports the run failed. A sample is completed
+  once: a callback for one already completed (failed when the backend died) is dropped.
+- A backend that dies (`BackendDead`: its server stopped answering, its last replica died) stops
+  a Server or Interactive test at once: every sample in flight, and every one LoadGen issues
+  after, is completed empty without reaching the backend, and `stopped` is set. Completing them
+  does not end LoadGen's test: its Server scenario issues each query at its scheduled time
+  whatever the SUT answers (it sleeps until then), and has no call to end a test early. So the
+  harness runs the test through `LoadgenTest`, which stops waiting for LoadGen once `stopped` is
+  set; `dead_line()` is the failure's first line. Offline needs none of this: its one query is
+  completed as soon as the backend fails, and LoadGen returns.
 
 Nothing starts in a constructor: `start()` starts the Offline worker, `construct()` hands the
 callbacks to LoadGen, `wait_idle()` waits for outstanding work, `stop()` ends the worker and
-`destroy()` frees LoadGen's handles. LoadGen's module is passed in (`lg`), never imported here.
+`destroy()` frees LoadGen's handles (never while `LoadgenTest.running`: LoadGen still holds them).
+LoadGen's module is passed in (`lg`), never imported here.
 """
 
 from __future__ import annotations
@@ -25,15 +35,19 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.backends.base import Backend, GenRequest, GenResult
+from cmx.mlperf.backends.base import Backend, BackendDead, GenRequest, GenResult
 from cmx.mlperf.loadgen.progress import SampleClock
+
+# Once the backend is dead, LoadGen gets this long to return by itself (it does when its schedule had
+# ended, or for Offline) before the harness stops waiting for it
+STOP_GRACE_S = 1.0
 
 
 class SutError(CmxError):
@@ -109,7 +123,8 @@ class QSL:
 
 
 class _BaseSUT:
-    """What both SUTs share: LoadGen's handle, the outstanding-sample count, the error record, the sample clock."""
+    """What both SUTs share: LoadGen's handle, the samples in flight, the error record, the sample clock, and
+    whether the backend died (`dead`, `stopped`)."""
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
                  logger: logging.Logger | None = None, clock: SampleClock | None = None) -> None:
@@ -122,7 +137,9 @@ class _BaseSUT:
         self.handle: Any = None
         self.errors: list[SampleError] = []
         self.completed = 0
-        self._outstanding = 0
+        self.dead: BackendDead | None = None  # the backend's death, as it first reported it
+        self.stopped = threading.Event()  # set when the test must end now (Server: the backend died)
+        self._in_flight: set[int] = set()  # issued and not completed; LoadGen hears of each id once
         self._idle = threading.Condition()
 
     def request(self, query_id: int, index: int) -> GenRequest:
@@ -148,33 +165,58 @@ class _BaseSUT:
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every issued sample is completed; False if `timeout` passed first."""
         with self._idle:
-            return self._idle.wait_for(lambda: self._outstanding == 0, timeout)
+            return self._idle.wait_for(lambda: not self._in_flight, timeout)
 
-    def _issued(self, count: int) -> None:
-        with self._idle:
-            self._outstanding += count
+    def dead_line(self) -> str | None:
+        """The test's failure when the backend died, as its first line: what died, how, and the samples
+        answered and lost by now; None while the backend lives."""
+        if self.dead is None:
+            return None
+        lost = len(self.errors)
+        return f"{self.dead.message} after {self.completed - lost} samples; {lost} samples lost"
 
-    def _finished(self, count: int) -> None:
+    def _issued(self, query_ids: Sequence[int]) -> None:
         with self._idle:
-            self._outstanding -= count
-            self.completed += count
-            if self._outstanding <= 0:
-                self._idle.notify_all()
+            self._in_flight.update(query_ids)
+
+    def _take(self, query_id: int) -> bool:
+        """Whether `query_id` was still in flight (it is not any more); call with the lock held."""
+        if query_id not in self._in_flight:
+            self.log.debug("sample %#x was already completed: dropped", query_id)
+            return False
+        self._in_flight.discard(query_id)
+        self.completed += 1
+        if not self._in_flight:
+            self._idle.notify_all()
+        return True
 
     def _complete(self, query_id: int, token_ids: Sequence[int]) -> None:
         tokens = int32_tokens(token_ids)
-        response = self.lg.QuerySampleResponse(query_id, _address(tokens), tokens.nbytes, len(tokens))
-        self.lg.QuerySamplesComplete([response])
-        self.clock.completed(query_id, len(tokens))
-        self._finished(1)
+        with self._idle:  # the clock too, before wait_idle() can see the sample done
+            if not self._take(query_id):
+                return
+            response = self.lg.QuerySampleResponse(query_id, _address(tokens), tokens.nbytes, len(tokens))
+            self.lg.QuerySamplesComplete([response])
+            self.clock.completed(query_id, len(tokens))
 
     def _fail(self, query_id: int, error: BaseException | str) -> None:
         """Complete the sample empty (LoadGen must not wait for it) and record why."""
-        self.log.error("sample %#x failed: %s", query_id, error)
-        self.errors.append(SampleError(query_id, str(error)))
-        self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
-        self.clock.failed(query_id)
-        self._finished(1)
+        with self._idle:
+            if not self._take(query_id):
+                return
+            self.errors.append(SampleError(query_id, str(error)))
+            self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
+            self.clock.failed(query_id)
+        # after the backend died, every sample fails the same way: its line says it once
+        (self.log.debug if self.dead is not None else self.log.error)("sample %#x failed: %s", query_id, error)
+
+    def _backend_died(self, error: BackendDead) -> bool:
+        """Record the backend's death (the first report of it); whether this was the first."""
+        with self._idle:
+            first, self.dead = self.dead is None, self.dead or error
+        if first:
+            self.log.error("the backend is dead: %s", error.message)
+        return first
 
 
 class OfflineSUT(_BaseSUT):
@@ -197,7 +239,7 @@ class OfflineSUT(_BaseSUT):
             raise SutError("issue_queries before start()")
         batch = [(s.id, s.index) for s in samples]
         self.clock.issued(query_id for query_id, _ in batch)
-        self._issued(len(batch))
+        self._issued([query_id for query_id, _ in batch])
         self._queue.put(batch)
 
     def stop(self) -> None:
@@ -218,6 +260,8 @@ class OfflineSUT(_BaseSUT):
             for result in self.backend.generate(requests):
                 self._answer(result, pending)
         except Exception as exc:  # noqa: BLE001 - LoadGen must hear of every sample, whatever failed
+            if isinstance(exc, BackendDead):  # only recorded: the failures below end LoadGen's one query
+                self._backend_died(exc)
             for query_id in sorted(pending):
                 self._fail(query_id, exc)
             return
@@ -233,7 +277,8 @@ class OfflineSUT(_BaseSUT):
 
 
 class ServerSUT(_BaseSUT):
-    """Server and Interactive: each sample to `Backend.submit` at once; this object is the sink."""
+    """Server and Interactive: each sample to `Backend.submit` at once; this object is the sink. Once the
+    backend is dead, samples are failed here and never reach it."""
 
     def start(self) -> None:
         """Nothing to start: the streaming backend owns the thread the callbacks run on."""
@@ -243,23 +288,90 @@ class ServerSUT(_BaseSUT):
 
     def issue_queries(self, samples: Sequence[Any]) -> None:
         self.clock.issued(s.id for s in samples)
-        self._issued(len(samples))
+        self._issued([s.id for s in samples])
         for s in samples:
+            if self.dead is not None:
+                self._fail(s.id, self.dead)
+                continue
             try:
                 self.backend.submit(self.request(s.id, s.index), self)
             except Exception as exc:  # noqa: BLE001 - a sample LoadGen issued must be completed
                 self._fail(s.id, exc)
 
     def on_first_token(self, request_id: int, token_id: int) -> None:
-        self.clock.first_token(request_id)
         first = int32_tokens([token_id])
-        self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(request_id, _address(first), first.nbytes, 1)])
+        with self._idle:
+            if request_id not in self._in_flight:  # failed already (the backend died): LoadGen is done with it
+                return
+            self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(request_id, _address(first), first.nbytes, 1)])
+            self.clock.first_token(request_id)
 
     def on_done(self, result: GenResult) -> None:
         self._complete(result.id, result.token_ids)
 
     def on_error(self, request_id: int, error: BaseException) -> None:
+        if isinstance(error, BackendDead) and self._backend_died(error):
+            self._stop_test()
         self._fail(request_id, error)
+
+    def _stop_test(self) -> None:
+        """Fail every sample in flight (the backend will answer none of them) and tell the harness to stop."""
+        with self._idle:
+            in_flight = sorted(self._in_flight)
+        for query_id in in_flight:
+            self._fail(query_id, self.dead or "the backend died")
+        self.stopped.set()
+
+
+class LoadgenTest:
+    """LoadGen's test (`start_test`: a StartTestWithLogSettings call) on a thread of its own, so that the harness
+    can stop waiting for it when the SUT says the backend died (`_BaseSUT.stopped`).
+
+    LoadGen has no call that ends a test early, and its Server scenario sleeps until each query's
+    scheduled time, so a stopped test's thread lives on in LoadGen until its schedule ends (up to
+    the whole min_duration): `running` says so, and the harness's process must then end with
+    os._exit, after writing its result, instead of waiting for it.
+    """
+
+    def __init__(self, start_test: Callable[[], object]) -> None:
+        self._start_test = start_test
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """LoadGen's test is still inside LoadGen (it holds the SUT and the QSL: destroy neither)."""
+        return self._thread is not None and not self._done.is_set()
+
+    def run(self, sut: _BaseSUT, poll_s: float = 0.05) -> bool:
+        """Run the test; True once LoadGen returned, False when the SUT stopped it and LoadGen did not
+        return within STOP_GRACE_S."""
+        if self._thread is not None:
+            raise SutError("a LoadGen test runs once")
+        self._thread = threading.Thread(target=self._run, name="cmx-loadgen-test", daemon=True)
+        self._thread.start()
+        while not self._done.wait(poll_s):
+            if sut.stopped.is_set():
+                if not self._done.wait(STOP_GRACE_S):
+                    return False
+                break
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for LoadGen to return, even from a stopped test; whether it did within `timeout` (a process that
+        goes on using LoadGen must, before it starts another test or destroys the SUT)."""
+        return self._done.wait(timeout)
+
+    def _run(self) -> None:
+        try:
+            self._start_test()
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits in run()
+            self._error = exc
+        finally:
+            self._done.set()
 
 
 def make_sut(scenario: str, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.backends.base import GREEDY, BackendError, GenRequest, GenResult, Sampling
+from cmx.mlperf.backends.base import GREEDY, BackendDead, BackendError, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
 from cmx.mlperf.backends.machine import MachineFacts, NodeMemory
 from cmx.mlperf.backends.openai_api import (
@@ -554,6 +554,111 @@ def test_the_endpoint_benchmarks_help_shows_its_defaults():
         assert f"(default: {default})" in " ".join(described.split()), (flag, out)
 
 
+# --- a dead server: proof, not a guess ------------------------------------------------------------------
+
+# a server in a process of its own, to be killed with SIGKILL: /v1/models, and completions whose
+# streams send one token and then hang when the prompt starts with SLOW_TOKEN
+KILLABLE = r"""
+import asyncio, json, sys
+from aiohttp import web
+PORT, SLOW = int(sys.argv[1]), int(sys.argv[2])
+
+async def models(request):
+    return web.json_response({"data": [{"id": "own", "owned_by": "own-server", "max_model_len": 2048}]})
+
+async def complete(request):
+    body = await request.json()
+    n = body["max_tokens"]
+    if not body.get("stream"):
+        return web.json_response({"choices": [{"text": "x", "token_ids": [7] * n, "finish_reason": "length"}],
+                                  "usage": {"completion_tokens": n}})
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(f"data: {json.dumps({'choices': [{'text': 'x', 'token_ids': [7]}]})}\n\n".encode())
+    if body["prompt"][0] == SLOW:
+        await asyncio.sleep(3600)
+    rest = {"choices": [{"text": "x", "token_ids": [7] * (n - 1), "finish_reason": "length"}]}
+    await response.write(f"data: {json.dumps(rest)}\n\ndata: [DONE]\n\n".encode())
+    return response
+
+app = web.Application()
+app.router.add_get("/v1/models", models)
+app.router.add_post("/v1/completions", complete)
+web.run_app(app, host="127.0.0.1", port=PORT, print=lambda *a: print("ready", flush=True))
+"""
+
+
+def test_a_server_killed_mid_stream_is_dead_and_every_stream_says_so_at_once(tmp_path: Path):
+    (tmp_path / "server.py").write_text(KILLABLE)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(SLOW_TOKEN)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and "ready" in server.stdout.readline()
+        url = f"http://127.0.0.1:{port}/v1"
+        with EndpointBackend(EndpointConfig(url=url, warmup_requests=1)) as backend:
+            sink = CollectingSink(3)
+            for i in range(3):
+                backend.submit(GenRequest(id=i, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
+            deadline = time.monotonic() + 10
+            while len(sink.first) < 3:  # each stream has its first token: all three are in flight
+                assert time.monotonic() < deadline, sink.errors
+                time.sleep(0.02)
+            server.kill()  # SIGKILL
+            killed = time.monotonic()
+            assert sink.finished.wait(10)
+            assert time.monotonic() - killed < 2
+            late = CollectingSink(1)
+            backend.submit(GenRequest(id=9, prompt_ids=[5, 6], max_tokens=8), late)
+            assert late.finished.wait(10)
+    finally:
+        server.kill()
+        server.wait()
+    for error in [*sink.errors.values(), *late.errors.values()]:
+        assert isinstance(error, BackendDead), error
+        assert error.message == f"the server at {url} stopped answering (connection refused)"
+
+
+class DroppingServer(OwnServer):
+    """Mode "ok", but a completion whose prompt starts with DROP_TOKEN loses its connection before any answer,
+    and /v1/models answers only after `models_delay_s`: a server alive, if slow or shedding requests."""
+
+    def __init__(self) -> None:
+        super().__init__("ok")
+        self.models_delay_s = 0.0
+
+    async def _models(self, request):
+        await asyncio.sleep(self.models_delay_s)
+        return await super()._models(request)
+
+    async def _complete(self, request):
+        if (await request.json())["prompt"][0] == DROP_TOKEN:
+            request.transport.abort()
+        return await super()._complete(request)
+
+
+DROP_TOKEN = 4243
+
+
+@pytest.mark.parametrize("models_delay_s", [0.0, 2.0])
+def test_a_lost_connection_to_a_server_that_still_answers_even_slowly_is_not_a_dead_server(
+        models_delay_s: float, monkeypatch: pytest.MonkeyPatch):
+    from cmx.mlperf.backends import endpoint
+
+    monkeypatch.setattr(endpoint, "DEAD_PROBE_TIMEOUT_S", 0.5)
+    with DroppingServer() as server, EndpointBackend(EndpointConfig(url=server.url, warmup_requests=1)) as backend:
+        server.models_delay_s = models_delay_s  # from here on: the probe's GET /models waits past its timeout
+        dropped, next_one = CollectingSink(1), CollectingSink(1)
+        backend.submit(GenRequest(id=1, prompt_ids=[DROP_TOKEN, 5], max_tokens=4), dropped)
+        assert dropped.finished.wait(10)
+        backend.submit(GenRequest(id=2, prompt_ids=[5, 6], max_tokens=4), next_one)
+        assert next_one.finished.wait(10)
+    error = dropped.errors[1]
+    assert isinstance(error, BackendError) and not isinstance(error, BackendDead)
+    assert "the connection to the server was lost" in error.message
+    assert next_one.done[2] == [7] * 4  # the next sample is served as before
+
+
 # --- e2e: one real vLLM server ---------------------------------------------------------------------------
 
 needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
@@ -781,4 +886,6 @@ def test_zz_the_server_killed_mid_run_fails_the_batch_and_counts_the_lost_sample
     assert "the connection to the server was lost" in message or "cannot connect to the server" in message
     assert f"{len(got)} of 20 samples completed" in message and "in flight were lost" in message
     assert set(sink.errors) == set(range(4)) or sink.done  # the streams failed too (or had finished)
-    assert all("streaming requests were in flight" in str(e) for e in sink.errors.values())
+    # the streams' own failures led the backend to probe the server, which refused: it is dead
+    assert all(isinstance(e, BackendDead) and "stopped answering (connection refused)" in e.message
+               for e in sink.errors.values())

@@ -12,7 +12,10 @@ import json
 import logging
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -23,12 +26,16 @@ from cmx.mlperf.app import (
     backend_record,
     format_row,
 )
-from cmx.mlperf.backends.base import BackendError, Sampling
+from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, Sampling
+from cmx.mlperf.backends.batching import QueueSink
+from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.machine import MachineFacts
 from cmx.mlperf.backends.profiles import EngineOptions, ProfileError, engine_specs
 from cmx.mlperf.backends.ray_replicas import (
     RayReplicaBackend,
     RayReplicasConfig,
+    Replica,
+    _Started,
     capacity_problem,
     cpu_binds,
     gcs_endpoint,
@@ -132,6 +139,56 @@ def test_replicas_or_a_ray_address_put_the_engines_on_ray(tmp_path: Path):
     assert HarnessConfig.from_json(config.to_json()).engine == config.engine
     with pytest.raises(HarnessError, match="replicas must be at least 1"):
         EngineSettings(replicas=0)
+
+
+class RayErrors:
+    """The Ray exceptions the driver tells apart (ray.exceptions' names), for replicas that are not Ray's."""
+
+    class RayError(Exception):
+        pass
+
+    class RayActorError(RayError):
+        pass
+
+    class NodeDiedError(RayError):
+        pass
+
+
+class DyingActor:
+    """A replica's actor whose streams fail as Ray's do once its node is gone (the seam: _Started's actors)."""
+
+    def __init__(self) -> None:
+        self.stream = SimpleNamespace(remote=self._refs)
+
+    async def _refs(self, request: GenRequest) -> AsyncIterator[Any]:
+        raise RayErrors.RayActorError("The actor died unexpectedly before finishing this task.")
+        yield  # an async generator, as Ray's streaming refs are
+
+
+def test_the_last_replica_to_die_makes_the_backend_dead_and_every_later_request_says_so():
+    backend = RayReplicaBackend(replicas_config(replicas=2))
+    loop = LoopThread("test-ray-replicas")
+    loop.start()
+    backend._state = _Started(ray=SimpleNamespace(exceptions=RayErrors), owns_ray=False,
+                              actors=[DyingActor(), DyingActor()], groups=[], loop=loop,
+                              replicas=[Replica(i, f"node{i}" * 4, f"10.0.0.{i + 1}", (f"cpu:{i}",)) for i in (0, 1)])
+    errors: list[BaseException] = []
+    try:
+        for i in range(3):  # one at a time: replica 0 dies, then replica 1, then none is left
+            sink = QueueSink()
+            backend.submit(GenRequest(id=i, prompt_ids=[5, 6]), sink)
+            item = sink.queue.get(timeout=10)
+            assert isinstance(item, BaseException)
+            errors.append(item)
+    finally:
+        loop.close()
+        backend._state = None
+    first, last, later = errors
+    assert isinstance(first, BackendError) and not isinstance(first, BackendDead)  # replica 1 still lives
+    assert first.message.startswith("replica 0 on node 10.0.0.1 (id node0node0no) died during the run: RayActorError")
+    assert isinstance(last, BackendDead)
+    assert last.message.startswith("every replica has died (the last: replica 1 on node 10.0.0.2")
+    assert isinstance(later, BackendDead) and later.message == "every replica has died"
 
 
 def app_config(tmp_path: Path, **kw: object) -> AppConfig:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.backends.base import GenRequest, GenResult, Sampling, StartInfo, StreamSink
+from cmx.mlperf.backends.base import BackendDead, GenRequest, GenResult, Sampling, StartInfo, StreamSink
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import (
     build_backend,
@@ -45,6 +46,8 @@ from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV, RunProgress
 from cmx.mlperf.loadgen.sut import (
     QSL,
+    STOP_GRACE_S,
+    LoadgenTest,
     OfflineSUT,
     SampleError,
     ServerSUT,
@@ -237,6 +240,121 @@ def test_a_failed_request_completes_its_sample_and_is_recorded(tmp_path: Path, s
     assert sut.errors, "the failure must be recorded"
     assert sut.completed == 20  # LoadGen returned: nothing left waiting
     assert run.errors, "the empty response makes LoadGen log an error, so the run reads as failed"
+
+
+# --- unit: a backend that dies stops a Server test at once ----------------------------------------------
+
+class DyingBackend(FakeBackend):
+    """Streams answers until `answered` samples are done; then holds the next request unanswered (a stream
+    in flight) and fails every later one with BackendDead, as a dead server's backend does."""
+
+    def __init__(self, answered: int) -> None:
+        super().__init__()
+        self.answered = answered
+        self.held: list[int] = []
+        self.after_death = 0  # requests submitted after the backend said it was dead
+        self.died_at: float | None = None
+
+    def submit(self, request: GenRequest, sink: StreamSink) -> None:
+        if self.died_at is not None:
+            self.after_death += 1
+        super().submit(request, sink)
+
+    def _serve(self) -> None:
+        served = 0
+        while True:
+            with self._ready:
+                self._ready.wait_for(lambda: self._pending)
+                item = self._pending.pop(0)
+            if item is None:
+                return
+            request, sink = item
+            served += 1
+            if served <= self.answered:
+                tokens = answer(request)
+                sink.on_first_token(request.id, tokens[0])
+                sink.on_done(GenResult(id=request.id, token_ids=tokens))
+            elif not self.held:
+                self.held.append(request.id)
+            elif self.died_at is None:
+                sink.on_error(request.id, BackendDead("the server at http://127.0.0.1:9/v1 stopped answering "
+                                                      "(connection refused)"))
+                self.died_at = time.monotonic()  # the SUT has heard: nothing may be submitted from here on
+
+
+def start_loadgen_test(tmp_path: Path, scenario: str, backend: FakeBackend, min_duration_ms: int):
+    """A real LoadGen test of the SUT on `backend` through LoadgenTest (settings by hand, no FromConfig)."""
+    import mlperf_loadgen as lg
+
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, scenario)
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.min_duration_ms = min_duration_ms
+    settings.min_query_count = 1
+    settings.server_target_qps = 100
+    settings.offline_expected_qps = 100
+    log = lg.LogSettings()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log.log_output.outdir = str(tmp_path)
+    log.enable_trace = False
+    qsl = QSL(Prompts(20), 20, LOG)
+    backend.start()
+    sut = make_sut(scenario, lg, backend, qsl, max_tokens=16, logger=LOG)
+    sut.start()
+    qsl.construct(lg)
+    sut.construct()
+    test = LoadgenTest(lambda: lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log,
+                                                           str(tmp_path / "no-audit.config")))
+
+    def finish() -> None:
+        assert test.join(30), "LoadGen never returned"
+        sut.stop()
+        sut.destroy()
+        qsl.destroy(lg)
+        backend.stop()
+    return sut, test, finish
+
+
+@needs_loadgen
+def test_a_dead_backend_stops_a_server_test_long_before_loadgens_schedule_ends(tmp_path: Path):
+    backend = DyingBackend(answered=5)
+    sut, test, finish = start_loadgen_test(tmp_path, "Server", backend, min_duration_ms=3000)
+    try:
+        assert test.run(sut) is False  # the SUT stopped it: LoadGen still sleeps through its 3 s schedule
+        returned = time.monotonic()
+        assert test.running and backend.died_at is not None
+        assert returned - backend.died_at < STOP_GRACE_S + 1.0
+        assert sut.stopped.is_set() and backend.held[0] not in sut._in_flight  # the stream in flight is completed
+        line = sut.dead_line()
+        assert line is not None and line.startswith("the server at http://127.0.0.1:9/v1 stopped answering "
+                                                    "(connection refused) after 5 samples; ")
+    finally:
+        finish()
+    assert backend.after_death == 0  # LoadGen's later samples were failed in the SUT, never sent
+    assert sut.wait_idle(0) and len(sut.errors) == sut.completed - 5  # every issued sample completed, once
+    assert f"{len(sut.errors)} samples lost" in (sut.dead_line() or "")
+
+
+@needs_loadgen
+def test_an_ordinary_failure_or_an_offline_death_lets_loadgen_end_the_test_itself(tmp_path: Path):
+    sut, test, finish = start_loadgen_test(tmp_path / "s", "Server", FakeBackend(fail=frozenset(range(10))), 300)
+    try:
+        assert test.run(sut) is True and not test.running
+    finally:
+        finish()
+    assert sut.errors and sut.dead is None and not sut.stopped.is_set()
+
+    class DyingOffline(FakeBackend):
+        def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]:
+            yield GenResult(id=requests[0].id, token_ids=answer(requests[0]))
+            raise BackendDead("every replica has died")
+
+    sut, test, finish = start_loadgen_test(tmp_path / "o", "Offline", DyingOffline(), 300)
+    try:
+        assert test.run(sut) is True  # Offline's one query is complete once the backend fails: LoadGen returns
+    finally:
+        finish()
+    assert sut.dead_line() == f"every replica has died after 1 samples; {sut.completed - 1} samples lost"
 
 
 def harness_config(tmp_path: Path, **kw: object) -> HarnessConfig:
