@@ -233,8 +233,11 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
              env: dict[str, str] | None = None, on_progress: ProgressCallback | None = None) -> HarnessResult:
     """Run one test in its own harness process and return its result (problems included; a
     HarnessError only when the process wrote no result). Its output goes to harness.log;
-    `on_progress` hears the test's progress about once a second while it runs."""
+    `on_progress` hears the test's progress about once a second while it runs. The process leads a session
+    of its own, registered with the run that calls this (cmx.tools.procs), which stops it and all it started
+    on Ctrl-C."""
     from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
+    from cmx.tools.procs import spawn, stop
 
     log = logger or logging.getLogger(__name__)
     config.output.mkdir(parents=True, exist_ok=True)
@@ -245,17 +248,18 @@ def run_test(config: HarnessConfig, *, timeout: float | None = None, logger: log
     log.info("harness: %s", " ".join(cmd))
     (config.output / PROGRESS_JSON).unlink(missing_ok=True)
     with log_path.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        # in a session of its own, registered with the run (cmx.tools.procs): on Ctrl-C the run stops it and
+        # everything it started (vLLM's engine processes, a local Ray instance) from the main thread
+        proc = spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:
             follow(waiting_for(proc, timeout), config.output / PROGRESS_JSON, on_progress or (lambda p: None))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            stop(proc)
             raise HarnessError(f"the harness ran over {timeout} s", where=str(log_path)) from None
-        except BaseException:  # Ctrl-C, or a failing callback: never leave the harness running
-            proc.kill()
-            proc.wait()
+        except BaseException:  # a failing callback: never leave the harness running
+            stop(proc)
             raise
+        stop(proc)  # it has exited; what it started may not have (and the run need not stop it again)
     if not result_path.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
         raise HarnessError(f"the harness exited {proc.returncode} without a result:\n{tail}", where=str(log_path))
