@@ -60,6 +60,7 @@ class Runner:
         started = time.monotonic()
         record = self._record = RunRecord.create(self.runs_dir, plan, argv or [])
         self._stop = threading.Event()
+        self._children = None
         try:
             results, needed = self._prune(plan)
             waiting = {sid: {e.step for e in plan.steps[sid].deps if e.step in needed} for sid in needed}
@@ -79,9 +80,11 @@ class Runner:
                 finally:
                     self.reporter.finish()
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM as the CLI turns it into one
-            record.interrupted(time.monotonic() - started)
-            if self._children is not None:
-                self._children.stop_all()
+            try:
+                record.interrupted(time.monotonic() - started)
+            finally:
+                if self._children is not None:
+                    self._children.stop_all()
             raise
         for step in plan:
             # needed but never started (a failure stopped the run), or below a cached step

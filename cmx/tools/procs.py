@@ -152,10 +152,10 @@ def _program(name: str, popen: dict[str, Any]) -> str:
     """The file Popen would run for `name`: looked up on the child's PATH, relative to the child's cwd."""
     env, cwd = popen.get("env"), popen.get("cwd")
     where = os.fspath(cwd) if cwd is not None else os.getcwd()
+    program: str | None
     if os.sep in name:
-        program: str | None = os.path.join(where, name)
-        if not os.access(program, os.X_OK):
-            program = None
+        path = os.path.join(where, name)
+        program = path if os.access(path, os.X_OK) else None
     else:
         program = shutil.which(name, path=(os.environ if env is None else env).get("PATH", os.defpath))
     if program is None:
