@@ -55,12 +55,14 @@ class Runner:
         # the processes the run's steps started and have not stopped (a harness, a vllm serve): an interrupt
         # stops them all, since the steps' own threads cannot be stopped and would never do it
         self._children: ChildProcesses | None = None
+        self._interrupted = threading.Event()  # set before the children are stopped: their steps fail quietly
 
     def run(self, plan: Plan, argv: list[str] | None = None) -> RunResult:
         started = time.monotonic()
         record = self._record = RunRecord.create(self.runs_dir, plan, argv or [])
         self._stop = threading.Event()
         self._children = None
+        self._interrupted = threading.Event()
         try:
             results, needed = self._prune(plan)
             waiting = {sid: {e.step for e in plan.steps[sid].deps if e.step in needed} for sid in needed}
@@ -83,6 +85,7 @@ class Runner:
             try:
                 record.interrupted(time.monotonic() - started)
             finally:
+                self._interrupted.set()
                 if self._children is not None:
                     self._children.stop_all()
             raise
@@ -222,7 +225,8 @@ class Runner:
                     (exc.tail if isinstance(exc, CommandFailed) and exc.tail else log.tail())]
             if not isinstance(exc, (StepError, CmxError)):  # the traceback goes to the log, not into the tail shown
                 log.write_raw("".join(traceback.format_exception(exc)))
-            self.reporter.step_failed(step, time.monotonic() - started)
+            if not self._interrupted.is_set():  # else its processes were stopped: the run says "interrupted", once
+                self.reporter.step_failed(step, time.monotonic() - started)
             return StepFailed(message, chain=plan.chain_to(step.id), log_path=str(log_path), tail=tail,
                               rerun=self.rerun_command(step, root=step.id == plan.root), cause=exc, hint=hint)
         finally:
