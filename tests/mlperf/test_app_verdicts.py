@@ -10,10 +10,8 @@ a small server of our own on 127.0.0.1 that answers a few requests and drops the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from cmx.mlperf.loadgen.sut import SampleError
 from cmx.mlperf.report.collect import collect
 from cmx.mlperf.report.page import write_report
 from cmx.mlperf.run_summary import RunSummary, format_row
+from tests.fake_openai import FakeOpenAIServer
 from tests.mlperf.backends.test_endpoint import tiny_tokenizer
 from tests.mlperf.test_app_run import Recorded, app_config, fake_evaluate, fake_verify
 
@@ -113,33 +112,18 @@ def _write(path: Path, data: object) -> Path:
 
 # --- the real parts: harness process, LoadGen, the endpoint backend, a server that drops requests ---------------
 
-class DroppingServer:
-    """An aiohttp.web server on 127.0.0.1 in a thread that answers /v1/completions with token ids for its first
-    `answered` requests (the backend's warm-up among them) and, for every later one, waits `hold_s` (so LoadGen's
-    run outlasts its min_duration) and then drops the connection without an answer."""
+class DroppingServer(FakeOpenAIServer):
+    """Answers /v1/completions with token ids for its first `answered` requests (the backend's warm-up among
+    them) and, for every later one, waits `hold_s` (so LoadGen's run outlasts its min_duration) and then drops
+    the connection without an answer."""
 
     def __init__(self, answered: int, hold_s: float) -> None:
-        from cmx.mlperf.backends.vllm_server import free_port
-
+        super().__init__()
         self.answered, self.hold_s = answered, hold_s
-        self.completions = 0
-        self.port = free_port()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    async def _models(self, request):
+    async def complete(self, request):
         from aiohttp import web
 
-        return web.json_response({"data": [{"id": "own", "owned_by": "own-server", "max_model_len": 2048}]})
-
-    async def _complete(self, request):
-        from aiohttp import web
-
-        self.completions += 1
         body = await request.json()
         if self.completions > self.answered:
             await asyncio.sleep(self.hold_s)
@@ -148,42 +132,7 @@ class DroppingServer:
             return web.Response()
         n = body["max_tokens"]
         choice = {"text": "x", "token_ids": [7] * n, "finish_reason": "length"}
-        usage = {"usage": {"completion_tokens": n}}
-        if not body.get("stream"):
-            return web.json_response({"choices": [choice], **usage})
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for data in ({"choices": [choice]}, {"choices": [], **usage}):
-            await response.write(f"data: {json.dumps(data)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        return response
-
-    def _run(self) -> None:
-        from aiohttp import web
-
-        async def main() -> None:
-            app = web.Application()
-            app.router.add_get("/v1/models", self._models)
-            app.router.add_post("/v1/completions", self._complete)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            await web.TCPSite(runner, "127.0.0.1", self.port).start()
-            self._ready.set()
-            await asyncio.Event().wait()
-
-        self.loop = asyncio.new_event_loop()
-        self.task = self.loop.create_task(main())
-        with contextlib.suppress(asyncio.CancelledError):
-            self.loop.run_until_complete(self.task)
-
-    def __enter__(self) -> DroppingServer:
-        self._thread.start()
-        assert self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.task.cancel)
-        self._thread.join(10)
+        return await self.stream_or_json(request, body, [choice], {"usage": {"completion_tokens": n}})
 
 
 def test_an_endpoint_run_that_loses_most_samples_is_failed_in_every_file(tmp_path: Path):

@@ -15,7 +15,6 @@ starts), the refused key, an unknown model, and, last, the server killed mid-run
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import json
 import os
@@ -61,6 +60,7 @@ from cmx.mlperf.backends.vllm_server import (
     server_environment,
 )
 from cmx.secrets import Secret
+from tests.fake_openai import FakeOpenAIServer
 
 needs_loadgen = pytest.mark.skipif(importlib.util.find_spec("mlperf_loadgen") is None,
                                    reason="mlperf_loadgen is not installed")
@@ -344,7 +344,7 @@ TEXT = "the water is long</s>"  # 8 tokens with tiny_tokenizer's; the fake serve
 LONG_TEXT = " ".join(["the water is long"] * 8)  # 56 tokens with tiny_tokenizer's
 
 
-class OwnServer:
+class OwnServer(FakeOpenAIServer):
     """An aiohttp.web server on 127.0.0.1 in a thread, answering /v1/completions as `mode` says:
     "503" (every completion fails), "text" (text and a count, no ids), "bare" (neither ids nor a
     count), "ok" (ids; a prompt starting with SLOW_TOKEN never finishes), "miscount" (as "text",
@@ -352,26 +352,13 @@ class OwnServer:
     issue 21 did), "empty" (an empty `choices` list), "short" (one id, at EOS: min_tokens ignored)."""
 
     def __init__(self, mode: str) -> None:
+        super().__init__()
         self.mode = mode
-        self.completions = 0
         self.bodies: list[dict] = []
-        self.port = free_port()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    async def _models(self, request):
+    async def complete(self, request):
         from aiohttp import web
 
-        return web.json_response({"data": [{"id": "own", "owned_by": "own-server", "max_model_len": 2048}]})
-
-    async def _complete(self, request):
-        from aiohttp import web
-
-        self.completions += 1
         body = await request.json()
         self.bodies.append(body)
         if self.mode == "503":
@@ -389,41 +376,7 @@ class OwnServer:
             choice, count = {"text": TEXT, "finish_reason": "stop"}, 6
         usage = {"usage": {"completion_tokens": count}} if self.mode != "bare" else {}
         choices = [] if self.mode == "empty" else [choice]
-        if not body.get("stream"):
-            return web.json_response({"choices": choices, **usage})
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for data in ({"choices": choices}, {"choices": [], **usage}):
-            await response.write(f"data: {json.dumps(data)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        return response
-
-    def _run(self) -> None:
-        from aiohttp import web
-
-        async def main() -> None:
-            app = web.Application()
-            app.router.add_get("/v1/models", self._models)
-            app.router.add_post("/v1/completions", self._complete)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            await web.TCPSite(runner, "127.0.0.1", self.port).start()
-            self._ready.set()
-            await asyncio.Event().wait()
-
-        self.loop = asyncio.new_event_loop()
-        self.task = self.loop.create_task(main())
-        with contextlib.suppress(asyncio.CancelledError):
-            self.loop.run_until_complete(self.task)
-
-    def __enter__(self) -> OwnServer:
-        self._thread.start()
-        assert self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.task.cancel)
-        self._thread.join(10)
+        return await self.stream_or_json(request, body, choices, usage)
 
 
 def test_every_request_warm_up_included_carries_the_configs_sampling():
@@ -627,14 +580,14 @@ class DroppingServer(OwnServer):
         super().__init__("ok")
         self.models_delay_s = 0.0
 
-    async def _models(self, request):
+    async def models(self, request):
         await asyncio.sleep(self.models_delay_s)
-        return await super()._models(request)
+        return await super().models(request)
 
-    async def _complete(self, request):
+    async def complete(self, request):
         if (await request.json())["prompt"][0] == DROP_TOKEN:
             request.transport.abort()
-        return await super()._complete(request)
+        return await super().complete(request)
 
 
 DROP_TOKEN = 4243
