@@ -109,13 +109,14 @@ class FakeBackend:
             self._thread.join()
             self._thread = None
 
+    def _take(self) -> tuple[GenRequest, StreamSink] | None:
+        """The next submitted request and its sink, once there is one (None: stop serving)."""
+        with self._ready:
+            self._ready.wait_for(lambda: self._pending)
+            return self._pending.pop(0)
+
     def _serve(self) -> None:
-        while True:
-            with self._ready:
-                self._ready.wait_for(lambda: self._pending)
-                item = self._pending.pop(0)
-            if item is None:
-                return
+        while (item := self._take()) is not None:
             request, sink = item
             if request.prompt_ids[0] in self.fail:
                 sink.on_error(request.id, RuntimeError("engine failed"))
@@ -262,12 +263,7 @@ class DyingBackend(FakeBackend):
 
     def _serve(self) -> None:
         served = 0
-        while True:
-            with self._ready:
-                self._ready.wait_for(lambda: self._pending)
-                item = self._pending.pop(0)
-            if item is None:
-                return
+        while (item := self._take()) is not None:
             request, sink = item
             served += 1
             if served <= self.answered:
