@@ -238,6 +238,7 @@ def stepped_confirms(found: float, run_at: Callable[[float, int], HarnessResult]
     reached or `config.confirm_tries` ran; the runs with their QPS, and why they stopped."""
     done: list[tuple[float, HarnessResult]] = []
     qps: float | None = found
+    step = StepDown(None)
     while qps is not None:
         done.append((qps, run_at(qps, len(done) + 1)))
         tries = [ConfirmTry(q, r.ok, r.samples_per_second, r.failed_samples) for q, r in done]
