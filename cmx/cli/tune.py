@@ -53,6 +53,9 @@ run reads a user.conf, exactly as `cmx run` would.
               help="Each probe's minimum duration when the query runs the round's full length (with _short, "
                    "probes are as long as the short profile).")
 @click.option("--no-confirm", "no_confirm", is_flag=True, help="Skip the confirm run (the answer is then a guess).")
+@click.option("--confirm-tries", type=click.IntRange(min=1), default=4, show_default=True,
+              help="The most confirm runs: while they fail, each steps down toward the rate the last one completed, "
+                   "to a floor of a quarter of the probes' answer.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Steps to run at once.")
 @click.option("--progress", type=click.Choice(["auto", "live", "plain", "none"]), default="auto", show_default=True,
               help="Live display on a terminal, plain lines otherwise.")
@@ -63,7 +66,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
             inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
             no_confirm: bool, **search: Any) -> None:
     """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
-    probe_seconds)."""
+    probe_seconds, confirm_tries)."""
     from cmx import api
     from cmx.errors import CmxError
 
@@ -94,12 +97,10 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
     click.echo("")
     for row in a.confirms:
         click.echo(confirm_line(row))
+    if a.confirm_why:
+        click.echo(confirms_line(a))
     if a.qps is None:
-        found = a.found_qps
-        raise click.ClickException(
-            f"no target QPS for {a.scenario}: " + ("no probe passed" if found is None else
-                                                     f"the probes passed up to {found:g}, but no confirm run did")
-            + f" (logs in {a.tune_dir}; the probes drawn: cmx report {shlex.quote(a.results_dir)})")
+        raise click.ClickException(no_target(a))
     click.echo(f"{a.input} = {a.qps:g}" + ("" if a.confirmed else "  (NOT confirmed: --no-confirm)"))
     click.echo(f"inputs file: {a.tuned_file}")
     use = scenario_query(text, a.scenario)
@@ -114,7 +115,8 @@ def heading(a: TuneAnswer) -> str:
                if a.limits else "no latency limits: the target is the measured throughput")
     length = "the _short profile (probes as long as the confirm run)" if a.short else "the round's full length"
     return (f"tune {a.benchmark} {a.scenario} ({against}); confirm at {length}; engine started once in "
-            f"{a.engine_start_s:.0f} s, {len(a.probes)} probe(s) and the confirm in {a.seconds:.0f} s")
+            f"{a.engine_start_s:.0f} s, {len(a.probes)} probe(s) and {len(a.confirms)} confirm run(s) in "
+            f"{a.seconds:.0f} s")
 
 
 HEADER = ("probe", "target qps", "LoadGen", "early stop", "TTFT p99 ms", "TPOT p99 ms", "completed/s", "seconds",
@@ -141,6 +143,21 @@ def confirm_line(c: Confirm) -> str:
     if c.samples_per_second is not None:
         head += f", {c.samples_per_second:.1f} samples/s"
     return head + ("" if c.ok else "; FAILED: " + "; ".join(c.problems))
+
+
+def confirms_line(a: TuneAnswer) -> str:
+    """How many confirm runs it took, at which rates, and why they stopped."""
+    rates = ", ".join(f"{q:g}" for q in a.confirm_rates)
+    return f"{a.confirm_count} confirm run(s), at {rates}/s: {a.confirm_why}"
+
+
+def no_target(a: TuneAnswer) -> str:
+    """Why a tune wrote no target: no probe passed, or no confirm run did down to where they stopped."""
+    found = a.found_qps
+    why = ("no probe passed" if found is None else
+           f"the probes passed up to {found:g}, but no confirm run did: {a.confirm_why or 'none ran'}")
+    return (f"no target QPS for {a.scenario}: {why} (logs in {a.tune_dir}; the probes drawn: "
+            f"cmx report {shlex.quote(a.results_dir)})")
 
 
 def scenario_query(query: str, scenario: str) -> str:

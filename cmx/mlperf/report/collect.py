@@ -155,6 +155,7 @@ class TuneRecord:
     engine_start_s: float | None
     command: str
     round: str
+    confirm_why: str = ""   # why the confirm runs stopped, as a sentence ("": none ran, or an older record)
 
     @property
     def label(self) -> str:
@@ -177,7 +178,8 @@ class TuneRecord:
                                       for c in data.get("confirms", [])),
                        ttft_limit_ms=limits.get("ttft_p99_ms"), tpot_limit_ms=limits.get("tpot_p99_ms"),
                        seconds=data.get("seconds"), engine_start_s=data.get("engine_start_s"),
-                       command=data.get("command", ""), round=data.get("round", ""))
+                       command=data.get("command", ""), round=data.get("round", ""),
+                       confirm_why=data.get("confirm_why") or "")
         except (ValueError, KeyError, TypeError) as err:
             raise ReportError(f"{path} is not a tune record cmx can read ({type(err).__name__}: {err})",
                               hint=f"{CMX_TUNE_JSON} is written by `cmx tune`; remove the file if it is not one") \

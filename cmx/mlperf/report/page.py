@@ -87,7 +87,8 @@ def _tune(t: TuneRecord) -> dict[str, object]:
         answer = f"{t.input} = {t.qps:g}" + (", confirmed by the last confirm run" if t.confirmed
                                               else ", NOT confirmed (tuned with --no-confirm)")
     elif t.found_qps is not None:
-        answer = f"no {t.input}: the probes passed up to {t.found_qps:g}/s, but no confirm run did"
+        answer = f"no {t.input}: the probes passed up to {t.found_qps:g}/s, but no confirm run did" + (
+            f" ({t.confirm_why})" if t.confirm_why else "")
     else:
         answer = f"no {t.input}: no probe passed"
     limits = (f"TTFT p99 under {t.ttft_limit_ms:g} ms, TPOT p99 under {t.tpot_limit_ms:g} ms"
@@ -95,7 +96,9 @@ def _tune(t: TuneRecord) -> dict[str, object]:
               "no latency limits: the target is the measured throughput")
     took = (f"{len(t.probes)} probe(s) and {len(t.confirms)} confirm run(s) on one engine"
             + (f" in {t.seconds:.0f} s (the engine's start {t.engine_start_s:.0f} s)"
-               if t.seconds is not None and t.engine_start_s is not None else ""))
+               if t.seconds is not None and t.engine_start_s is not None else "")
+            + (f"; confirms at {', '.join(f'{c.qps:g}' for c in t.confirms)}/s: {t.confirm_why}"
+               if len(t.confirms) > 1 and t.confirm_why and t.qps is not None else ""))
     rows = [_probe_row(t, n, p) for n, p in enumerate(t.probes, start=1)]
     rows += [_confirm_row(t, n, c) for n, c in enumerate(t.confirms, start=1)]
     svg = tune_probes(t)

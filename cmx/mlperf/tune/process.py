@@ -8,10 +8,11 @@ to `probes.jsonl` as it ends, so the caller can print it at once. Then, at the a
 confirm run: the user.conf the app would write for that target (cmx.mlperf.loadgen.userconf),
 read with `TestSettings.FromConfig` (no probe called it, so LoadGen sees one conf file) and judged
 exactly as the harness judges a test (cmx.mlperf.loadgen.harness.judge). A short run at the edge is
-noisy: when the confirm fails where the probes passed, the target steps down by twice the tolerance
-and the same settings, with only the target QPS changed (the file cannot be read again), run again on
-the same engine, up to `confirm_tries` runs in all; each retry's user.conf is written beside its logs.
-`tune.json` holds the probes, the answer and every confirm run's result.
+noisy, and a machine can slow down after the probes: when the confirm fails, the target steps down
+toward what the failed run completed (cmx.mlperf.tune.stepdown), and the same settings, with only the
+target QPS changed (the file cannot be read again), run again on the same engine, until one passes,
+the floor is reached or `confirm_tries` ran; each later run's user.conf is written beside its logs.
+`tune.json` holds the probes, the answer, every confirm run's result and why the confirms stopped.
 
 Offline has no latency to search: one probe measures samples/s at the start target, a second at
 that rate when the first issued less than half of what the confirm run will, and the target is
@@ -38,6 +39,7 @@ from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult, build_backe
 from cmx.mlperf.loadgen.userconf import ShortProfile, user_conf
 from cmx.mlperf.tune.probe import Length, ProbeSpec, run_probe
 from cmx.mlperf.tune.search import Limits, Policy, Probe, answer, next_qps
+from cmx.mlperf.tune.stepdown import CONFIRM_TRIES, ConfirmTry, StepDown, floor_qps, step_down
 
 CONFIG_JSON = "tune_config.json"
 PROBES_JSONL = "probes.jsonl"
@@ -62,7 +64,7 @@ class TuneConfig:
     short: ShortProfile | None     # the confirm run's user.conf profile (None: the round's full length)
     policy: Policy = Policy()
     confirm: bool = True
-    confirm_tries: int = 2
+    confirm_tries: int = CONFIRM_TRIES
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -96,19 +98,24 @@ class TuneOutcome:
     confirms: tuple[tuple[float, HarnessResult], ...]
     engine_start_s: float
     seconds: float
+    confirm_stop: str = ""                # why the confirms stopped (stepdown's code; "": none ran)
+    confirm_why: str = ""                 # the same as a sentence
+    confirm_floor_qps: float | None = None  # the lowest rate a confirm could step down to
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "probes": [asdict(p) for p in self.probes], "qps": self.qps,
                 "confirms": [{"qps": q, "result": asdict(r)} for q, r in self.confirms],
                 "engine_start_s": self.engine_start_s,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "confirm_stop": self.confirm_stop, "confirm_why": self.confirm_why,
+                "confirm_floor_qps": self.confirm_floor_qps}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TuneOutcome:
         return cls(scenario=data["scenario"], probes=tuple(Probe(**p) for p in data["probes"]), qps=data["qps"],
                    confirms=tuple((c["qps"], HarnessResult(**c["result"])) for c in data["confirms"]),
                    engine_start_s=data["engine_start_s"],
-                   seconds=data["seconds"])
+                   seconds=data["seconds"], confirm_stop=data.get("confirm_stop", ""),
+                   confirm_why=data.get("confirm_why", ""), confirm_floor_qps=data.get("confirm_floor_qps"))
 
 
 def limits_of(config: TuneConfig, spec: ProbeSpec) -> Limits:
@@ -158,16 +165,19 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     info = backend.start()
     engine_start = time.monotonic() - began
     confirms: list[tuple[float, HarnessResult]] = []
+    end = StepDown(None)
     try:
         probes = search(lg, spec, backend, dataset, config, logger, log_path)
         found = offline_target(probes[-1]) if spec.rules.loadgen_scenario == "Offline" else \
             (best.qps if (best := answer(probes)) else None)
         if found is not None and config.confirm:
-            confirms = confirm_runs(lg, config, spec, backend, dataset, found, info, logger)
+            confirms, end = confirm_runs(lg, config, spec, backend, dataset, found, info, logger)
     finally:
         backend.stop()
     return TuneOutcome(scenario=h.scenario, probes=tuple(probes), qps=found, confirms=tuple(confirms),
-                       engine_start_s=round(engine_start, 2), seconds=round(time.monotonic() - began, 2))
+                       engine_start_s=round(engine_start, 2), seconds=round(time.monotonic() - began, 2),
+                       confirm_stop=end.stop, confirm_why=end.why,
+                       confirm_floor_qps=floor_qps(found, config.policy.min_qps) if confirms and found else None)
 
 
 def search(lg: Any, spec: ProbeSpec, backend: Any, dataset: Any, config: TuneConfig, logger: logging.Logger,
@@ -204,21 +214,41 @@ def confirm_config(config: TuneConfig, qps: float, folder: Path) -> HarnessConfi
 
 
 def confirm_runs(lg: Any, config: TuneConfig, spec: ProbeSpec, backend: Any, dataset: Any, qps: float, info: Any,
-                 logger: logging.Logger) -> list[tuple[float, HarnessResult]]:
+                 logger: logging.Logger) -> tuple[list[tuple[float, HarnessResult]], StepDown]:
     """The confirm runs on the probes' engine: the app's user.conf through FromConfig (once), then, while they
-    fail, the same settings a step lower; each judged as the harness judges a test."""
+    fail, the same settings stepped down (cmx.mlperf.tune.stepdown); each judged as the harness judges a test."""
     hc = confirm_config(config, qps, confirm_folder(config.folder, 1))
     settings = loadgen_settings(lg, hc, spec.rules.loadgen_model, spec.rules.loadgen_scenario)
-    done = [(qps, confirm_run(lg, hc, settings, spec, backend, dataset, info, logger))]
-    while not done[-1][1].ok and len(done) < config.confirm_tries:
-        qps = float(f"{qps * (1 - 2 * config.policy.tolerance):.3g}")
-        hc = confirm_config(config, qps, confirm_folder(config.folder, len(done) + 1))
-        if spec.rules.loadgen_scenario == "Offline":
-            settings.offline_expected_qps = qps
-        else:
-            settings.server_target_qps = qps
-        done.append((qps, confirm_run(lg, hc, settings, spec, backend, dataset, info, logger)))
-    return done
+
+    def run_at(at: float, n: int) -> HarnessResult:
+        if n > 1:  # LoadGen reads the file once: a later confirm changes only the target of the same settings
+            if spec.rules.loadgen_scenario == "Offline":
+                settings.offline_expected_qps = at
+            else:
+                settings.server_target_qps = at
+        folder = confirm_config(config, at, confirm_folder(config.folder, n)) if n > 1 else hc
+        return confirm_run(lg, folder, settings, spec, backend, dataset, info, logger)
+
+    return stepped_confirms(qps, run_at, config, logger)
+
+
+def stepped_confirms(found: float, run_at: Callable[[float, int], HarnessResult], config: TuneConfig,
+                     logger: logging.Logger) -> tuple[list[tuple[float, HarnessResult]], StepDown]:
+    """Confirm runs from `found` down, `run_at(qps, n)` running the `n`th (from 1), until one passes, the floor is
+    reached or `config.confirm_tries` ran; the runs with their QPS, and why they stopped."""
+    done: list[tuple[float, HarnessResult]] = []
+    qps: float | None = found
+    step = StepDown(None)
+    while qps is not None:
+        done.append((qps, run_at(qps, len(done) + 1)))
+        tries = [ConfirmTry(q, r.ok, r.samples_per_second, r.failed_samples) for q, r in done]
+        step = step_down(tries, found, config.policy.tolerance, config.confirm_tries, config.policy.min_qps)
+        if step.qps is not None:
+            completed = done[-1][1].samples_per_second
+            logger.warning("confirm at %g/s failed (completed %s/s); stepping down to %g/s", qps,
+                           "-" if completed is None else f"{completed:g}", step.qps)
+        qps = step.qps
+    return done, step
 
 
 def confirm_run(lg: Any, hc: HarnessConfig, settings: Any, spec: ProbeSpec, backend: Any, dataset: Any, info: Any,

@@ -25,6 +25,7 @@ from cmx.mlperf.tune.probe import Length
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
 from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Policy, Probe
+from cmx.mlperf.tune.stepdown import CONFIRM_TRIES
 
 if TYPE_CHECKING:  # types only: `cmx tune` imports this module before it needs the app
     from cmx.execute.context import StepContext
@@ -46,7 +47,7 @@ class TuneRequest:
     tolerance: float = 0.04
     max_probes: int = 10
     confirm: bool = True
-    confirm_tries: int = 2
+    confirm_tries: int = CONFIRM_TRIES
     probe_seconds: float = PROBE_SECONDS
 
     def options(self) -> tuple[str, ...]:
@@ -63,6 +64,8 @@ class TuneRequest:
             out += ["--max-probes", str(self.max_probes)]
         if self.probe_seconds != default.probe_seconds:
             out += ["--probe-seconds", f"{self.probe_seconds:g}"]
+        if self.confirm_tries != default.confirm_tries:
+            out += ["--confirm-tries", str(self.confirm_tries)]
         if not self.confirm:
             out.append("--no-confirm")
         return tuple(out)
@@ -180,10 +183,15 @@ def tune_record(target: TuneTarget, outcome: TuneOutcome, chosen: float | None, 
                 folder: Path, command: str) -> dict[str, Any]:
     """The tune's outputs, as its run record and cmx_tune.json keep them (`chosen`: the QPS written, None: none)."""
     confirms = outcome.confirms
+    rates = [q for q, _ in confirms]
     return {"scenario": target.scenario, "benchmark": target.benchmark, "round": target.round,
             "input": target.input_name, "qps": chosen, "found_qps": outcome.qps,
             "confirmed": bool(confirms) and confirms[-1][1].ok, "short": short,
             "probes": [asdict(p) for p in outcome.probes], "confirms": [confirm_row(c, q) for q, c in confirms],
+            # how the confirms went, for a reader of --json or cmx_tune.json: how many, at which rates, why they stopped
+            "confirm_count": len(confirms), "confirm_rates": rates, "confirm_stop": outcome.confirm_stop,
+            "confirm_why": outcome.confirm_why, "confirm_floor_qps": outcome.confirm_floor_qps,
+            "lowest_confirm_qps": min(rates, default=None),
             "tuned_file": str(tuned) if tuned else None, "tune_dir": str(folder),
             "engine_start_s": outcome.engine_start_s, "seconds": outcome.seconds, "limits": limits_row(target),
             "command": command}

@@ -30,6 +30,7 @@ class Confirm:
     tokens_per_second: float | None
     seconds: float
     same_engine: bool
+    loadgen_validity: str | None = None  # LoadGen's own verdict; `validity` is cmx's (FAILED when samples failed)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class TuneAnswer:
     seconds: float
     limits: LatencyLimits | None  # None: Offline, whose target is the measured throughput
     results_dir: str
+    confirm_count: int = 0
+    confirm_rates: tuple[float, ...] = ()        # each confirm run's target QPS, in order
+    confirm_stop: str = ""                       # why they stopped (cmx.mlperf.tune.stepdown's code; "": none ran)
+    confirm_why: str = ""                        # the same as a sentence
+    confirm_floor_qps: float | None = None       # the lowest rate a confirm could step down to
+    lowest_confirm_qps: float | None = None
 
     @classmethod
     def of(cls, outputs: Mapping[str, Any]) -> TuneAnswer:
@@ -68,6 +75,7 @@ class TuneAnswer:
                       "probes": tuple(Probe(**p) for p in outputs["probes"]),
                       "confirms": tuple(Confirm(**{**c, "problems": tuple(c["problems"])})
                                         for c in outputs["confirms"]),
+                      "confirm_rates": tuple(outputs.get("confirm_rates") or ()),
                       "limits": LatencyLimits(**limits) if limits else None})
 
 
