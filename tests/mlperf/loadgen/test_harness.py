@@ -13,6 +13,7 @@ costs about 25 s here, so there are four processes, each run once for the whole 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import threading
 import time
@@ -554,6 +555,8 @@ def test_offline_accuracy_writes_a_parseable_accuracy_txt(offline_accuracy: tupl
     assert sorted({r.qsl_idx for r in records}) == list(range(ROWS))
     assert all(2 <= r.n_tokens <= MAX_TOKENS for r in records)
     assert all(r.token_count == r.n_tokens for r in records)
+    vocab = json.loads((tiny.model / "config.json").read_text())["vocab_size"]
+    assert all(0 <= i < vocab for r in records for i in r.tokens)  # the tiny model's own ids, from vLLM
     values = read_accuracy_txt(evaluate_accuracy(out, tiny.dataset, tiny.model, rows=ROWS))
     for key in ("rouge1", "rouge2", "rougeL", "tokens_per_sample"):
         assert isinstance(values[key], float)
