@@ -191,7 +191,11 @@ APPS = (
                    "tensor_parallel_size = 8  (variation)", "max_model_len = 23140  (variation)",
                    "revision = '56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad'"),
         tiny="app mlperf inference deepseek-r1 _cpu _tiny _short",
-        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "rows=20"), submission=False,
+        # Offline only: the tiny DeepSeek's time per output token on 2 CPU cores sits at the Server scenario's
+        # 80 ms TPOT limit, so a Server run here would be judged by the machine's noise (it went INVALID at
+        # 88 ms in one CI trial); the Server path is the other rows'
+        inputs=("scenarios=Offline", "modes=performance,accuracy", "rows=20"), submission=False,
+        scenarios=("Offline",),
         # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
         accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}), scenario_checks=_deepseek_scenario),
     App("app-mlperf-inference-gpt-oss-120b", "gpt-oss-120b",
