@@ -158,11 +158,9 @@ def set_aside_unfinished_logs(output: Path) -> list[str]:
     mlperf_log_detail.unfinished.txt): kept for a look, but no reader takes them for a finished run's.
     Returns the new names."""
     kept = []
-    for name in LOADGEN_LOGS:
-        path = output / name
+    for path in (output / name for name in LOADGEN_LOGS):
         if path.is_file():
-            path.rename(path.with_name(f"{path.stem}.unfinished{path.suffix}"))
-            kept.append(f"{path.stem}.unfinished{path.suffix}")
+            kept.append(path.rename(path.with_name(f"{path.stem}.unfinished{path.suffix}")).name)
     return kept
 
 
@@ -179,7 +177,6 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
     test finish; a test with problems does not stop the ones after it."""
     import mlperf_loadgen as lg
 
-    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, ProgressWriter, RunShape, SampleClock
     from cmx.mlperf.rounds import load_round
 
     check_one_scenario(configs)
@@ -193,8 +190,7 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
                                hint="it belongs to a compliance run that did not finish; remove it")
 
     # the first test's progress covers the engine's start-up: its clock and file are the first test's
-    clock = SampleClock()
-    progress = ProgressWriter(first.output / PROGRESS_JSON, clock, RunShape(first.scenario, first.mode)).start()
+    clock, progress = start_progress(first)
     began = time.monotonic()
     try:
         backend = build_backend(first, logger)
@@ -208,9 +204,7 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
         settings = loadgen_settings(lg, first, rules.loadgen_model, rules.loadgen_scenario)
         for i, config in enumerate(configs):
             if i:
-                clock = SampleClock()
-                progress = ProgressWriter(config.output / PROGRESS_JSON, clock,
-                                          RunShape(config.scenario, config.mode)).start()
+                clock, progress = start_progress(config)
             with own_log(config, first, logger) if i else contextlib.nullcontext():
                 result = run_one(lg, config, settings, backend, clock, progress, logger,
                                  start_seconds=start_seconds if i == 0 else 0.0,
@@ -225,6 +219,14 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
     finally:
         backend.stop()
     return results
+
+
+def start_progress(config: HarnessConfig) -> tuple[Any, Any]:
+    """A test's sample clock, and the writer of its progress.json, writing from now on."""
+    from cmx.mlperf.loadgen.progress import PROGRESS_JSON, ProgressWriter, RunShape, SampleClock
+
+    clock = SampleClock()
+    return clock, ProgressWriter(config.output / PROGRESS_JSON, clock, RunShape(config.scenario, config.mode)).start()
 
 
 @contextlib.contextmanager
