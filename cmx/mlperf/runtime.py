@@ -6,6 +6,8 @@ pin, and the vLLM build for the device. Checked with cmx.tools.pip; installed on
   built for CUDA, which break `import vllm` on the CPU torch it needs, so after cmx installs it they
   are removed again (only then: a torchvision the user installed is theirs).
 - cuda: the `vllm` distribution from PyPI (CUDA wheels).
+- cpu, cuda: `import vllm` (about 10 s) is remembered per environment (`cmx.tools.pip.import_memo`): the
+  next run imports again only after a pip install or uninstall there.
 - rocm: there is no ROCm vLLM on PyPI; it must come with the environment (AMD's vLLM image). cmx
   only checks that `import vllm` works and that torch is a ROCm (HIP) build.
 """
@@ -72,13 +74,13 @@ def ensure_vllm(device: str, *, python: str, install: bool, run: Runner = run_su
         raise StepError(f"no vLLM build known for device {device!r}", hint="device is cpu, cuda or rocm")
     name = VLLM_DISTRIBUTIONS[device]
     found = ensure(f"{name}=={version}" if version else name, python=python, install=install, run=run,
-                   import_name=None if device == "cpu" else "vllm")
+                   import_name=None if device == "cpu" else "vllm", remember_import=True)
     removed: tuple[str, ...] = ()
     if device == "cpu" and found.installed_now:
         removed = remove_cuda_only_packages(python, run)
     if device == "cpu":  # imported only now: before the removal a fresh install cannot import
         try:
-            ensure(name, python=python, install=False, run=run, import_name="vllm")
+            ensure(name, python=python, install=False, run=run, import_name="vllm", remember_import=True)
         except PackageNotImportable as err:
             raise _explain_cpu_import_failure(err, python, run) from None
     return VllmInfo(device, found.name, found.version, found.installed_now, removed)

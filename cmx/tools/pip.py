@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,12 +30,16 @@ _MARK = "CMX-PIP-PROBE "
 
 # Runs as a script in the TARGET interpreter (any Python 3.8+, stdlib only). It first drops its
 # own folder from sys.path, so nothing beside it can answer for a package. The marker-environment
-# and Requires-Dist are sent only when extras need them, to keep the step log short.
+# and Requires-Dist are sent only when extras need them, to keep the step log short. Given the
+# fingerprint of the environment where the import last worked (`known`, "" for none), it imports
+# only when the environment's fingerprint differs: the interpreter, sys.path, LD_LIBRARY_PATH and
+# LD_PRELOAD, and each sys.path folder's entries with their mtimes (pip adds, removes or rewrites
+# one for every install), compiled-bytecode folders left out.
 _PROBE = r"""
 import sys
 del sys.path[0]
 import importlib, importlib.metadata as md, importlib.util, json, os, platform
-names, import_name, with_extras = json.loads(sys.argv[1])
+names, import_name, with_extras, known = json.loads(sys.argv[1])
 def dist(name):
     for candidate in (name, name.replace("-", "_").replace(".", "_")):
         try:
@@ -48,13 +52,30 @@ def dist(name):
 def ver(v):
     s = "%d.%d.%d" % (v.major, v.minor, v.micro)
     return s if v.releaselevel == "final" else s + v.releaselevel[0] + str(v.serial)
+def fingerprint():
+    import hashlib
+    h = hashlib.sha256(json.dumps([os.path.realpath(sys.executable), sys.version, sys.path,
+                                   os.environ.get("LD_LIBRARY_PATH"), os.environ.get("LD_PRELOAD")]).encode())
+    for entry in sys.path:
+        try:
+            with os.scandir(entry) as it:
+                listing = sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in it
+                                 if e.name != "__pycache__")
+        except OSError:
+            listing = None
+        h.update(json.dumps([entry, listing]).encode())
+    return h.hexdigest()
 found = {n: dist(n) for n in names}
 import_error = None
+environment = None
 if import_name and found[names[0]] is not None:
-    try:
-        importlib.import_module(import_name)
-    except BaseException as e:
-        import_error = "%s: %s" % (type(e).__name__, e)
+    environment = fingerprint() if known is not None else None
+    if environment is None or environment != known:
+        try:
+            importlib.import_module(import_name)
+        except BaseException as e:
+            import_error = "%s: %s" % (type(e).__name__, e)
+        environment = fingerprint() if known is not None else None
 env = {}
 if with_extras:
     env = {"implementation_name": sys.implementation.name, "implementation_version": ver(sys.implementation.version),
@@ -63,7 +84,7 @@ if with_extras:
            "python_full_version": platform.python_version(),
            "platform_python_implementation": platform.python_implementation(),
            "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform}
-print(@MARK@ + json.dumps({"dists": found, "import_error": import_error, "env": env,
+print(@MARK@ + json.dumps({"dists": found, "import_error": import_error, "env": env, "environment": environment,
                            "pip": importlib.util.find_spec("pip") is not None, "prefix": sys.prefix}))
 """.replace("@MARK@", repr(_MARK))
 
@@ -111,6 +132,7 @@ class _Probe:
     env: dict[str, str]
     has_pip: bool
     prefix: str  # the target's sys.prefix: one per environment, so one install lock per environment
+    environment: str | None = None  # the environment's fingerprint, when an import was to be remembered
 
 
 @dataclass(frozen=True)
@@ -143,7 +165,8 @@ def run_subprocess(argv: Sequence[str]) -> subprocess.CompletedProcess:
 
 
 def ensure(requirement: str, *, python: str = sys.executable, install: bool, run: Runner = run_subprocess,
-           extra_args: Sequence[str] = (), import_name: str | None = None) -> PackageInfo:
+           extra_args: Sequence[str] = (), import_name: str | None = None,
+           remember_import: bool = False) -> PackageInfo:
     """Make sure `requirement` (PEP 508: `numpy`, `numpy>=1.26`, `transformers[torch]==4.46.3`) is
     met by the interpreter `python`, the one that will run the benchmark, not the one running cmx.
 
@@ -151,6 +174,10 @@ def ensure(requirement: str, *, python: str = sys.executable, install: bool, run
     included, as pip counts an installed one), the distributions its requested extras add are
     installed at accepted versions too (one level down; the full tree is `pip check`'s job), and,
     when `import_name` is given, `import <import_name>` succeeds in that interpreter.
+
+    With `remember_import` (for a package whose import takes seconds, like vllm), a successful import
+    is remembered for the environment (`import_memo`), and the next check imports only when the
+    environment changed since (a pip install or uninstall there, another sys.path or library path).
 
     When it is met, nothing is installed. When not, and `install` is false, raise PackageMissing
     whose hint is the exact pip command; when `install` is true, run
@@ -161,7 +188,8 @@ def ensure(requirement: str, *, python: str = sys.executable, install: bool, run
     if shutil.which(python) is None:
         raise StepError(f"no Python interpreter at {python!r}",
                         hint="give the path (or the name on PATH) of the interpreter that will run the benchmark")
-    probe, unmet = _check(req, python, import_name, run)
+    memo = import_memo(python, import_name) if remember_import and import_name else None
+    probe, unmet = _check(req, python, import_name, run, memo)
     if not unmet:
         return _info(probe, req, installed_now=False)
     if not install:
@@ -169,11 +197,11 @@ def ensure(requirement: str, *, python: str = sys.executable, install: bool, run
                              hint=f"run `{shlex.join(install_command(text, python, extra_args))}`, "
                                   "or re-run with --install-missing")
     with _install_lock(probe.prefix):
-        probe, unmet = _check(req, python, import_name, run)  # another step may have installed it meanwhile
+        probe, unmet = _check(req, python, import_name, run, memo)  # another step may have installed it meanwhile
         if not unmet:
             return _info(probe, req, installed_now=False)
         _pip_install(text, python, extra_args, probe, run)
-        probe, unmet = _check(req, python, import_name, run)
+        probe, unmet = _check(req, python, import_name, run, memo)
     if unmet:
         raise PackageMissing(f"after pip install, {_describe(unmet, req, probe)}",
                              hint="pip put it where this interpreter does not look (a --target or --user "
@@ -215,8 +243,42 @@ def install_command(requirement: str, python: str, extra_args: Sequence[str] = (
     return [python, "-m", "pip", "install", *extra_args, requirement]
 
 
-def _check(req: Requirement, python: str, import_name: str | None, run: Runner) -> tuple[_Probe, list[_Unmet]]:
-    probe = _probe(python, [req.name], import_name, bool(req.extras), run)
+def import_memo(python: str, import_name: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where `ensure(remember_import=True)` keeps the fingerprint of the environment in which `import
+    import_name` last worked in `python`: one small file per interpreter and module, under
+    $XDG_CACHE_HOME/cmx (~/.cache/cmx), beside no cache entry (it is a fact of the machine, not an artefact)."""
+    env = os.environ if environ is None else environ
+    root = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache")
+    which = shutil.which(python) or python
+    digest = hashlib.sha256(f"{os.path.realpath(which)}\0{import_name}".encode()).hexdigest()[:24]
+    return root / "cmx" / "imports" / f"{import_name}-{digest}"
+
+
+def _recalled(memo: Path | None) -> str | None:
+    """The remembered fingerprint ("" for none yet), or None when no memo is kept."""
+    if memo is None:
+        return None
+    try:
+        return memo.read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def _remember(memo: Path, fingerprint: str) -> None:
+    """Best effort: a memo that cannot be written only costs the next check its import."""
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}.partial")
+        partial.write_text(fingerprint + "\n", encoding="utf-8")
+        os.replace(partial, memo)
+    except OSError:
+        pass
+
+
+def _check(req: Requirement, python: str, import_name: str | None, run: Runner,
+           memo: Path | None = None) -> tuple[_Probe, list[_Unmet]]:
+    known = _recalled(memo)
+    probe = _probe(python, [req.name], import_name, bool(req.extras), run, known)
     found = probe.dists[req.name]
     if found is None or not _accepts(req, found.version):
         return probe, [_Unmet(str(req), req.name, found.version if found else None)]
@@ -233,14 +295,17 @@ def _check(req: Requirement, python: str, import_name: str | None, run: Runner) 
             f"{found.name} {found.version} is installed, but `import {import_name}` fails: {probe.import_error}",
             hint=f"see the traceback with `{shlex.join([python, '-c', f'import {import_name}'])}`; to reinstall, "
                  f"run `{shlex.join([python, '-m', 'pip', 'install', '--force-reinstall', str(req)])}`")
+    if memo is not None and probe.environment and probe.environment != known:
+        _remember(memo, probe.environment)
     return probe, []
 
 
-def _probe(python: str, names: list[str], import_name: str | None, with_extras: bool, run: Runner) -> _Probe:
+def _probe(python: str, names: list[str], import_name: str | None, with_extras: bool, run: Runner,
+           known: str | None = None) -> _Probe:
     with tempfile.TemporaryDirectory(prefix="cmx-pip-probe-") as folder:
         script = Path(folder) / "probe.py"
         script.write_text(_PROBE, encoding="utf-8")
-        done = run([python, str(script), json.dumps([names, import_name, with_extras])])
+        done = run([python, str(script), json.dumps([names, import_name, with_extras, known])])
     lines = [ln for ln in (done.stdout or "").splitlines() if ln.startswith(_MARK)]
     if not lines:
         raise StepError(f"{python} did not answer the package probe",
@@ -248,7 +313,7 @@ def _probe(python: str, names: list[str], import_name: str | None, with_extras: 
     data: dict[str, Any] = json.loads(lines[-1][len(_MARK):])
     dists = {name: _Dist(d["name"], d["version"], d["location"], tuple(d["requires"])) if d else None
              for name, d in data["dists"].items()}
-    return _Probe(dists, data["import_error"], data["env"], data["pip"], data["prefix"])
+    return _Probe(dists, data["import_error"], data["env"], data["pip"], data["prefix"], data.get("environment"))
 
 
 def _accepts(req: Requirement, version: str) -> bool:

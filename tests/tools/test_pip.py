@@ -24,6 +24,7 @@ from cmx.tools.pip import (
     PackageNotImportable,
     PipInstallFailed,
     ensure,
+    import_memo,
     run_subprocess,
 )
 from tests.conftest import REPO, Home
@@ -189,6 +190,37 @@ def test_a_package_that_does_not_import_is_reported_and_not_reinstalled(bare_pyt
                                  "ImportError: libfoo.so: cannot open")
     assert "--force-reinstall cmxbroken" in err.value.hint
     assert runner.pip_calls == []
+
+
+def test_a_remembered_import_runs_again_only_after_the_environment_changes(
+        bare_python: str, wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    imports = tmp_path / "imports.txt"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CMX_TEST_IMPORTS", str(imports))
+    write_wheel(tmp_path, "cmxslow", "1.0", {"cmxslow/__init__.py": (
+        "import os\nwith open(os.environ['CMX_TEST_IMPORTS'], 'a') as f:\n    f.write('imported\\n')\n")})
+    unpack(tmp_path / "cmxslow-1.0-py3-none-any.whl", bare_python)
+
+    def check() -> int:
+        ensure("cmxslow", python=bare_python, install=False, import_name="cmxslow", remember_import=True)
+        return len(imports.read_text().splitlines())
+
+    assert check() == 1 and check() == 1  # the second check trusted the memo
+    assert import_memo(bare_python, "cmxslow").parent == tmp_path / "xdg" / "cmx" / "imports"
+    unpack(wheels / "cmxdemo-2.0-py3-none-any.whl", bare_python)  # an install beside it
+    assert check() == 2 and check() == 2
+    ensure("cmxslow", python=bare_python, install=False, import_name="cmxslow")  # not asked to remember
+    assert len(imports.read_text().splitlines()) == 3
+
+
+def test_a_failed_import_is_never_remembered(bare_python: str, wheels: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    unpack(wheels / "cmxbroken-1.0-py3-none-any.whl", bare_python)
+    for _ in range(2):
+        with pytest.raises(PackageNotImportable, match=r"ImportError: libfoo\.so"):
+            ensure("cmxbroken", python=bare_python, install=False, import_name="cmxbroken", remember_import=True)
+    assert not import_memo(bare_python, "cmxbroken").exists()
 
 
 def test_extras_are_checked_one_level_down(bare_python: str, wheels: Path) -> None:
