@@ -2,9 +2,11 @@
 
 Two engine kinds, chosen by `VllmBackendConfig.streaming`:
 
-- Offline (`streaming=False`): `vllm.LLM`, and `generate()` hands each engine its whole share of
-  the batch in one `LLM.generate` call, so vLLM's scheduler keeps the batch full (continuous
-  batching) instead of the harness cutting it into fixed chunks.
+- Offline (`streaming=False`): `vllm.LLM`, each engine driven step by step over its whole share
+  of the batch: a window of twice max_num_seqs requests is in the engine at a time, each finished
+  one is answered at once and replaced by the next, so vLLM's scheduler keeps the batch full
+  (continuous batching, as one `LLM.generate` call would) while samples complete as they finish
+  (live progress, nothing lost but what is in flight) and memory holds the window, not the query.
 - Server / Interactive (`streaming=True`): vLLM's `AsyncLLM` in this process, on one asyncio
   event loop in a thread the backend owns (`loop_thread.LoopThread`, which also sets the order
   of shutting down). `submit()` only schedules the request onto that loop
@@ -33,11 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -206,8 +211,8 @@ class VllmBackend(BackendDefaults):
         return self._engines
 
     def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]:
-        """Every request's result, as each is ready (any order). Offline engines get their whole
-        share at once, longest prompt first (see `longest_first`)."""
+        """Every request's result, as each is ready (any order). Offline engines take their share longest
+        prompt first (see `longest_first`), a window at a time (`_OfflineEngines._stream`)."""
         engines = self._started()
         if not requests:
             return iter(())
@@ -232,7 +237,9 @@ class VllmBackend(BackendDefaults):
 
 
 class _OfflineEngines:
-    """One `vllm.LLM` per device group; a batch split across them by tokens."""
+    """One `vllm.LLM` per device group; a batch split across them by tokens. Each engine is driven step by
+    step (`_stream`), so every sample is answered as it finishes and the engine holds only a window of the
+    batch at a time."""
 
     def __init__(self, log: logging.Logger, sampling: Sampling = GREEDY) -> None:
         self.log = log
@@ -251,30 +258,91 @@ class _OfflineEngines:
 
     def generate(self, requests: Sequence[GenRequest], output_tokens_estimate: int) -> Iterator[GenResult]:
         if len(self.llms) == 1:
-            yield from self._run(self.llms[0], requests)
+            yield from self._stream(self.llms[0], requests, threading.Event())
             return
         costs = [request_cost(r, output_tokens_estimate) for r in requests]
         shards = [[requests[i] for i in shard] for shard in shard_by_cost(costs, len(self.llms))]
-        # LLM.generate waits on its engine process and releases the GIL: one thread per engine
-        with ThreadPoolExecutor(max_workers=len(self.llms), thread_name_prefix="cmx-vllm-shard") as pool:
-            futures = [pool.submit(self._run, llm, shard)
-                       for llm, shard in zip(self.llms, shards, strict=True) if shard]
-            for future in as_completed(futures):
-                yield from future.result()
+        jobs = [(llm, shard) for llm, shard in zip(self.llms, shards, strict=True) if shard]
+        # each engine on a thread of its own (stepping an engine waits on its engine process, without
+        # the GIL); their results meet on one queue, in the order they finish
+        results: queue.SimpleQueue[GenResult | BaseException | None] = queue.SimpleQueue()
+        stop = threading.Event()
 
-    def _run(self, llm: Any, requests: Sequence[GenRequest]) -> list[GenResult]:
-        ordered = longest_first(requests)
+        def drive(llm: Any, shard: Sequence[GenRequest]) -> None:
+            try:
+                for result in self._stream(llm, shard, stop):
+                    results.put(result)
+                results.put(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+                results.put(exc)
+
+        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="cmx-vllm-shard") as pool:
+            try:
+                for llm, shard in jobs:
+                    pool.submit(drive, llm, shard)
+                running = len(jobs)
+                while running:
+                    item = results.get()
+                    if item is None:
+                        running -= 1
+                    elif isinstance(item, BaseException):
+                        raise item
+                    else:
+                        yield item
+            finally:
+                stop.set()  # an engine that failed, or a consumer that stopped listening, ends the others' steps
+
+    def _stream(self, llm: Any, requests: Sequence[GenRequest], stop: threading.Event) -> Iterator[GenResult]:
+        """Longest prompt first, as LLM.generate would be given them, but added to the engine a window at a
+        time (`in_flight_limit`) and answered as each finishes: the batch stays full (continuous batching
+        refills each freed slot from the waiting requests), progress shows from the first finished sample,
+        and the memory held is the window's, not the whole query's. Requests still in the engine when the
+        caller stops listening (or `stop` is set) are aborted."""
+        engine = llm.llm_engine
+        ordered = iter(longest_first(requests))
         params = _ParamsCache(self._params_class, self.sampling)
-        prompts = [{"prompt_token_ids": token_list(r.prompt_ids)} for r in ordered]
-        outputs = llm.generate(prompts, [params.get(r) for r in ordered], use_tqdm=False)
-        return [check_result(r, GenResult(id=r.id, token_ids=list(out.outputs[0].token_ids),
-                                          finish_reason=str(out.outputs[0].finish_reason or "")))
-                for r, out in zip(ordered, outputs, strict=False)]
+        window = in_flight_limit(llm)
+        in_flight: dict[str, GenRequest] = {}
+
+        def add(count: int) -> None:
+            for request in itertools.islice(ordered, count):
+                request_id = f"cmx-{request.id:x}"
+                engine.add_request(request_id, {"prompt_token_ids": token_list(request.prompt_ids)},
+                                   params.get(request))
+                in_flight[request_id] = request
+
+        add(window)
+        try:
+            while in_flight and not stop.is_set():
+                finished = [(request, out) for out in engine.step() if out.finished
+                            for request in [in_flight.pop(out.request_id, None)] if request is not None]
+                for request, out in finished:
+                    yield check_result(request, GenResult(id=request.id, token_ids=list(out.outputs[0].token_ids),
+                                                          finish_reason=str(out.outputs[0].finish_reason or "")))
+                add(len(finished))
+        finally:
+            if in_flight:
+                engine.abort_request(list(in_flight))
 
     def shutdown(self) -> None:
         llms, self.llms = self.llms, []
         for llm in llms:
             llm.llm_engine.engine_core.shutdown()
+
+
+# requests an Offline engine holds at once, per sequence it can run: twice max_num_seqs keeps a full queue of
+# waiting requests behind the running batch, so a freed slot is refilled in the next step
+IN_FLIGHT_PER_SEQ = 2
+DEFAULT_MAX_NUM_SEQS = 256  # vLLM's own default, for an engine whose config cannot be read
+
+
+def in_flight_limit(llm: Any) -> int:
+    """How many requests `_stream` keeps in the engine `llm` at once."""
+    try:
+        seqs = int(llm.llm_engine.vllm_config.scheduler_config.max_num_seqs)
+    except (AttributeError, TypeError, ValueError):
+        seqs = DEFAULT_MAX_NUM_SEQS
+    return IN_FLIGHT_PER_SEQ * max(seqs, 1)
 
 
 class _ParamsCache:

@@ -6,8 +6,8 @@ Backend contract in cmx.mlperf.backends.base):
 - `issue_queries` runs on LoadGen's issue thread, holds the GIL, and latency counts from
   LoadGen's scheduled time: it only hands work on. Offline puts the whole query on a queue for
   the worker thread, which gives it to `Backend.generate` in one call (the engine's scheduler
-  batches, not the harness). Server and Interactive call `Backend.submit` per sample, which
-  returns at once.
+  batches, not the harness) and completes each sample as the backend yields it. Server and
+  Interactive call `Backend.submit` per sample, which returns at once.
 - Every response is an int32 array of the output token ids with `n_tokens` = all of them
   (LoadGen needs >= 2 for TPOT); the array lives until `QuerySamplesComplete` returns (LoadGen
   copies it there when it logs accuracy). Server sends `FirstTokenComplete` with the first token

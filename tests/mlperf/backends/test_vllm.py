@@ -23,10 +23,12 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cmx.mlperf.backends.base import (
+    GREEDY,
     MIN_OUTPUT_TOKENS,
     BackendError,
     GenRequest,
@@ -146,20 +148,105 @@ class FakeParams:
         self.kwargs = kwargs
 
 
-class FakeLLM:
-    """Stands in for vllm.LLM: answers each prompt with two tokens, keeps the params of every call, shuts down."""
+class FakeEngine:
+    """Stands in for vLLM's LLMEngine: each step finishes the `per_step` oldest requests with two tokens; it
+    keeps the params of every request, what it held at most, and what was aborted."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_num_seqs: int = 4, per_step: int = 1, fail_at_step: int | None = None) -> None:
         from types import SimpleNamespace
 
+        self.vllm_config = SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs))
+        self.engine_core = SimpleNamespace(shutdown=lambda: None)
+        self.per_step, self.fail_at_step, self.steps = per_step, fail_at_step, 0
         self.params: list[FakeParams] = []
-        self.llm_engine = SimpleNamespace(engine_core=SimpleNamespace(shutdown=lambda: None))
+        self.held: list[str] = []
+        self.added: list[str] = []
+        self.aborted: list[str] = []
+        self.most_held = 0
 
-    def generate(self, prompts: list, params: list, use_tqdm: bool = False) -> list:
+    def add_request(self, request_id: str, prompt: dict, params: FakeParams) -> None:
+        assert request_id not in self.held and all(isinstance(t, int) for t in prompt["prompt_token_ids"])
+        self.params.append(params)
+        self.held.append(request_id)
+        self.added.append(request_id)
+        self.most_held = max(self.most_held, len(self.held))
+
+    def step(self) -> list:
         from types import SimpleNamespace
 
-        self.params += params
-        return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5, 2], finish_reason="stop")]) for _ in prompts]
+        self.steps += 1
+        if self.steps == self.fail_at_step:
+            raise RuntimeError("EngineCore encountered an issue")
+        done, self.held = self.held[:self.per_step], self.held[self.per_step:]
+        return [SimpleNamespace(request_id=r, finished=True,
+                                outputs=[SimpleNamespace(token_ids=[5, 2], finish_reason="stop")]) for r in done]
+
+    def abort_request(self, request_ids: list[str]) -> None:
+        self.aborted += request_ids
+        self.held = [r for r in self.held if r not in request_ids]
+
+
+class FakeLLM:
+    """Stands in for vllm.LLM: only its engine is used."""
+
+    def __init__(self, **engine: Any) -> None:
+        self.llm_engine = FakeEngine(**engine)
+
+    @property
+    def params(self) -> list[FakeParams]:
+        return self.llm_engine.params
+
+
+def fake_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llms: list[FakeLLM], warmup_requests: int = 0,
+                 sampling: Sampling = GREEDY) -> VllmBackend:
+    """A VllmBackend whose Offline engines are `llms` (one per device group)."""
+
+    def import_vllm(self: _OfflineEngines) -> None:
+        self._params_class = FakeParams
+
+    def build(self: _OfflineEngines, engines: object) -> None:
+        self.llms += llms
+
+    monkeypatch.setattr(_OfflineEngines, "import_vllm", import_vllm)
+    monkeypatch.setattr(_OfflineEngines, "build", build)
+    specs = tuple(EngineSpec(devices=(str(i),), engine_kwargs={}, env={}) for i in range(len(llms)))
+    facts = ModelFacts(kv_bytes_per_token=1, max_model_len=2048)
+    monkeypatch.setattr(VllmBackend, "_plan", lambda self: (specs, facts))
+    config = VllmBackendConfig(model=tmp_path, options=EngineOptions(device="cpu"), warmup_requests=warmup_requests,
+                               sampling=sampling)
+    return VllmBackend(config)
+
+
+def test_offline_results_come_as_each_finishes_from_a_window_of_twice_max_num_seqs(tmp_path: Path, monkeypatch):
+    llm = FakeLLM(max_num_seqs=4)
+    with fake_backend(monkeypatch, tmp_path, [llm]) as backend:
+        requests = [GenRequest(id=i, prompt_ids=list(range(1, 2 + i % 7)), max_tokens=8) for i in range(40)]
+        stream = backend.generate(requests)
+        first = next(stream)
+        assert len(llm.llm_engine.added) == 8  # answered before the rest of the query reached the engine
+        results = [first, *stream]
+    assert sorted(r.id for r in results) == list(range(40))
+    assert llm.llm_engine.most_held == 8 and llm.llm_engine.aborted == []
+    assert [r.id for r in results[:3]] == [r.id for r in longest_first(requests)[:3]]  # longest prompts first
+
+
+def test_an_offline_query_the_caller_stops_reading_is_aborted_in_the_engine(tmp_path: Path, monkeypatch):
+    llm = FakeLLM(max_num_seqs=2)
+    with fake_backend(monkeypatch, tmp_path, [llm]) as backend:
+        stream = backend.generate([GenRequest(id=i, prompt_ids=[1, 2], max_tokens=8) for i in range(20)])
+        taken = [next(stream) for _ in range(3)]
+        stream.close()  # LoadGen's test ended (Ctrl-C, a dead backend): nothing of it stays in the engine
+    engine = llm.llm_engine
+    assert engine.held == [] and sorted(engine.aborted) == sorted(set(engine.added) - {f"cmx-{r.id:x}" for r in taken})
+    assert len(engine.added) < 20
+
+
+def test_an_engine_that_fails_mid_query_fails_the_offline_generate_with_its_error(tmp_path: Path, monkeypatch):
+    llms = [FakeLLM(max_num_seqs=2), FakeLLM(max_num_seqs=2, fail_at_step=3)]
+    with fake_backend(monkeypatch, tmp_path, llms) as backend, \
+            pytest.raises(RuntimeError, match="EngineCore encountered an issue"):
+        list(backend.generate([GenRequest(id=i, prompt_ids=[1, 2], max_tokens=8) for i in range(30)]))
+    assert all(llm.llm_engine.held == [] for llm in llms)  # what either engine still held was aborted
 
 
 GPT_OSS_LIKE = Sampling(temperature=1.0, top_p=1.0, top_k=-1)
@@ -177,21 +264,7 @@ def test_sampling_params_carry_the_runs_temperature_top_p_top_k_and_seed_once_pe
 
 def test_the_offline_path_and_its_warm_up_sample_as_the_config_says(tmp_path: Path, monkeypatch):
     llm = FakeLLM()
-
-    def import_vllm(self: _OfflineEngines) -> None:
-        self._params_class = FakeParams
-
-    def build(self: _OfflineEngines, engines: object) -> None:
-        self.llms.append(llm)
-
-    monkeypatch.setattr(_OfflineEngines, "import_vllm", import_vllm)
-    monkeypatch.setattr(_OfflineEngines, "build", build)
-    spec = EngineSpec(devices=(), engine_kwargs={}, env={})
-    facts = ModelFacts(kv_bytes_per_token=1, max_model_len=2048)
-    monkeypatch.setattr(VllmBackend, "_plan", lambda self: ((spec,), facts))
-    config = VllmBackendConfig(model=tmp_path, options=EngineOptions(device="cpu"), warmup_requests=2,
-                               sampling=GPT_OSS_LIKE)
-    with VllmBackend(config) as backend:
+    with fake_backend(monkeypatch, tmp_path, [llm], warmup_requests=2, sampling=GPT_OSS_LIKE) as backend:
         results = list(backend.generate([GenRequest(id=i, prompt_ids=[1, 2, 3], max_tokens=8) for i in range(3)]))
     assert sorted(r.id for r in results) == [0, 1, 2]
     assert len(llm.params) == 2 + 3  # the warm-up's two, then the batch's three
@@ -221,6 +294,7 @@ LlamaForCausalLM(config).save_pretrained(sys.argv[1])
 RUN_MODE = r'''
 import json, logging, random, sys, threading, time
 from dataclasses import replace
+from typing import Any
 from pathlib import Path
 
 MODEL, MODE, OUT = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -281,8 +355,31 @@ def backend_run(report, streaming):
         report["n_tokens"] = {str(r.id): r.n_tokens for r in results}
         if streaming:
             report["stream"] = stream(backend, GenRequest)
+        else:
+            report["window"] = window(backend, GenRequest)
     finally:
         backend.stop()
+
+
+def window(backend, GenRequest):
+    """A query three times max_num_seqs long: how many requests the engine had been given when the first
+    result came, and at most at once."""
+    engine = backend._engines.llms[0].llm_engine
+    added, done, most = [], [], [0]
+    add = engine.add_request
+
+    def counted(request_id, *args, **kwargs):
+        added.append(request_id)
+        most[0] = max(most[0], len(added) - len(done))
+        return add(request_id, *args, **kwargs)
+
+    engine.add_request = counted
+    batch = [GenRequest(id=i, prompt_ids=ids, max_tokens=m) for i, ids, m in prompts(19, 3 * MAX_NUM_SEQS, 8)]
+    first_at = None
+    for result in backend.generate(batch):
+        first_at = len(added) if first_at is None else first_at
+        done.append(result.id)
+    return {"first_at": first_at, "most": most[0], "done": sorted(done), "ids": sorted(r.id for r in batch)}
 
 
 def stream(backend, GenRequest):
@@ -402,6 +499,14 @@ def test_offline_generate_returns_each_request_once_with_int32_ids_and_at_least_
         assert offline["n_tokens"][key] == len(tokens) >= 2
         assert all(isinstance(t, int) and 0 <= t < 2**31 for t in tokens)
     assert 2 in offline["n_tokens"].values()  # the request with max_tokens 2 got exactly 2
+
+
+@needs_vllm
+@pytest.mark.e2e
+def test_offline_generate_answers_the_first_sample_before_the_query_is_all_in_the_engine(offline: dict):
+    window = offline["window"]
+    assert window["done"] == window["ids"]
+    assert window["first_at"] == window["most"] == 32  # twice max_num_seqs (16), of 48
 
 
 @needs_vllm

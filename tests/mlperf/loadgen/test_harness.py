@@ -542,6 +542,19 @@ def test_offline_performance_is_valid_with_tokens_per_second(offline_perf: tuple
 
 @needs_vllm
 @pytest.mark.e2e
+def test_an_offline_test_reports_samples_tokens_per_second_and_eta_as_they_finish(
+        offline_perf: tuple[HarnessResult, Path], tiny: Tiny):
+    result, _ = offline_perf
+    seen = tiny.progress["Offline performance"]
+    # the engine answers each sample as it finishes, not the whole query at its end
+    partial = [p for p in seen if p.state == "running" and p.expected and 0 < p.completed < p.expected]
+    assert partial, [(p.state, p.completed, p.expected) for p in seen]
+    assert all(p.tokens_per_s and p.eta_s is not None for p in partial)
+    assert seen[-1].completed == result.completed_samples == seen[-1].expected
+
+
+@needs_vllm
+@pytest.mark.e2e
 def test_offline_accuracy_writes_a_parseable_accuracy_txt(offline_accuracy: tuple[HarnessResult, Path],
                                                             tiny: Tiny):
     result, out = offline_accuracy
