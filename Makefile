@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
+# the unit tests on two workers (none is judged on time); then the end-to-end ones one at a time, since a
+# latency-judged LoadGen run (Server's TTFT and TPOT) must not share the CPUs with another
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -m "not e2e" -n 2 --durations=10
+	$(PY) -m pytest -q -m e2e --durations=40
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
