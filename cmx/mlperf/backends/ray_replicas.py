@@ -6,7 +6,8 @@ on a CPU) reserves them, so Ray, not cmx, decides which node each replica lives 
 replicas share a device. The backend here is the driver side of the Backend protocol:
 
 - Offline: the query is split token-balanced across the replicas (`shard_by_cost`, as the
-  in-process backend splits it across GPU groups); each replica gets its whole share in one call.
+  in-process backend splits it across GPU groups); each replica gets its whole share in one call,
+  and streams its results back (a Ray generator) in batches of what finished since the last one.
 - Server / Interactive: each request goes to the live replica with the fewest tokens
   outstanding and streams back through a Ray generator (the first token, then the result).
 - Every replica's node, devices, samples and tokens are recorded (`StartInfo.details["replicas"]`
@@ -33,6 +34,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -52,6 +54,7 @@ from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.profiles import shard_by_cost
 from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
+STREAM_WAIT_S = 1.0  # Offline: how long the driver waits for a replica's next batch before it looks for ended ones
 RAY_LOGS_HINT = "the node's Ray logs are in /tmp/ray/session_latest/logs on that node (raylet.out, worker-*.err)"
 
 
@@ -223,9 +226,49 @@ class ReplicaActor:
         info = await asyncio.to_thread(self.backend.start)
         return asdict(info)
 
-    async def generate(self, requests: Sequence[GenRequest]) -> list[GenResult]:
+    async def generate(self, requests: Sequence[GenRequest]) -> AsyncIterator[list[GenResult]]:
+        """The shard's results as they finish (a Ray streaming generator): each item is what finished since the
+        last one was sent, so the driver sees progress from the first samples, not at the shard's end. The
+        engine is read on a thread; if the driver stops reading, the engine's requests are aborted."""
         backend = self._started()
-        return await asyncio.to_thread(lambda: list(backend.generate(requests)))
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Queue[GenResult | BaseException | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            stream = backend.generate(requests)
+            try:
+                for result in stream:
+                    loop.call_soon_threadsafe(ready.put_nowait, result)
+                    if stop.is_set():
+                        return
+            except BaseException as exc:  # noqa: BLE001 - raised on the loop, where Ray sends it to the driver
+                loop.call_soon_threadsafe(ready.put_nowait, exc)
+                return
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()  # a generator left early aborts what the engine still holds
+            loop.call_soon_threadsafe(ready.put_nowait, None)
+
+        pumping = asyncio.ensure_future(asyncio.to_thread(pump))
+        try:
+            while True:
+                batch, item = [], await ready.get()
+                while item is not None:
+                    if isinstance(item, BaseException):
+                        raise item
+                    batch.append(item)
+                    if ready.empty():
+                        break
+                    item = ready.get_nowait()
+                if batch:
+                    yield batch
+                if item is None:
+                    return
+        finally:
+            stop.set()
+            await asyncio.shield(pumping)
 
     async def stream(self, request: GenRequest) -> AsyncIterator[tuple[str, Any]]:
         """("first", token id) as soon as there is one, then ("done", GenResult); an error is raised."""
@@ -377,23 +420,29 @@ class RayReplicaBackend(StartStop):
             return
         estimate = self.config.engine.output_tokens_estimate
         shards = shard_by_cost([request_cost(r, estimate) for r in requests], len(live))
-        pending: dict[Any, tuple[Replica, int]] = {}
+        # one streaming generator per replica: each of its items is a batch of results that have finished
+        streams: dict[Any, Replica] = {}
         for replica, shard in zip(live, shards, strict=True):
             if shard:
-                ref = state.actors[replica.index].generate.remote([requests[i] for i in shard])
-                pending[ref] = (replica, len(shard))
+                streams[state.actors[replica.index].generate.remote([requests[i] for i in shard])] = replica
         ray = state.ray
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            replica, _count = pending.pop(done[0])
-            try:
-                results = ray.get(done[0])
-            except ray.exceptions.RayError as err:
-                raise self._failure(err, replica) from None
-            for result in results:
-                replica.samples += 1
-                replica.tokens += result.n_tokens
-                yield result
+        while streams:
+            # a stream with an item ready; one that has ended (which ray.wait may not count as ready) is looked
+            # at once the wait times out
+            ready, _ = ray.wait(list(streams), num_returns=1, timeout=STREAM_WAIT_S)
+            for stream in ready or [s for s in streams if s.is_finished()]:
+                replica = streams[stream]
+                try:
+                    batch = ray.get(next(stream))
+                except StopIteration:  # that replica's shard is done
+                    del streams[stream]
+                    continue
+                except ray.exceptions.RayError as err:
+                    raise self._failure(err, replica) from None
+                for result in batch:
+                    replica.samples += 1
+                    replica.tokens += result.n_tokens
+                    yield result
 
     def _failure(self, err: BaseException, replica: Replica) -> BackendError:
         state = self._started()

@@ -8,11 +8,12 @@ second node killed in the middle of a Server run, which must fail naming that no
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,7 +27,7 @@ from cmx.mlperf.app import (
     backend_record,
     format_row,
 )
-from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, Sampling
+from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.batching import QueueSink
 from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.machine import MachineFacts
@@ -35,6 +36,7 @@ from cmx.mlperf.backends.ray_replicas import (
     RayReplicaBackend,
     RayReplicasConfig,
     Replica,
+    ReplicaActor,
     _Started,
     capacity_problem,
     cpu_binds,
@@ -189,6 +191,114 @@ def test_the_last_replica_to_die_makes_the_backend_dead_and_every_later_request_
     assert isinstance(last, BackendDead)
     assert last.message.startswith("every replica has died (the last: replica 1 on node 10.0.0.2")
     assert isinstance(later, BackendDead) and later.message == "every replica has died"
+
+
+class FakeStream:
+    """A replica's Offline stream as the driver sees Ray's ObjectRefGenerator: `next` gives a ref (here, the item
+    itself: a batch of results, or the error `ray.get` would raise), StopIteration at the end."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = list(items)
+
+    def __next__(self) -> Any:
+        if not self.items:
+            raise StopIteration
+        return self.items.pop(0)
+
+    def is_finished(self) -> bool:
+        return not self.items
+
+
+class FakeRay:
+    """ray.wait (a stream with an item left is ready; an ended one never is, as Ray may say), ray.get, exceptions."""
+
+    exceptions = RayErrors
+
+    def __init__(self) -> None:
+        self.waits = 0
+
+    def wait(self, streams: list[FakeStream], num_returns: int, timeout: float) -> tuple[list, list]:
+        self.waits += 1
+        ready = [s for s in streams if s.items][:num_returns]
+        return ready, [s for s in streams if s not in ready]
+
+    def get(self, ref: Any) -> Any:
+        if isinstance(ref, BaseException):
+            raise ref
+        return ref
+
+
+def offline_replicas(shards: list[Callable[[list[GenRequest]], list[Any]]]) -> RayReplicaBackend:
+    """A started backend whose replica i streams what shards[i] makes of the requests it is given."""
+    backend = RayReplicaBackend(replicas_config(replicas=len(shards)))
+    actors = [SimpleNamespace(generate=SimpleNamespace(remote=lambda reqs, make=make: FakeStream(make(reqs))))
+              for make in shards]
+    backend._state = _Started(ray=FakeRay(), owns_ray=False, actors=actors, groups=[],
+                              replicas=[Replica(i, f"node{i}" * 4, f"10.0.0.{i + 1}", (f"cpu:{i}",))
+                                        for i in range(len(shards))])
+    return backend
+
+
+def in_two_batches(requests: list[GenRequest]) -> list[list[GenResult]]:
+    results = [GenResult(id=r.id, token_ids=[7, 8, 9]) for r in requests]
+    return [results[:1], results[1:]]
+
+
+def test_offline_replicas_stream_their_results_back_in_batches_and_count_them():
+    backend = offline_replicas([in_two_batches, in_two_batches])
+    results = list(backend.generate([GenRequest(id=i, prompt_ids=[5, 6]) for i in range(10)]))
+    assert sorted(r.id for r in results) == list(range(10))
+    state = backend._started()
+    assert [r.samples for r in state.replicas] == [5, 5] and [r.tokens for r in state.replicas] == [15, 15]
+    assert state.ray.waits >= 4  # a wait per batch: the driver took each as it came
+
+
+def test_an_offline_replica_that_dies_mid_shard_fails_the_query_naming_its_node():
+    def dies_after_one(requests: list[GenRequest]) -> list[Any]:
+        return [in_two_batches(requests)[0], RayErrors.RayActorError("The actor died unexpectedly")]
+
+    backend = offline_replicas([in_two_batches, dies_after_one])
+    seen: list[GenResult] = []
+    with pytest.raises(BackendError, match=r"replica 1 on node 10\.0\.0\.2 \(id node1node1no\) died during the run"):
+        seen.extend(backend.generate([GenRequest(id=i, prompt_ids=[5, 6]) for i in range(10)]))
+    assert seen  # what finished before it died was delivered
+    assert backend._started().replicas[1].alive is False
+
+
+class SlowEngine:
+    """A started VllmBackend's Offline side: yields a result every few milliseconds; remembers being closed."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def generate(self, requests: list[GenRequest]) -> Iterator[GenResult]:
+        try:
+            for r in requests:
+                time.sleep(0.005)
+                yield GenResult(id=r.id, token_ids=[7, 8])
+        finally:
+            self.closed = True
+
+
+def test_a_replica_actor_sends_its_shard_as_it_finishes_and_aborts_it_when_the_driver_stops_reading(tmp_path: Path):
+    async def batches(actor: ReplicaActor, requests: list[GenRequest], keep: int | None = None) -> list[list[int]]:
+        out: list[list[int]] = []
+        stream = actor.generate(requests)
+        async for batch in stream:
+            out.append([r.id for r in batch])
+            if keep is not None and len(out) == keep:
+                await stream.aclose()  # what Ray does to the generator when the driver drops it
+                break
+        return out
+
+    actor = ReplicaActor(VllmBackendConfig(model=tmp_path, options=EngineOptions(device="cpu")))
+    requests = [GenRequest(id=i, prompt_ids=[5, 6]) for i in range(40)]
+    actor.backend = engine = SlowEngine()  # type: ignore[assignment]
+    got = asyncio.run(batches(actor, requests))
+    assert [i for batch in got for i in batch] == list(range(40)) and len(got) > 1 and engine.closed
+    actor.backend = engine = SlowEngine()  # type: ignore[assignment]
+    got = asyncio.run(batches(actor, requests, keep=1))
+    assert engine.closed and len(got) == 1 and len(got[0]) < 40
 
 
 def app_config(tmp_path: Path, **kw: object) -> AppConfig:
