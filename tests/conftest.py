@@ -26,6 +26,18 @@ needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
 CMX = [sys.executable, "-m", "cmx"]
 
 
+def worker_cpu() -> dict[str, str]:
+    """Under pytest-xdist (`make test` runs the e2e tests not marked serial on two workers), the core this
+    worker's vLLM engines compute on: vLLM's CPU build would bind every engine's threads to the same first
+    core, so two workers' engines would share one core while the other idles. Empty outside xdist, or
+    where the user chose a binding."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    cpus = sorted(os.sched_getaffinity(0))
+    if not worker.startswith("gw") or len(cpus) < 2 or "VLLM_CPU_OMP_THREADS_BIND" in os.environ:
+        return {}
+    return {"VLLM_CPU_OMP_THREADS_BIND": str(cpus[int(worker[2:]) % len(cpus)])}
+
+
 def interruptible() -> None:
     """preexec_fn for a child that a test will Ctrl-C: a shell that started the tests in the
     background ignores SIGINT and children inherit that, so Python would install no handler."""
@@ -49,7 +61,7 @@ class Home:
     @property
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CMX_")}
-        env.update(CMX_HOME=str(self.root), PYTHONPATH=str(REPO))
+        env.update(CMX_HOME=str(self.root), PYTHONPATH=str(REPO), **worker_cpu())
         return env
 
     def recipe(self, name: str, yaml_text: str, run_py: str | None = None, **files: str) -> Path:

@@ -252,7 +252,9 @@ def test_every_app_takes_the_sampling_inputs_with_the_references_as_default(app:
 
 @needs_vllm
 @pytest.mark.e2e
-@pytest.mark.parametrize("app", APPS, ids=str)
+# a row with a Server run is judged on its latencies: it runs alone (make test's serial pass)
+@pytest.mark.parametrize("app", [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios else [])
+                                 for a in APPS], ids=str)
 def test_the_tiny_app_runs_and_packages_for_open(builtin: Home, tmp_path: Path, app: App):
     results, submission = tmp_path / "results", tmp_path / "submission"
     given = [*app.inputs, f"results_dir={results}", "system_name=cpu-box",

@@ -94,6 +94,7 @@ def vllm_servers() -> list[str]:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_the_endpoint_app_starts_vllm_serve_runs_offline_and_server_and_stops_it(home: Home, tmp_path: Path):
     (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
                                              encoding="utf-8")

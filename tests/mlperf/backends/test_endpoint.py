@@ -687,6 +687,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_offline_generate_returns_each_request_once_with_at_least_two_tokens(served: Served):
     with EndpointBackend(served.config()) as backend:
         results = list(backend.generate(served.requests()))
@@ -697,6 +698,7 @@ def test_offline_generate_returns_each_request_once_with_at_least_two_tokens(ser
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_start_records_the_servers_software_version_model_and_token_ids_source(served: Served):
     from importlib.metadata import version
 
@@ -712,6 +714,7 @@ def test_start_records_the_servers_software_version_model_and_token_ids_source(s
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_greedy_outputs_over_http_are_the_direct_llm_generates(served: Served):
     with EndpointBackend(served.config()) as backend:
         offline = {str(r.id): r.token_ids for r in backend.generate(served.requests())}
@@ -756,6 +759,7 @@ class CollectingSink:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_streaming_sends_the_first_token_first_and_submit_returns_at_once(served: Served):
     requests = served.requests()[:12]
     sink = CollectingSink(len(requests))
@@ -781,6 +785,7 @@ def test_streaming_sends_the_first_token_first_and_submit_returns_at_once(served
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_retokenized_text_is_used_when_asked_and_checked_against_the_servers_count(served: Served):
     """The tiny random model's text is arbitrary tokens, which seldom re-encode to as many: a count beyond the
     slack is refused (at the warm-up, or at the first sample) with both counts; within it, the results stand."""
@@ -800,6 +805,7 @@ def test_retokenized_text_is_used_when_asked_and_checked_against_the_servers_cou
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_a_wrong_or_missing_key_is_refused_without_printing_it(served: Served):
     with pytest.raises(BackendError, match="refused the API key \\(HTTP 401\\)") as caught:
         EndpointBackend(served.config(api_key=Secret("sk-wrong-1234"))).start()
@@ -810,6 +816,7 @@ def test_a_wrong_or_missing_key_is_refused_without_printing_it(served: Served):
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_an_unknown_model_lists_the_servers_models(served: Served):
     with pytest.raises(BackendError, match="does not serve a model 'llama-70b'; its /v1/models lists: tiny-llama2"):
         EndpointBackend(served.config(model="llama-70b")).start()
@@ -817,6 +824,7 @@ def test_an_unknown_model_lists_the_servers_models(served: Served):
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_zz_the_server_killed_mid_run_fails_the_batch_and_counts_the_lost_samples(served: Served):
     """Last in the module: it kills the module's server."""
     # four long streams, and Offline requests of which one is short: its result triggers the kill

@@ -356,6 +356,7 @@ def scenario_dir(results: Path, scenario: str) -> Path:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_two_replicas_on_two_nodes_run_offline_and_server_valid(cluster, app_home: Home, tmp_path: Path):
     c, _ = cluster
     results = tmp_path / "results"
@@ -377,6 +378,7 @@ def test_two_replicas_on_two_nodes_run_offline_and_server_valid(cluster, app_hom
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_more_replicas_than_the_cluster_holds_fail_before_anything_runs(cluster, app_home: Home, tmp_path: Path):
     c, _ = cluster
     proc = app_home.cmx("run", QUERY, "--input", "replicas=3", "--input", f"ray_address={c.address}",
@@ -388,6 +390,7 @@ def test_more_replicas_than_the_cluster_holds_fail_before_anything_runs(cluster,
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_a_replicas_node_killed_mid_run_fails_the_run_naming_the_node(cluster, app_home: Home, tmp_path: Path):
     c, worker = cluster
     results = tmp_path / "results"

@@ -493,6 +493,7 @@ def streaming(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_offline_generate_returns_each_request_once_with_int32_ids_and_at_least_two_tokens(offline: dict):
     assert len(offline["order"]) == 32 and len(set(offline["order"])) == 32
     for key, tokens in offline["tokens"].items():
@@ -503,6 +504,7 @@ def test_offline_generate_returns_each_request_once_with_int32_ids_and_at_least_
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_offline_generate_answers_the_first_sample_before_the_query_is_all_in_the_engine(offline: dict):
     window = offline["window"]
     assert window["done"] == window["ids"]
@@ -511,12 +513,14 @@ def test_offline_generate_answers_the_first_sample_before_the_query_is_all_in_th
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_offline_generate_gives_the_same_tokens_as_a_direct_llm_generate(offline: dict, direct: dict):
     assert offline["tokens"] == direct["tokens"]
 
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_start_warms_the_engine_up_and_sizes_the_cpu_kv_cache_from_the_model(offline: dict, streaming: dict):
     for report in (offline, streaming):
         start = report["start"]
@@ -529,6 +533,7 @@ def test_start_warms_the_engine_up_and_sizes_the_cpu_kv_cache_from_the_model(off
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_streaming_sends_the_first_token_before_completion_and_completion_starts_with_it(streaming: dict):
     stream = streaming["stream"]
     assert stream["finished"]
@@ -544,6 +549,7 @@ def test_streaming_sends_the_first_token_before_completion_and_completion_starts
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_streaming_completes_every_concurrent_request_and_submit_returns_at_once(streaming: dict):
     stream = streaming["stream"]
     done = sorted(e[1] for e in stream["events"] if e[0] == "done")
@@ -555,6 +561,7 @@ def test_streaming_completes_every_concurrent_request_and_submit_returns_at_once
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_streaming_generate_gives_the_same_tokens_as_a_direct_llm_generate(streaming: dict, direct: dict):
     assert streaming["tokens"] == direct["tokens"]
 

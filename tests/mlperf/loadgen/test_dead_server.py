@@ -86,6 +86,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_a_server_killed_mid_server_test_ends_the_harness_within_seconds_naming_the_server(served: Served,
                                                                                           tmp_path: Path):
     conf = user_conf(load_round("v6.0"), "llama2-70b-99", "Server", target_qps=TARGET_QPS,

@@ -532,6 +532,7 @@ def assert_clean_logs(out: Path) -> None:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_offline_performance_is_valid_with_tokens_per_second(offline_perf: tuple[HarnessResult, Path]):
     result, out = offline_perf
     assert result.ok, result.verdict()
@@ -542,6 +543,7 @@ def test_offline_performance_is_valid_with_tokens_per_second(offline_perf: tuple
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_an_offline_test_reports_samples_tokens_per_second_and_eta_as_they_finish(
         offline_perf: tuple[HarnessResult, Path], tiny: Tiny):
     result, _ = offline_perf
@@ -555,6 +557,7 @@ def test_an_offline_test_reports_samples_tokens_per_second_and_eta_as_they_finis
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_offline_accuracy_writes_a_parseable_accuracy_txt(offline_accuracy: tuple[HarnessResult, Path],
                                                             tiny: Tiny):
     result, out = offline_accuracy
@@ -579,6 +582,7 @@ def test_offline_accuracy_writes_a_parseable_accuracy_txt(offline_accuracy: tupl
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_server_performance_is_valid_within_the_v6_0_latency_limits(server_perf: tuple[HarnessResult, Path]):
     result, out = server_perf
     assert result.ok, result.verdict()
@@ -591,6 +595,7 @@ def test_server_performance_is_valid_within_the_v6_0_latency_limits(server_perf:
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_a_server_test_reports_live_progress_and_writes_each_samples_times(server_perf: tuple[HarnessResult, Path],
                                                                            tiny: Tiny):
     result, out = server_perf
@@ -613,6 +618,7 @@ def test_a_server_test_reports_live_progress_and_writes_each_samples_times(serve
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_test06_on_server_passes_every_check_and_removes_its_audit_config(
         server_test06: tuple[HarnessResult, Path]):
     result, out = server_test06

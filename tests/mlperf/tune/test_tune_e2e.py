@@ -23,6 +23,7 @@ QUERY = "app mlperf inference llama2 _cpu _tiny _short"
 
 @needs_vllm
 @pytest.mark.e2e
+@pytest.mark.serial
 def test_tune_prints_a_confirmed_qps_and_its_probes_and_run_reads_the_inputs_file(home: Home, tmp_path: Path):
     (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
                                              encoding="utf-8")
