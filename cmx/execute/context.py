@@ -17,7 +17,7 @@ from typing import Any
 
 from cmx.errors import CommandFailed, StepCancelled
 from cmx.secrets import Secret
-from cmx.tools.procs import signal_sessions, spawn
+from cmx.tools.procs import signal_families, spawn
 
 TAIL_LINES = 20
 KEPT_LINES = 10_000  # run_cmd's result keeps at most this many lines of output in memory
@@ -218,7 +218,7 @@ class StepContext:
         self.log.info("$ %s", logged)
         kept: deque[str] = deque(maxlen=KEPT_LINES)
         try:
-            # a session of its own, registered with the run: an interrupt stops it and all it started
+            # a process group of its own, registered with the run: an interrupt stops it and all it started
             proc = spawn(argv, cwd=self.workdir if cwd is None else cwd, env=full_env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          text=True, errors="replace", bufsize=1)
@@ -226,8 +226,8 @@ class StepContext:
             raise CommandFailed(f"cannot start `{shown}`: {exc.strerror or exc}", tail=[],
                                 hint=f"is {argv[0]!r} installed and on PATH?") from None
 
-        def kill() -> None:  # the whole session: a child holding the output pipe would keep the loop below
-            signal_sessions([proc.pid], signal.SIGKILL)
+        def kill() -> None:  # the whole family: a child holding the output pipe would keep the loop below
+            signal_families([proc], signal.SIGKILL)
 
         timer = threading.Timer(timeout, kill) if timeout else None
         if timer:

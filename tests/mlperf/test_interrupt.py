@@ -29,7 +29,9 @@ import pytest
 
 from tests.conftest import CMX, REPO, Home, interruptible, needs_vllm
 
-pytestmark = [needs_vllm, pytest.mark.e2e, pytest.mark.timeout(1800)]
+# the four runs share one module fixture, so the module stays on one worker (xdist_group); it runs beside
+# other tests: its four runs already load the machine more than any neighbour does
+pytestmark = [needs_vllm, pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.xdist_group("interrupt")]
 
 QUERY = "app mlperf inference llama2 _cpu _tiny _short _endpoint _offline"
 STEP = "app-mlperf-inference-llama2"

@@ -1,4 +1,4 @@
-"""Child processes (cmx/tools/procs.py): started in a session of their own, stopped with all they started
+"""Child processes (cmx/tools/procs.py): started in a process group of their own, tagged, stopped with all they started
 (SIGTERM, then SIGKILL after the grace, for one that ignores SIGTERM), the run's registry, and the parent-death
 signal for a cmx killed with SIGKILL. Real processes: sleep and small Python programs."""
 
@@ -16,22 +16,32 @@ from pathlib import Path
 import pytest
 
 from cmx.tools import procs
-from cmx.tools.procs import ChildProcesses, RunStopping, session_alive, session_members, spawn, stop
+from cmx.tools.procs import ChildProcesses, RunStopping, family_alive, family_members, spawn, stop
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sessions are read from /proc")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="families are read from /proc")
 
 # a Python child that ignores SIGTERM (as vLLM does while its engine starts) and says so when it is ready
 IGNORES_TERM = "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); " \
                "time.sleep(60)"
-# one that starts a grandchild in another process group of its session (as Ray's reaper makes), both ignoring
-# SIGTERM, and prints the grandchild's pid
+# one that starts a grandchild in another process group (as Ray's reaper makes) and one in a session of its own,
+# all ignoring SIGTERM, and prints the grandchildren's pids
 FAMILY = textwrap.dedent("""
     import os, signal, subprocess, sys, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    child = subprocess.Popen([sys.executable, "-c", {ignores!r}], process_group=0, stdout=subprocess.PIPE)
-    child.stdout.readline()
-    print(child.pid, flush=True)
+    group = subprocess.Popen([sys.executable, "-c", {ignores!r}], process_group=0, stdout=subprocess.PIPE)
+    session = subprocess.Popen([sys.executable, "-c", {ignores!r}], start_new_session=True, stdout=subprocess.PIPE)
+    group.stdout.readline()
+    session.stdout.readline()
+    print(group.pid, session.pid, flush=True)
     time.sleep(60)
+    """).format(ignores=IGNORES_TERM)
+# one that starts a grandchild in a session of its own and exits at once: the grandchild is orphaned (reparented
+# away from the family's tree) and in none of its groups, as a daemonising server would be
+ORPHANING = textwrap.dedent("""
+    import subprocess, sys
+    grandchild = subprocess.Popen([sys.executable, "-c", {ignores!r}], start_new_session=True, stdout=subprocess.PIPE)
+    grandchild.stdout.readline()
+    print(grandchild.pid, flush=True)
     """).format(ignores=IGNORES_TERM)
 
 
@@ -52,18 +62,19 @@ def gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def test_a_child_leads_a_session_of_its_own_and_is_its_commands_own_pid():
+def test_a_child_leads_a_process_group_in_cmxs_session_and_is_its_commands_own_pid():
     proc = spawn(["sleep", "30"])
     try:
-        assert os.getsid(proc.pid) == proc.pid and os.getpgid(proc.pid) == proc.pid
         deadline = time.monotonic() + 5  # the parent-death wrapper execs the command in the same process
         while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "sleep" and time.monotonic() < deadline:
             time.sleep(0.01)
         assert Path(f"/proc/{proc.pid}/comm").read_text().strip() == "sleep"
-        assert session_members([proc.pid]) == [proc.pid]
+        # not a session of its own: on Linux that would also be a scheduling autogroup of its own
+        assert os.getpgid(proc.pid) == proc.pid and os.getsid(proc.pid) == os.getsid(0)
+        assert family_members(proc) == [proc.pid]
     finally:
         stop(proc)
-    assert proc.returncode == -signal.SIGTERM and not session_alive(proc.pid)
+    assert proc.returncode == -signal.SIGTERM and not family_alive(proc)
 
 
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace():
@@ -76,15 +87,28 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace():
     assert 0.5 <= took < 3, took
 
 
-def test_stopping_a_child_stops_what_it_started_in_another_process_group():
+def test_stopping_a_child_stops_what_it_started_in_another_process_group_or_session():
     proc = spawn(python(FAMILY), stdout=subprocess.PIPE, text=True)
-    grandchild = int(ready(proc))
-    assert os.getpgid(grandchild) == grandchild and os.getsid(grandchild) == proc.pid
+    grouped, alone = (int(pid) for pid in ready(proc).split())
+    assert os.getpgid(grouped) == grouped and os.getsid(alone) == alone
+    assert sorted(family_members(proc)) == sorted([proc.pid, grouped, alone])
     stop(proc, grace_s=0.3)
-    deadline = time.monotonic() + 3  # reparented to init, which reaps it
-    while not gone(grandchild) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 3  # reparented to init, which reaps them
+    while not (gone(grouped) and gone(alone)) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert gone(grandchild) and not session_alive(proc.pid)
+    assert gone(grouped) and gone(alone) and not family_alive(proc)
+
+
+def test_stopping_a_child_that_ended_stops_the_process_it_left_behind():
+    proc = spawn(python(ORPHANING), stdout=subprocess.PIPE, text=True)
+    orphan = int(ready(proc))
+    proc.wait()
+    assert not gone(orphan) and family_members(proc) == [orphan]  # found by its tag, no longer under proc
+    stop(proc, grace_s=0.3)
+    deadline = time.monotonic() + 3
+    while not gone(orphan) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone(orphan)
 
 
 def test_stopping_an_ended_child_twice_is_harmless():

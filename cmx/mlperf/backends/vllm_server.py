@@ -11,8 +11,8 @@ the log file the caller names. `start()` waits for GET /health and fails with th
 when the process exits first or the timeout passes.
 
 It is always stopped: `stop()` (and leaving the `with` block, on an exception too) sends SIGTERM to
-the server's session (the API server and the engine processes it started), waits, then SIGKILLs
-what is left. The server leads a session of its own (cmx.tools.procs.spawn), so a terminal's Ctrl-C
+the server's family (the API server and the engine processes it started), waits, then SIGKILLs
+what is left. The server leads a process group of its own (cmx.tools.procs.spawn), so a terminal's Ctrl-C
 reaches cmx only; the run that started it (the Runner's registry of child processes) stops it on
 Ctrl-C or SIGTERM from cmx's main thread, SIGKILL a few seconds after SIGTERM, since vLLM ignores
 a SIGTERM that comes while its engine starts. It is started with a parent-death signal, so that
@@ -287,7 +287,7 @@ class VllmServer(StartStop):
             time.sleep(poll_s)
 
     def stop(self) -> None:
-        """SIGTERM to the server's session, SIGKILL after STOP_GRACE_S; returns once no process of it is
+        """SIGTERM to the server's family, SIGKILL after STOP_GRACE_S; returns once no process of it is
         left. Safe to call twice, and on a server that never started."""
         proc, self._proc = self._proc, None
         if proc is None:

@@ -424,7 +424,7 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
     included; a HarnessError when the process wrote no result for one). A test stopped because the backend died
     is the last: the list ends with it. The process's output goes to the first
     test's harness.log; `on_progress` hears each test's progress about once a second while it runs; `timeout`
-    is per test. The process leads a session of its own, registered with the run that calls this
+    is per test. The process leads a process group of its own, registered with the run that calls this
     (cmx.tools.procs), which stops it and all it started on Ctrl-C."""
     from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
     from cmx.tools.procs import spawn, stop
@@ -442,7 +442,7 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
     log.info("harness: %s", " ".join(cmd))
     limit = None if timeout is None else timeout * len(configs)
     with log_path.open("w", encoding="utf-8") as out:
-        # in a session of its own, registered with the run (cmx.tools.procs): on Ctrl-C the run stops it and
+        # in a process group of its own, registered with the run (cmx.tools.procs): on Ctrl-C the run stops it and
         # everything it started (vLLM's engine processes, a local Ray instance) from the main thread
         proc = spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:

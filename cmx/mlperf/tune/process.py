@@ -324,7 +324,7 @@ def run_tune(config: TuneConfig, *, on_probe: Callable[[Probe], None] = lambda p
     seen, stamp = 0, None
     deadline = None if timeout is None else time.monotonic() + timeout
     with log_path.open("w", encoding="utf-8") as out:
-        # a session of its own, registered with the run (cmx.tools.procs): Ctrl-C stops it and its engine
+        # a process group of its own, registered with the run (cmx.tools.procs): Ctrl-C stops it and its engine
         proc = spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:
             while True:
