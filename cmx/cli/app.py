@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
 import sys
+from collections.abc import Iterator
+from types import FrameType
 
 import click
 
@@ -79,31 +83,68 @@ def cli(ctx: click.Context, registry: str | None, debug: bool) -> None:
     ctx.obj = AppState(registry=registry, debug=debug)
 
 
-def _exit_interrupted() -> None:
-    """Stop now: a step still running in a worker thread cannot be stopped, and the normal
-    interpreter exit would wait for it. The run record already says "interrupted"."""
+class Interrupts:
+    """SIGINT (Ctrl-C) and SIGTERM stop cmx the one way: a KeyboardInterrupt in the main thread, where a run
+    stops every process its steps started (cmx.tools.procs) and records "interrupted". Only the first one: a
+    signal that comes while cmx stops its children is ignored, so that the stopping (a few seconds at most:
+    SIGKILL follows SIGTERM) is not cut short and leaves nothing behind. A signal cmx was started ignoring
+    (`nohup`, a background job's SIGINT) stays ignored. The handlers are process-wide, so this object is made
+    once, by `run_cli`, and `installed()` puts the previous handlers back."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Interrupts]:
+        before = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+        try:
+            for sig, handler in before.items():
+                if handler is not signal.SIG_IGN:
+                    signal.signal(sig, self)
+        except ValueError:  # not the main thread (cmx called from a thread): only the main thread may set them
+            before = {}
+        try:
+            yield self
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _exit_interrupted(signum: int | None) -> None:
+    """Stop now, with 128 + the signal's number (130 for Ctrl-C). The run has stopped the processes its steps
+    started and recorded "interrupted"; a step still running in a worker thread cannot be stopped, and the
+    normal interpreter exit would wait for it."""
     import os
 
-    click.echo("interrupted", err=True)
+    sig = signum or signal.SIGINT
+    click.echo("interrupted" if sig == signal.SIGINT else f"interrupted ({signal.Signals(sig).name})", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(128 + sig)
 
 
 def run_cli(args: list[str]) -> int:
     """Run the click app; errors are caught here, once, and printed as sentences."""
     debug = "--debug" in args
-    try:
-        code = cli.main(args=args, prog_name="cmx", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        _exit_interrupted()
-    except Exception as exc:  # noqa: BLE001 - the one place errors are turned into messages
-        from cmx.cli.errors import report
+    with Interrupts().installed() as interrupts:
+        try:
+            code = cli.main(args=args, prog_name="cmx", standalone_mode=False)
+        except click.exceptions.Exit as exc:
+            code = exc.exit_code
+        except click.ClickException as exc:
+            exc.show()
+            code = exc.exit_code
+        except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            _exit_interrupted(interrupts.signum)
+        except Exception as exc:  # noqa: BLE001 - the one place errors are turned into messages
+            from cmx.cli.errors import report
 
-        code = report(exc, debug)
+            code = report(exc, debug)
     return code or 0

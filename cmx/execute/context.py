@@ -17,6 +17,7 @@ from typing import Any
 
 from cmx.errors import CommandFailed, StepCancelled
 from cmx.secrets import Secret
+from cmx.tools.procs import signal_families, spawn
 
 TAIL_LINES = 20
 KEPT_LINES = 10_000  # run_cmd's result keeps at most this many lines of output in memory
@@ -217,13 +218,18 @@ class StepContext:
         self.log.info("$ %s", logged)
         kept: deque[str] = deque(maxlen=KEPT_LINES)
         try:
-            proc = subprocess.Popen(argv, cwd=self.workdir if cwd is None else cwd, env=full_env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    text=True, errors="replace", bufsize=1)
+            # a process group of its own, registered with the run: an interrupt stops it and all it started
+            proc = spawn(argv, cwd=self.workdir if cwd is None else cwd, env=full_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         text=True, errors="replace", bufsize=1)
         except OSError as exc:
             raise CommandFailed(f"cannot start `{shown}`: {exc.strerror or exc}", tail=[],
                                 hint=f"is {argv[0]!r} installed and on PATH?") from None
-        timer = threading.Timer(timeout, proc.kill) if timeout else None
+
+        def kill() -> None:  # the whole family: a child holding the output pipe would keep the loop below
+            signal_families([proc], signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill) if timeout else None
         if timer:
             timer.start()
         try:
@@ -236,7 +242,7 @@ class StepContext:
             if timer:
                 timer.cancel()
             if proc.poll() is None:
-                proc.kill()
+                kill()
                 proc.wait()
         self.log.info("exit: %s", describe_exit(code))
         if check and code != 0:

@@ -21,6 +21,7 @@ from cmx.secrets import Secret
 
 if TYPE_CHECKING:  # logging and subprocess are imported only when a step really runs
     from cmx.execute.context import StepContext, StepLog
+    from cmx.tools.procs import ChildProcesses
 
 
 class Runner:
@@ -51,11 +52,17 @@ class Runner:
         self._modules: dict[str, Callable[[StepContext], Any]] = {}
         self._record: RunRecord | None = None  # the run in progress
         self._stop = threading.Event()  # set at the first failure: running steps stop at their next progress report
+        # the processes the run's steps started and have not stopped (a harness, a vllm serve): an interrupt
+        # stops them all, since the steps' own threads cannot be stopped and would never do it
+        self._children: ChildProcesses | None = None
+        self._interrupted = threading.Event()  # set before the children are stopped: their steps fail quietly
 
     def run(self, plan: Plan, argv: list[str] | None = None) -> RunResult:
         started = time.monotonic()
         record = self._record = RunRecord.create(self.runs_dir, plan, argv or [])
         self._stop = threading.Event()
+        self._children = None
+        self._interrupted = threading.Event()
         try:
             results, needed = self._prune(plan)
             waiting = {sid: {e.step for e in plan.steps[sid].deps if e.step in needed} for sid in needed}
@@ -66,13 +73,21 @@ class Runner:
             ready = [s.id for s in plan if s.id in needed and not waiting[s.id]]
             error: StepFailed | None = None
             if needed:
+                from cmx.tools.procs import ChildProcesses
+
+                self._children = ChildProcesses()
                 self.reporter.start(plan, len(needed))
                 try:
                     error = self._schedule(plan, ready, waiting, dependents, results)
                 finally:
                     self.reporter.finish()
-        except KeyboardInterrupt:
-            record.interrupted(time.monotonic() - started)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM as the CLI turns it into one
+            try:
+                record.interrupted(time.monotonic() - started)
+            finally:
+                self._interrupted.set()
+                if self._children is not None:
+                    self._children.stop_all()
             raise
         for step in plan:
             # needed but never started (a failure stopped the run), or below a cached step
@@ -121,7 +136,7 @@ class Runner:
                 ready.sort(key=lambda sid: bool(plan.steps[sid].fetches()))
                 while ready and len(running) < self.jobs and error is None:
                     step_id = ready.pop(0)
-                    running[pool.submit(self._run_step, plan, plan.steps[step_id], results)] = step_id
+                    running[pool.submit(self._run_owned, plan, plan.steps[step_id], results)] = step_id
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -146,6 +161,12 @@ class Runner:
             self._stop.set()  # on Ctrl-C too: steps still running stop at their next progress report
             pool.shutdown(wait=finished, cancel_futures=True)
         return error
+
+    def _run_owned(self, plan: Plan, step: Step, results: dict[str, StepResult]) -> StepResult | StepFailed:
+        """_run_step, with the processes the step starts (cmx.tools.procs.spawn) registered as the run's."""
+        assert self._children is not None
+        with self._children.owning():
+            return self._run_step(plan, step, results)
 
     def _run_step(self, plan: Plan, step: Step, results: dict[str, StepResult]) -> StepResult | StepFailed:
         import traceback
@@ -204,7 +225,8 @@ class Runner:
                     (exc.tail if isinstance(exc, CommandFailed) and exc.tail else log.tail())]
             if not isinstance(exc, (StepError, CmxError)):  # the traceback goes to the log, not into the tail shown
                 log.write_raw("".join(traceback.format_exception(exc)))
-            self.reporter.step_failed(step, time.monotonic() - started)
+            if not self._interrupted.is_set():  # else its processes were stopped: the run says "interrupted", once
+                self.reporter.step_failed(step, time.monotonic() - started)
             return StepFailed(message, chain=plan.chain_to(step.id), log_path=str(log_path), tail=tail,
                               rerun=self.rerun_command(step, root=step.id == plan.root), cause=exc, hint=hint)
         finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
+from cmx.tools.procs import KILL_WAIT_S, STOP_GRACE_S
 
 if TYPE_CHECKING:  # the SDK is imported when an engine is needed
     from docker import DockerClient
@@ -126,11 +127,27 @@ def run(client: DockerClient, *, image_ref: str, command: list[str], settings: M
             for line in raw.decode("utf-8", errors="replace").splitlines():
                 emit(line)
         return int(container.wait().get("StatusCode", 1))
+    except BaseException:  # Ctrl-C or SIGTERM (cmx.cli.app.Interrupts), or a lost engine: the run inside ends
+        _stop(container, emit)
+        raise
     finally:
         if keep:
             emit(f"container {container.name} kept (docker rm {container.name} removes it)")
         else:
             container.remove(force=True)
+
+
+def _stop(container: Any, emit: Emit) -> None:
+    """SIGTERM to the cmx inside (PID 1, which handles it as Ctrl-C: it stops its children and records
+    "interrupted" in the run record on the mounted runs folder), SIGKILL from Docker when it takes longer
+    than its own grace and the kill after it. Kept or not, the container is stopped."""
+    from docker.errors import DockerException
+
+    emit(f"stopping container {container.name}")
+    try:
+        container.stop(timeout=int(STOP_GRACE_S + KILL_WAIT_S))
+    except DockerException as exc:  # already gone, or the engine is: removing it (force) is all that is left
+        emit(f"could not stop container {container.name}: {_short(exc)}")
 
 
 def _short(exc: BaseException) -> str:

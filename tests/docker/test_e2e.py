@@ -166,3 +166,37 @@ def test_a_docker_lock_pins_the_image_replays_in_it_and_refuses_another_image_id
     assert f"replaying {small} in {pinned['docker']['tag']}" in proc.stdout
     # detect-gpu is not needed: only the cached detect-system depends on it
     assert "ok: detect-system in" in proc.stdout and "(1 cached, 1 not-needed)" in proc.stdout
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep: bool):
+    """The run inside (PID 1 of the container) gets SIGTERM, which the cmx inside handles as Ctrl-C; here a shell
+    that says it got it. The container is removed, or with --keep kept, stopped."""
+    import _thread
+    import uuid
+
+    import docker
+
+    from cmx.tools import docker as engine
+
+    client = docker.from_env()
+    name = f"cmx-test-ctrl-c-{uuid.uuid4().hex[:8]}"
+    script = "trap 'exit 143' TERM; echo ready; while true; do sleep 0.1; done"
+
+    def emit(line: str) -> None:
+        if line == "ready":
+            _thread.interrupt_main()  # Ctrl-C, as the host's cmx gets it
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.run(client, image_ref=BASE, command=["sh", "-c", script], settings={"name": name}, emit=emit,
+                       keep=keep)
+        left = client.containers.list(all=True, filters={"name": name})
+        if keep:
+            (container,) = left
+            assert container.status == "exited" and container.attrs["State"]["ExitCode"] == 143
+        else:
+            assert left == []
+    finally:
+        for container in client.containers.list(all=True, filters={"name": name}):
+            container.remove(force=True)

@@ -708,6 +708,60 @@ def test_an_interrupted_run_says_so_in_its_record(home: Home) -> None:
     assert json.loads(record.read_text())["status"] == "interrupted"
 
 
+SERVES = """
+import subprocess, sys, time
+from cmx.tools.procs import spawn
+def run(ctx):
+    stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); "
+                "time.sleep(60)")
+    children = [spawn(["sleep", "60"])]
+    if ctx.inputs["stubborn"]:
+        children.append(spawn([sys.executable, "-c", stubborn], stdout=subprocess.PIPE))
+        children[1].stdout.readline()  # it ignores SIGTERM now
+    with open(ctx.inputs["pids"], "w") as f:
+        f.write(" ".join(str(c.pid) for c in children))
+    children[0].wait()
+    raise RuntimeError("my server is gone")  # as a harness's caller fails when its process is stopped
+"""
+
+
+@pytest.mark.parametrize(("sig", "stubborn", "code", "said", "seconds"),
+                         [(2, True, 130, "interrupted", (3, 8)), (15, False, 143, "interrupted (SIGTERM)", (0, 8))])
+def test_an_interrupt_stops_every_process_the_steps_started(home: Home, sig: int, stubborn: bool, code: int,
+                                                            said: str, seconds: tuple[float, float]) -> None:
+    """Ctrl-C or SIGTERM to cmx: the children of a running step are stopped, one that ignores SIGTERM (as
+    vLLM does while its engine starts) by SIGKILL after the grace (procs.STOP_GRACE_S, 3 s), a second signal does
+    not cut that short, and cmx says so and exits."""
+    import signal
+
+    pids = home.root / "pids"
+    home.recipe("serve", """
+        name: serve
+        tags: [serve]
+        inputs:
+          stubborn: {type: bool, default: false}
+          pids: {type: str}
+        """, SERVES)
+    proc = subprocess.Popen([*CMX, "run", "serve", "--input", f"stubborn={stubborn}", "--input", f"pids={pids}",
+                             "--progress", "plain"], env=home.env, cwd=home.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    deadline = time.monotonic() + 20
+    while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    children = [int(p) for p in pids.read_text().split()]
+    began = time.monotonic()
+    proc.send_signal(signal.Signals(sig))
+    time.sleep(0.5)
+    proc.send_signal(signal.Signals(sig))  # a second one, impatient: ignored while cmx stops its children
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code and said in err, err
+    assert "FAILED" not in err  # the step whose processes were stopped: the run was interrupted, not failed
+    assert seconds[0] <= time.monotonic() - began < seconds[1]
+    assert all(not Path(f"/proc/{pid}").exists() for pid in children)
+    (record,) = (home.root / "runs").glob("*/run.json")
+    assert json.loads(record.read_text())["status"] == "interrupted"
+
+
 def test_step_progress_is_reported_on_the_steps_line(home: Home) -> None:
     home.recipe("counts", "name: counts\ntags: [counts]\n", """
         def run(ctx):

@@ -10,13 +10,15 @@ the profile's environment, on 127.0.0.1 and a free port by default. Its stdout a
 the log file the caller names. `start()` waits for GET /health and fails with the log's tail
 when the process exits first or the timeout passes.
 
-It is always stopped: `stop()` (and leaving the `with` block, on an exception or Ctrl-C too)
-sends SIGTERM to the server's process group (the API server and the engine processes it
-started), waits, then SIGKILLs what is left. The server runs in a session of its own, so a
-terminal's Ctrl-C reaches cmx, which then stops it in order; and it is started with a parent-death
-signal, so that it gets SIGTERM even when cmx dies without cleaning up (SIGKILL, os._exit). That
-signal follows the *thread* that started the server: start it from a thread that lives as long
-as it should (the main thread, or the recipe's step thread that serves).
+It is always stopped: `stop()` (and leaving the `with` block, on an exception too) sends SIGTERM to
+the server's family (the API server and the engine processes it started), waits, then SIGKILLs
+what is left. The server leads a process group of its own (cmx.tools.procs.spawn), so a terminal's Ctrl-C
+reaches cmx only; the run that started it (the Runner's registry of child processes) stops it on
+Ctrl-C or SIGTERM from cmx's main thread, SIGKILL a few seconds after SIGTERM, since vLLM ignores
+a SIGTERM that comes while its engine starts. It is started with a parent-death signal, so that
+it gets SIGTERM even when cmx dies without cleaning up (SIGKILL, os._exit). That signal follows
+the *thread* that started the server: start it from a thread that lives as long as it should
+(the main thread, or the recipe's step thread that serves).
 
 It takes no sampling flags: the endpoint backend sends every sampling field in each request, so
 the server's defaults (from the model's generation_config.json) never choose a token.
@@ -27,10 +29,8 @@ of the machine can read).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -50,27 +50,12 @@ from cmx.mlperf.backends.machine import (
 )
 from cmx.mlperf.backends.profiles import EngineOptions, EngineSpec, engine_specs, for_sampling
 from cmx.secrets import Secret
+from cmx.tools import procs
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_STARTUP_TIMEOUT_S = 900.0
 STOP_GRACE_S = 30.0  # vLLM's shutdown waits on its engine processes; after this, SIGKILL
 LOG_TAIL_LINES = 40
-
-# Run first in the server's process: ask the kernel for SIGTERM when the parent dies, make sure the
-# parent did not die already, then become vLLM. (prctl's setting survives exec; a preexec_fn
-# would do the same in the forked child, which Python warns against in threaded programs.)
-_EXEC_WITH_PDEATHSIG = r"""
-import ctypes, os, signal, sys
-parent = int(sys.argv[1])
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-except (OSError, AttributeError):
-    pass  # not Linux: stop() still stops it; only a killed cmx would leave it behind
-if os.getppid() != parent:
-    sys.exit("cmx died before the vLLM server started")
-os.execv(sys.argv[2], sys.argv[2:])
-"""
-
 
 @dataclass(frozen=True)
 class VllmServerConfig:
@@ -254,9 +239,7 @@ class VllmServer(StartStop):
         self.log.info("vLLM server: %s (environment %s, defaults %s, unset %s; log %s)", " ".join(argv), env,
                       defaults, list(unset), cfg.log_path)
         with cfg.log_path.open("ab") as log:
-            wrapper = [cfg.python, "-c", _EXEC_WITH_PDEATHSIG, str(os.getpid())]
-            self._proc = subprocess.Popen(wrapper + argv, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, env=environ, start_new_session=True)
+            self._proc = procs.spawn(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=environ)
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         try:
             self._wait_healthy(f"http://{host}:{port}", began)
@@ -304,49 +287,13 @@ class VllmServer(StartStop):
             time.sleep(poll_s)
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group, SIGKILL after STOP_GRACE_S; returns once no
-        process of the group is left. Safe to call twice, and on a server that never started."""
+        """SIGTERM to the server's family, SIGKILL after STOP_GRACE_S; returns once no process of it is
+        left. Safe to call twice, and on a server that never started."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        pgid = proc.pid  # start_new_session: the server leads its own process group
-        _signal_group(pgid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self.log.warning("the vLLM server did not stop in %.0f s: killing it", STOP_GRACE_S)
-        # the engine processes may outlive the API server for a moment: wait for the whole group
-        deadline = time.monotonic() + STOP_GRACE_S
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
-        proc.wait()
-        deadline = time.monotonic() + 10
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        began = time.monotonic()
+        procs.stop(proc, STOP_GRACE_S)
+        if time.monotonic() - began > STOP_GRACE_S:
+            self.log.warning("the vLLM server did not stop in %.0f s: it was killed", STOP_GRACE_S)
         self.log.info("vLLM server stopped (exit status %s)", proc.returncode)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-        os.killpg(pgid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group is left that is not a zombie waiting for its parent."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    # killpg also finds zombies (exited, not yet reaped); /proc tells them apart on Linux
-    for entry in Path("/proc").iterdir() if Path("/proc/self").exists() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return not Path("/proc/self").exists()

@@ -424,8 +424,10 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
     included; a HarnessError when the process wrote no result for one). A test stopped because the backend died
     is the last: the list ends with it. The process's output goes to the first
     test's harness.log; `on_progress` hears each test's progress about once a second while it runs; `timeout`
-    is per test."""
+    is per test. The process leads a process group of its own, registered with the run that calls this
+    (cmx.tools.procs), which stops it and all it started on Ctrl-C."""
     from cmx.mlperf.loadgen.progress import PROGRESS_JSON, follow, waiting_for
+    from cmx.tools.procs import spawn, stop
 
     check_one_scenario(configs)
     log = logger or logging.getLogger(__name__)
@@ -440,7 +442,9 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
     log.info("harness: %s", " ".join(cmd))
     limit = None if timeout is None else timeout * len(configs)
     with log_path.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        # in a process group of its own, registered with the run (cmx.tools.procs): on Ctrl-C the run stops it and
+        # everything it started (vLLM's engine processes, a local Ray instance) from the main thread
+        proc = spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:
             wait = waiting_for(proc, limit)
             for config in configs:  # each test's progress in turn; the next starts once this one's result is written
@@ -448,14 +452,13 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
                        on_progress or (lambda p: None))
             wait_exit(proc, wait)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            stop(proc)
             raise HarnessError(f"the harness ran over {limit} s ({timeout} s for each of its {len(configs)} tests)",
                                where=str(log_path)) from None
-        except BaseException:  # Ctrl-C, or a failing callback: never leave the harness running
-            proc.kill()
-            proc.wait()
+        except BaseException:  # a failing callback: never leave the harness running
+            stop(proc)
             raise
+        stop(proc)  # it has exited; what it started may not have (and the run need not stop it again)
     results: list[HarnessResult] = []
     for config in configs:
         path = config.output / RESULT_JSON

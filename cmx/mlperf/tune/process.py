@@ -312,6 +312,7 @@ def run_tune(config: TuneConfig, *, on_probe: Callable[[Probe], None] = lambda p
     """Run the tune process and return its outcome; `on_probe` hears each probe as it ends, `on_progress` the
     running test's progress (cmx.mlperf.loadgen.progress.RunProgress) about once a second."""
     from cmx.mlperf.loadgen.progress import read_progress
+    from cmx.tools.procs import spawn, stop
 
     folder = config.folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -323,7 +324,8 @@ def run_tune(config: TuneConfig, *, on_probe: Callable[[Probe], None] = lambda p
     seen, stamp = 0, None
     deadline = None if timeout is None else time.monotonic() + timeout
     with log_path.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        # a process group of its own, registered with the run (cmx.tools.procs): Ctrl-C stops it and its engine
+        proc = spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         try:
             while True:
                 try:
@@ -342,10 +344,10 @@ def run_tune(config: TuneConfig, *, on_probe: Callable[[Probe], None] = lambda p
                         on_progress(progress)
                 if done:
                     break
-        except BaseException:  # Ctrl-C, a timeout, a failing callback: never leave the engine running
-            proc.kill()
-            proc.wait()
+        except BaseException:  # a timeout, a failing callback: never leave the engine running
+            stop(proc)
             raise
+        stop(proc)  # it has exited; what it started may not have
     result = folder / TUNE_JSON
     if not result.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-3000:]

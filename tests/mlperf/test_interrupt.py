@@ -1,0 +1,212 @@
+"""Ctrl-C at each stage of an `_endpoint` run whose `vllm serve` cmx starts itself (the server starting, its
+engine warming up, LoadGen running, the accuracy being scored): cmx exits 130 within seconds, says
+"interrupted" and records it, and 10 s after the Ctrl-C no process cmx started is left and nothing listens on
+the server's port (docs/failures.md, "Ctrl-C").
+
+Real parts throughout: four `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
+together by one module fixture (one cache; a results and a runs folder each), so that the module costs about
+one run up to its accuracy test rather than four in a row. Each test waits until its run's own logs or progress
+file show the stage, sends SIGINT, and checks every process that was seen under cmx (by pid and start time)
+and the server's port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CMX, REPO, Home, interruptible, needs_vllm
+
+# the four runs share one module fixture, so the module stays on one worker (xdist_group); it runs beside
+# other tests: its four runs already load the machine more than any neighbour does
+pytestmark = [needs_vllm, pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.xdist_group("interrupt")]
+
+QUERY = "app mlperf inference llama2 _cpu _tiny _short _endpoint _offline"
+STEP = "app-mlperf-inference-llama2"
+STAGE_TIMEOUT_S = 1200.0  # a loaded 2-core machine: four runs share it, the vLLM server alone starts in minutes
+GONE_WITHIN_S = 10.0
+EXIT_WITHIN_S = 10.0  # cmx's grace before SIGKILL (3 s) and the kill
+
+
+@dataclass
+class Watched:
+    """One cmx run and every process seen under it: (pid, start time) -> command line."""
+
+    stage: str
+    proc: subprocess.Popen
+    runs: Path
+    results: Path
+    output: Path  # cmx's stdout and stderr
+    seen: dict[tuple[int, str], str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the module's watcher thread adds to `seen`
+
+    def log(self, name: str) -> str:
+        found = sorted(self.runs.glob(f"*/{name}"))
+        return found[0].read_text(encoding="utf-8", errors="replace") if found else ""
+
+    def step_log(self) -> str:
+        return self.log(f"logs/{STEP}.log")
+
+    def server_log(self) -> str:
+        return self.log(f"work/{STEP}/vllm-server.log")
+
+    def progress_state(self, mode: str) -> str | None:
+        for path in self.results.glob(f"*/*/Offline/{mode}/progress.json"):
+            try:
+                return json.loads(path.read_text())["state"]
+            except (OSError, ValueError, KeyError):
+                return None
+        return None
+
+    def harness_ended(self) -> bool:
+        with self.lock:
+            harnesses = [key for key, cmd in self.seen.items() if "cmx.mlperf.loadgen.harness" in cmd]
+        return bool(harnesses) and all(start_time(pid) != start for pid, start in harnesses)
+
+    def port(self) -> int | None:
+        found = re.search(r"vLLM server: .* --port (\d+)", self.step_log())
+        return int(found.group(1)) if found else None
+
+    def sample(self) -> None:
+        for pid in descendants(self.proc.pid):
+            start = start_time(pid)
+            with contextlib.suppress(OSError), self.lock:
+                if start is not None and (pid, start) not in self.seen:
+                    self.seen[(pid, start)] = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+
+    def commands(self) -> list[str]:
+        with self.lock:
+            return list(self.seen.values())
+
+    def left(self) -> list[str]:
+        with self.lock:
+            seen = list(self.seen.items())
+        return [f"{pid}: {cmd[:200]}" for (pid, start), cmd in seen if start_time(pid) == start]
+
+
+# what each stage looks like in the run's files (the step's log, the server's log, the harness's progress)
+REACHED: dict[str, Callable[[Watched], bool]] = {
+    # the API server runs (its first lines), its engine not yet
+    "server-starting": lambda w: "APIServer pid=" in w.server_log(),
+    # the engine loads and warms up the model: vLLM ignores SIGTERM now
+    "engine-warming": lambda w: "Starting to load model" in w.server_log(),
+    "loadgen-running": lambda w: w.progress_state("performance/run_1") == "running",
+    # the accuracy test's harness is done: cmx scores its log, the server still up
+    "accuracy-scoring": lambda w: any(w.results.glob("*/*/Offline/accuracy/result.json")) and w.harness_ended(),
+}
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children.setdefault(int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(
+                    int(entry.name))
+            except (OSError, IndexError):
+                continue
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of its stat), None when it is gone or a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched]]:
+    """The four runs, started at once, and a thread that watches the process tree under each until it ends."""
+    root = tmp_path_factory.mktemp("interrupt")
+    home = Home(root / "home")
+    home.root.mkdir()
+    (home.root / "registry.yaml").write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n",
+                                             encoding="utf-8")
+    watched: dict[str, Watched] = {}
+    for stage in REACHED:
+        results, records, output = root / stage / "results", root / stage / "runs", root / stage / "cmx.out"
+        mode = "_accuracy" if stage == "accuracy-scoring" else "_performance"
+        output.parent.mkdir()
+        with output.open("w") as out:
+            proc = subprocess.Popen([*CMX, "run", f"{QUERY} {mode}", "--input", f"results_dir={results}",
+                                     "--input", "rows=8", "--progress", "plain"],
+                                    env={**home.env, "CMX_RUNS": str(records)}, cwd=home.root, stdout=out,
+                                    stderr=subprocess.STDOUT, preexec_fn=interruptible)
+        watched[stage] = Watched(stage, proc, records, results, output)
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for w in watched.values():
+                if w.proc.poll() is None:
+                    w.sample()
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    yield watched
+    done.set()
+    thread.join()
+    for w in watched.values():  # a failed test must not leave its run behind for the next module
+        if w.proc.poll() is None:
+            w.proc.kill()
+        w.proc.wait()
+        for line in w.left():
+            with contextlib.suppress(OSError):
+                os.kill(int(line.split(":")[0]), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("stage", list(REACHED))
+def test_ctrl_c_leaves_no_process_and_no_port_behind(runs: dict[str, Watched], stage: str):
+    run = runs[stage]
+    deadline = time.monotonic() + STAGE_TIMEOUT_S
+    while not REACHED[stage](run) and run.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run.sample()
+    assert run.proc.poll() is None and REACHED[stage](run), \
+        f"the run did not reach {stage}:\n{run.output.read_text()[-3000:]}"
+    port = run.port()
+    assert port is not None and any("vllm.entrypoints.openai.api_server" in c for c in run.commands())
+    if stage == "loadgen-running":
+        assert any("cmx.mlperf.loadgen.harness" in c for c in run.commands())
+
+    interrupted = time.monotonic()
+    run.proc.send_signal(signal.SIGINT)
+    run.proc.wait(timeout=60)
+    exited = time.monotonic() - interrupted
+    out = run.output.read_text()
+    assert run.proc.returncode == 130 and out.rstrip().endswith("interrupted"), out[-3000:]
+    assert exited < EXIT_WITHIN_S, exited
+    while (run.left() or listening(port)) and time.monotonic() - interrupted < GONE_WITHIN_S:
+        time.sleep(0.2)
+    assert run.left() == [] and not listening(port)
+    (record,) = run.runs.glob("*/run.json")
+    assert json.loads(record.read_text())["status"] == "interrupted"
+    if stage == "accuracy-scoring":  # the Ctrl-C came before the score was written: the stage was hit
+        assert not any(run.results.glob("*/*/Offline/accuracy/accuracy.txt"))
