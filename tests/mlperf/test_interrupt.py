@@ -1,11 +1,14 @@
 """Ctrl-C at each stage of an `_endpoint` run whose `vllm serve` cmx starts itself (the server starting, its
-engine warming up, LoadGen running, the accuracy being scored): cmx exits 130 within seconds, says
-"interrupted" and records it, and 10 s after the Ctrl-C no process cmx started is left and nothing listens on
-the server's port (docs/failures.md, "Ctrl-C").
+engine warming up, LoadGen running, the accuracy being scored), and of a full-length in-process Offline run
+(vLLM in the harness process, LoadGen running): cmx exits 130 within seconds, says "interrupted" and records
+it, and 10 s after the Ctrl-C no process cmx started is left and nothing listens on the server's port
+(docs/failures.md, "Ctrl-C"). The full-length run (no _short: LoadGen issues its query of 1.1 x 600/s x 600 s
+samples at once) also shows that an Offline run counts completed samples from its first seconds (issue 21,
+item 6): its progress.json says some are done within 30 s of LoadGen's start.
 
-Real parts throughout: four `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
+Real parts throughout: five `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
 together by one module fixture (one cache; a results and a runs folder each), so that the module costs about
-one run up to its accuracy test rather than four in a row. Each test waits until its run's own logs or progress
+one run up to its accuracy test rather than five in a row. Each test waits until its run's own logs or progress
 file show the stage, sends SIGINT, and checks every process that was seen under cmx (by pid and start time)
 and the server's port.
 """
@@ -34,7 +37,9 @@ from tests.conftest import CMX, REPO, Home, interruptible, needs_vllm
 pytestmark = [needs_vllm, pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.xdist_group("interrupt")]
 
 QUERY = "app mlperf inference llama2 _cpu _tiny _short _endpoint _offline"
+IN_PROCESS_FULL = "app mlperf inference llama2 _cpu _tiny _offline _performance"  # vLLM in the harness, not short
 STEP = "app-mlperf-inference-llama2"
+FIRST_SAMPLES_WITHIN_S = 30.0
 STAGE_TIMEOUT_S = 1200.0  # a loaded 2-core machine: four runs share it, the vLLM server alone starts in minutes
 GONE_WITHIN_S = 10.0
 EXIT_WITHIN_S = 10.0  # cmx's grace before SIGKILL (3 s) and the kill
@@ -62,13 +67,16 @@ class Watched:
     def server_log(self) -> str:
         return self.log(f"work/{STEP}/vllm-server.log")
 
-    def progress_state(self, mode: str) -> str | None:
+    def progress(self, mode: str) -> dict | None:
         for path in self.results.glob(f"*/*/Offline/{mode}/progress.json"):
             try:
-                return json.loads(path.read_text())["state"]
-            except (OSError, ValueError, KeyError):
+                return json.loads(path.read_text())
+            except (OSError, ValueError):
                 return None
         return None
+
+    def progress_state(self, mode: str) -> str | None:
+        return (self.progress(mode) or {}).get("state")
 
     def harness_ended(self) -> bool:
         with self.lock:
@@ -105,7 +113,11 @@ REACHED: dict[str, Callable[[Watched], bool]] = {
     "loadgen-running": lambda w: w.progress_state("performance/run_1") == "running",
     # the accuracy test's harness is done: cmx scores its log, the server still up
     "accuracy-scoring": lambda w: any(w.results.glob("*/*/Offline/accuracy/result.json")) and w.harness_ended(),
+    # the full-length in-process run has completed samples (its engine answers each as it finishes)
+    "in-process-offline": lambda w: ((w.progress("performance/run_1") or {}).get("completed") or 0) > 0,
 }
+QUERIES = {stage: f"{QUERY} {'_accuracy' if stage == 'accuracy-scoring' else '_performance'}" for stage in REACHED}
+QUERIES["in-process-offline"] = IN_PROCESS_FULL
 
 
 def descendants(root: int) -> list[int]:
@@ -142,7 +154,7 @@ def listening(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched]]:
-    """The four runs, started at once, and a thread that watches the process tree under each until it ends."""
+    """The five runs, started at once, and a thread that watches the process tree under each until it ends."""
     root = tmp_path_factory.mktemp("interrupt")
     home = Home(root / "home")
     home.root.mkdir()
@@ -151,10 +163,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched
     watched: dict[str, Watched] = {}
     for stage in REACHED:
         results, records, output = root / stage / "results", root / stage / "runs", root / stage / "cmx.out"
-        mode = "_accuracy" if stage == "accuracy-scoring" else "_performance"
         output.parent.mkdir()
         with output.open("w") as out:
-            proc = subprocess.Popen([*CMX, "run", f"{QUERY} {mode}", "--input", f"results_dir={results}",
+            proc = subprocess.Popen([*CMX, "run", QUERIES[stage], "--input", f"results_dir={results}",
                                      "--input", "rows=8", "--progress", "plain"],
                                     env={**home.env, "CMX_RUNS": str(records)}, cwd=home.root, stdout=out,
                                     stderr=subprocess.STDOUT, preexec_fn=interruptible)
@@ -192,7 +203,13 @@ def test_ctrl_c_leaves_no_process_and_no_port_behind(runs: dict[str, Watched], s
     assert run.proc.poll() is None and REACHED[stage](run), \
         f"the run did not reach {stage}:\n{run.output.read_text()[-3000:]}"
     port = run.port()
-    assert port is not None and any("vllm.entrypoints.openai.api_server" in c for c in run.commands())
+    if stage == "in-process-offline":  # no server: the engine is the harness's; its first samples came early
+        assert port is None and any("cmx.mlperf.loadgen.harness" in c for c in run.commands())
+        progress = run.progress("performance/run_1") or {}
+        assert progress["expected"] > 100_000 and 0 < progress["completed"] < progress["expected"], progress
+        assert progress["elapsed_s"] <= FIRST_SAMPLES_WITHIN_S, progress
+    else:
+        assert port is not None and any("vllm.entrypoints.openai.api_server" in c for c in run.commands())
     if stage == "loadgen-running":
         assert any("cmx.mlperf.loadgen.harness" in c for c in run.commands())
 
@@ -203,9 +220,9 @@ def test_ctrl_c_leaves_no_process_and_no_port_behind(runs: dict[str, Watched], s
     out = run.output.read_text()
     assert run.proc.returncode == 130 and out.rstrip().endswith("interrupted"), out[-3000:]
     assert exited < EXIT_WITHIN_S, exited
-    while (run.left() or listening(port)) and time.monotonic() - interrupted < GONE_WITHIN_S:
+    while (run.left() or (port and listening(port))) and time.monotonic() - interrupted < GONE_WITHIN_S:
         time.sleep(0.2)
-    assert run.left() == [] and not listening(port)
+    assert run.left() == [] and not (port and listening(port))
     (record,) = run.runs.glob("*/run.json")
     assert json.loads(record.read_text())["status"] == "interrupted"
     if stage == "accuracy-scoring":  # the Ctrl-C came before the score was written: the stage was hit
