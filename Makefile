@@ -19,13 +19,13 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
-# three passes: the unit tests on two workers; the end-to-end tests on two workers, each worker's vLLM engines
-# on a core of their own (tests that must run in order on one worker say so with xdist_group); then, one at a
-# time, the end-to-end tests marked `serial`: those judged on time (a LoadGen Server run's TTFT and TPOT, a
-# deadline), which must not share the CPUs with another
+# three passes: the unit tests on two workers; the end-to-end tests on two workers, a test file per worker (its
+# tests run in order, its shared engine, server or image made once), each worker's vLLM engines on a core of
+# their own; then, one at a time, the end-to-end tests marked `serial`: those judged on time (a LoadGen Server
+# run's TTFT and TPOT, a deadline), which must not share the CPUs with another
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 	$(PY) -m pytest -q -m "not e2e" -n 2 --durations=10
-	$(PY) -m pytest -q -m "e2e and not serial" -n 2 --dist loadgroup --durations=25
+	$(PY) -m pytest -q -m "e2e and not serial" -n 2 --dist loadfile --durations=25
 	$(PY) -m pytest -q -m "e2e and serial" --durations=25
 
 test-fast: $(STAMP)  ## unit tests only

@@ -43,9 +43,9 @@ _WHY = _docker_ready()
 if _WHY and os.environ.get("CMX_REQUIRE_DOCKER") == "1":
     raise RuntimeError(f"CMX_REQUIRE_DOCKER=1 but {_WHY}")
 # a first build installs vLLM's CPU build into the image: minutes, more than the suite's 600 s default; the
-# tests run in order on one worker (xdist_group): the first builds the image the later ones find up to date
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""), pytest.mark.timeout(2400),
-              pytest.mark.xdist_group("docker")]
+# tests run in order (make test's e2e pass keeps a file on one worker): the first builds the image the later
+# ones find up to date
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""), pytest.mark.timeout(2400)]
 
 
 def docker_args() -> list[str]:
