@@ -216,7 +216,7 @@ def _wait_gone(procs: Sequence[subprocess.Popen[Any]], deadline: float) -> None:
     while time.monotonic() < deadline:
         for proc in procs:
             proc.poll()  # reap our own child, so that it no longer counts
-        if not any(family_alive(p) for p in procs):
+        if not _members(procs):  # one scan of /proc for all of them
             return
         time.sleep(POLL_S)
 
