@@ -30,10 +30,15 @@ vLLM) as this process: Ray imports this module there to build the actors.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import logging
 import os
+import pickle
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -157,12 +162,45 @@ def check_capacity(ray: Any, config: RayReplicasConfig) -> None:
 
 def preflight(config: RayReplicasConfig) -> None:
     """Join (or start) Ray as the run will, and raise now the error the run would meet if the cluster is not
-    there or cannot hold the replicas; then leave it."""
+    there or cannot hold the replicas; then leave it. In a child process (`python -m
+    cmx.mlperf.backends.ray_replicas CONFIG`): joining Ray makes this process a Ray driver, whose core worker
+    installs C-level handlers for SIGTERM and SIGINT over cmx's own, and a Ctrl-C would then end cmx at once,
+    before it stops the processes of its run."""
+    from cmx.tools.procs import spawn
+
+    config_arg = base64.b64encode(pickle.dumps(config)).decode("ascii")
+    proc = spawn([sys.executable, "-m", __name__, config_arg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                 text=True)
+    output, _ = proc.communicate()
+    found = [line for line in output.splitlines() if line.startswith(PREFLIGHT_MARK)]
+    if proc.returncode == 0 and not found:
+        return
+    if found:
+        problem = json.loads(found[-1].removeprefix(PREFLIGHT_MARK))
+        raise BackendError(problem["message"], hint=problem["hint"])
+    raise BackendError(f"the Ray preflight exited {proc.returncode}: {output.strip()[-2000:]}", hint=RAY_LOGS_HINT)
+
+
+PREFLIGHT_MARK = "CMX-RAY-PREFLIGHT "
+
+
+def _preflight_here(config: RayReplicasConfig) -> None:
     ray, _ = connect(config, logging.getLogger(__name__))
     try:
         check_capacity(ray, config)
     finally:
         ray.shutdown()
+
+
+def main(argv: list[str]) -> int:
+    """The preflight's child process: the config (pickled, base64) in, a BackendError's message and hint out."""
+    config = pickle.loads(base64.b64decode(argv[0]))
+    try:
+        _preflight_here(config)
+    except BackendError as err:
+        print(PREFLIGHT_MARK + json.dumps({"message": err.message, "hint": err.hint}), flush=True)
+        return 1
+    return 0
 
 
 def cpu_binds(places: Sequence[Mapping[str, Any]], cpus_per_replica: int) -> list[str | None]:
@@ -561,3 +599,7 @@ def connect(config: RayReplicasConfig, log: logging.Logger) -> tuple[Any, bool]:
 def _forwarded_env() -> dict[str, str]:
     """The variables of this process that shape the engines (vLLM's, Hugging Face's), for the replicas."""
     return {k: v for k, v in os.environ.items() if k.startswith(("VLLM_", "HF_"))}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

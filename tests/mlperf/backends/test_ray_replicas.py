@@ -41,6 +41,7 @@ from cmx.mlperf.backends.ray_replicas import (
     capacity_problem,
     cpu_binds,
     gcs_endpoint,
+    preflight,
     probe,
 )
 from cmx.mlperf.backends.vllm import VllmBackendConfig
@@ -99,6 +100,22 @@ def test_a_malformed_or_unreachable_ray_address_is_one_clear_error():
         with pytest.raises(BackendError, match=f"no Ray cluster answers at ray_address=127.0.0.1:{port}") as err:
             probe(f"127.0.0.1:{port}", timeout=5)
     assert time.monotonic() - began < 5 and "ray start --head" in err.value.render()
+
+
+def test_the_preflight_runs_in_a_child_and_brings_its_error_back_whole(tmp_path: Path):
+    """Joining Ray would make cmx's process a driver, whose core worker takes SIGTERM and SIGINT from cmx."""
+    import signal
+    import socket
+    from dataclasses import replace as with_
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+        with pytest.raises(BackendError, match=f"no Ray cluster answers at ray_address=127.0.0.1:{port}") as err:
+            preflight(with_(replicas_config(), address=f"127.0.0.1:{port}", connect_timeout_s=2))
+    assert "ray start --head" in (err.value.hint or "")
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
 
 
 def test_one_model_over_several_nodes_passes_vllms_own_options_through():
