@@ -106,6 +106,14 @@ def test_an_nvidia_smi_appearing_on_path_changes_the_key_and_is_detected(host: H
                               "uuid": "GPU-b42dd28e-ffdd-8720-1df0-98bd8cdc05b1"}
 
 
+def test_the_recorded_outputs_of_a_real_h100_give_what_cmx_reported_on_that_machine(host: Host) -> None:
+    host.tool("nvidia-smi", query="nvidia-smi-query-h100x1.csv", default="nvidia-smi-h100x1.txt")
+    host.tool("nvcc", default="nvcc-13.0.txt")
+    out = host.run_json("detect gpu")["outputs"]
+    on_the_h100 = json.loads((GPU_DATA / "detect-gpu-h100x1.json").read_text())
+    assert {k: out[k] for k in on_the_h100} == on_the_h100
+
+
 def test_a_failing_nvidia_smi_is_reported_as_no_gpu_with_its_message(host: Host) -> None:
     host.tool("nvidia-smi", status=9, default="nvidia-smi-failed.txt")
     out = host.run_json("detect gpu")["outputs"]
