@@ -1,14 +1,15 @@
 """Ctrl-C at each stage of an `_endpoint` run whose `vllm serve` cmx starts itself (the server starting, its
 engine warming up, LoadGen running, the accuracy being scored), and of a full-length in-process Offline run
-(vLLM in the harness process, LoadGen running): cmx exits 130 within seconds, says "interrupted" and records
+(vLLM in the harness process, LoadGen running) and of the same run on two Ray replicas on a Ray the harness
+starts itself: cmx exits 130 within seconds, says "interrupted" and records
 it, and 10 s after the Ctrl-C no process cmx started is left and nothing listens on the server's port
 (docs/failures.md, "Ctrl-C"). The full-length run (no _short: LoadGen issues its query of 1.1 x 600/s x 600 s
 samples at once) also shows that an Offline run counts completed samples from its first seconds (issue 21,
 item 6): its progress.json says some are done within 30 s of LoadGen's start.
 
-Real parts throughout: five `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
+Real parts throughout: six `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
 together by one module fixture (one cache; a results and a runs folder each), so that the module costs about
-one run up to its accuracy test rather than five in a row. Each test waits until its run's own logs or progress
+one run up to its accuracy test rather than six in a row. Each test waits until its run's own logs or progress
 file show the stage, sends SIGINT, and checks every process that was seen under cmx (by pid and start time)
 and the server's port.
 """
@@ -32,7 +33,7 @@ import pytest
 
 from tests.conftest import CMX, REPO, Home, interruptible, needs_vllm
 
-# not serial: its five runs load the machine more than any neighbour in make test's e2e pass does, and its
+# not serial: its six runs load the machine more than any neighbour in make test's e2e pass does, and its
 # deadlines (cmx's 3 s grace, then 10 s) have room for that
 pytestmark = [needs_vllm, pytest.mark.e2e, pytest.mark.timeout(1800)]
 
@@ -40,7 +41,7 @@ QUERY = "app mlperf inference llama2 _cpu _tiny _short _endpoint _offline"
 IN_PROCESS_FULL = "app mlperf inference llama2 _cpu _tiny _offline _performance"  # vLLM in the harness, not short
 STEP = "app-mlperf-inference-llama2"
 FIRST_SAMPLES_WITHIN_S = 30.0
-STAGE_TIMEOUT_S = 1200.0  # a loaded 2-core machine: four runs share it, the vLLM server alone starts in minutes
+STAGE_TIMEOUT_S = 1200.0  # a loaded 2-core machine: six runs share it, the vLLM server alone starts in minutes
 GONE_WITHIN_S = 10.0
 EXIT_WITHIN_S = 10.0  # cmx's grace before SIGKILL (3 s) and the kill
 
@@ -115,9 +116,14 @@ REACHED: dict[str, Callable[[Watched], bool]] = {
     "accuracy-scoring": lambda w: any(w.results.glob("*/*/Offline/accuracy/result.json")) and w.harness_ended(),
     # the full-length in-process run has completed samples (its engine answers each as it finishes)
     "in-process-offline": lambda w: ((w.progress("performance/run_1") or {}).get("completed") or 0) > 0,
+    # the same on two Ray replicas, on a Ray that the harness starts itself (no ray_address): cmx's own process
+    # must not become a Ray driver, whose signal handlers would end it before it stops its children
+    "ray-replicas-offline": lambda w: ((w.progress("performance/run_1") or {}).get("completed") or 0) > 0,
 }
 QUERIES = {stage: f"{QUERY} {'_accuracy' if stage == 'accuracy-scoring' else '_performance'}" for stage in REACHED}
-QUERIES["in-process-offline"] = IN_PROCESS_FULL
+QUERIES["in-process-offline"] = QUERIES["ray-replicas-offline"] = IN_PROCESS_FULL
+INPUTS = {"ray-replicas-offline": ["--input", "replicas=2"]}
+IN_PROCESS = ("in-process-offline", "ray-replicas-offline")
 
 
 def descendants(root: int) -> list[int]:
@@ -154,7 +160,7 @@ def listening(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched]]:
-    """The five runs, started at once, and a thread that watches the process tree under each until it ends."""
+    """The six runs, started at once, and a thread that watches the process tree under each until it ends."""
     root = tmp_path_factory.mktemp("interrupt")
     home = Home(root / "home")
     home.root.mkdir()
@@ -166,7 +172,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched
         output.parent.mkdir()
         with output.open("w") as out:
             proc = subprocess.Popen([*CMX, "run", QUERIES[stage], "--input", f"results_dir={results}",
-                                     "--input", "rows=8", "--progress", "plain"],
+                                     "--input", "rows=8", *INPUTS.get(stage, []), "--progress", "plain"],
                                     env={**home.env, "CMX_RUNS": str(records)}, cwd=home.root, stdout=out,
                                     stderr=subprocess.STDOUT, preexec_fn=interruptible)
         watched[stage] = Watched(stage, proc, records, results, output)
@@ -203,8 +209,12 @@ def test_ctrl_c_leaves_no_process_and_no_port_behind(runs: dict[str, Watched], s
     assert run.proc.poll() is None and REACHED[stage](run), \
         f"the run did not reach {stage}:\n{run.output.read_text()[-3000:]}"
     port = run.port()
-    if stage == "in-process-offline":  # no server: the engine is the harness's; its first samples came early
+    if stage in IN_PROCESS:  # no server: the engines are the harness's (or its replicas'); samples came early
         assert port is None and any("cmx.mlperf.loadgen.harness" in c for c in run.commands())
+        if stage == "ray-replicas-offline":
+            # the Ray that the harness started, and its workers (seen first under their script's name)
+            assert any("raylet" in c for c in run.commands())
+            assert any("default_worker.py" in c or "ray::" in c for c in run.commands())
         progress = run.progress("performance/run_1") or {}
         assert progress["expected"] > 100_000 and 0 < progress["completed"] < progress["expected"], progress
         assert progress["elapsed_s"] <= FIRST_SAMPLES_WITHIN_S, progress
