@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CMX    := $(VENV)/bin/cmx
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: test test-fast lint demo bench clean
+.PHONY: venv test test-serial test-docker test-fast lint demo bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,8 @@ $(PY):
 # the cpu extra brings vLLM's CPU build (and scale: Ray, the Kubernetes client and schemas); its
 # torchvision, torchaudio and torchcodec are CUDA builds that break `import vllm` on a CPU-only
 # torch, so they are removed again
+venv: $(STAMP)  ## only the set-up: .venv with cmx and every extra the tests use
+
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,cpu,scale,report]'
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
@@ -22,11 +24,20 @@ $(STAMP): pyproject.toml | $(PY)
 # three passes: the unit tests on two workers; the end-to-end tests on two workers, a test file per worker (its
 # tests run in order, its shared engine, server or image made once), each worker's vLLM engines on a core of
 # their own; then, one at a time, the end-to-end tests marked `serial`: those judged on time (a LoadGen Server
-# run's TTFT and TPOT, a deadline), which must not share the CPUs with another
+# run's TTFT and TPOT, a deadline), which must not share the CPUs with another test of theirs. Beside them run
+# the `docker` ones: mostly an image build, pip in a container on one core, where the serial tests leave about
+# three quarters of a core idle (their judged latencies are a tenth of their limits here). Each pass's output is
+# printed whole when it ends (--output-sync).
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 	$(PY) -m pytest -q -m "not e2e" -n 2 --durations=10
-	$(PY) -m pytest -q -m "e2e and not serial" -n 2 --dist loadfile --durations=25
-	$(PY) -m pytest -q -m "e2e and serial" --durations=25
+	$(PY) -m pytest -q -m "e2e and not serial and not docker" -n 2 --dist loadfile --durations=25
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-serial test-docker
+
+test-serial: $(STAMP)
+	$(PY) -m pytest -q -m "e2e and serial" -p no:cacheprovider --durations=25
+
+test-docker: $(STAMP)
+	$(PY) -m pytest -q -m "e2e and docker" -p no:cacheprovider --durations=10
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"

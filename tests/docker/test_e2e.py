@@ -43,9 +43,10 @@ _WHY = _docker_ready()
 if _WHY and os.environ.get("CMX_REQUIRE_DOCKER") == "1":
     raise RuntimeError(f"CMX_REQUIRE_DOCKER=1 but {_WHY}")
 # a first build installs vLLM's CPU build into the image: minutes, more than the suite's 600 s default; the
-# tests run in order (make test's e2e pass keeps a file on one worker): the first builds the image the later
-# ones find up to date
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""), pytest.mark.timeout(2400)]
+# tests run in order (make test runs the docker-marked tests in a pass of their own, on one process): the first
+# builds the image the later ones find up to date
+pytestmark = [pytest.mark.e2e, pytest.mark.docker, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""),
+              pytest.mark.timeout(2400)]
 
 
 def docker_args() -> list[str]:
@@ -173,6 +174,7 @@ def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep
     """The run inside (PID 1 of the container) gets SIGTERM, which the cmx inside handles as Ctrl-C; here a shell
     that says it got it. The container is removed, or with --keep kept, stopped."""
     import _thread
+    import signal
     import uuid
 
     import docker
@@ -187,6 +189,8 @@ def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep
         if line == "ready":
             _thread.interrupt_main()  # Ctrl-C, as the host's cmx gets it
 
+    # interrupt_main does nothing where SIGINT is ignored (tests started in the background by a shell)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             engine.run(client, image_ref=BASE, command=["sh", "-c", script], settings={"name": name}, emit=emit,
@@ -198,5 +202,6 @@ def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep
         else:
             assert left == []
     finally:
+        signal.signal(signal.SIGINT, previous)
         for container in client.containers.list(all=True, filters={"name": name}):
             container.remove(force=True)

@@ -57,6 +57,7 @@ class App:
     accuracy_keys: frozenset[str] = frozenset()
     scenario_checks: Callable[[Path, dict[str, Any], dict[str, Any]], None] | None = None  # (folder, values, facts)
     after: Callable[[TinyRun], None] | None = None
+    moe: bool = False  # a mixture of experts: its e2e row is test_app_moe_benchmarks.py's
 
     def __str__(self) -> str:
         return self.recipe.removeprefix("app-mlperf-inference-")
@@ -181,7 +182,7 @@ APPS = (
         inputs=("scenarios=Offline", "modes=performance,accuracy", "rows=24"), submission=False, cli_check=True,
         # the checker's ROUGE1/2/L, gsm8k_accuracy, mbxp_accuracy and TOKENS_PER_SAMPLE patterns all find a value
         accuracy_keys=frozenset({"rouge1", "rouge2", "rougeL", "gsm8k", "mbxp", "tokens_per_sample"}),
-        scenario_checks=_mixtral_scenario, after=_mixtral_after),
+        scenario_checks=_mixtral_scenario, after=_mixtral_after, moe=True),
     App("app-mlperf-inference-deepseek-r1", "deepseek-r1",
         plans=("app mlperf inference deepseek-r1 _rocm", "app mlperf inference deepseek-r1 _cuda"), verbose=True,
         plan_says=("app-mlperf-inference-deepseek-r1 _{device} _offline _valid _full _vllm _auto",
@@ -195,7 +196,7 @@ APPS = (
         # scenario's 80 ms TPOT limit (it went INVALID at 88 ms in one CI trial)
         inputs=("scenarios=Offline", "modes=performance,accuracy", "rows=20"), submission=False,
         # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
-        accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}), scenario_checks=_deepseek_scenario),
+        accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}), scenario_checks=_deepseek_scenario, moe=True),
     App("app-mlperf-inference-gpt-oss-120b", "gpt-oss-120b",
         plans=("app mlperf inference gpt-oss-120b _rocm", "app mlperf inference gpt-oss _cuda"),
         plan_says=("app-mlperf-inference-gpt-oss-120b ", "_full", "get-ml-model-gpt-oss-120b _full", HF,
@@ -205,7 +206,7 @@ APPS = (
                 f"system_file={SYSTEM_FILE}"),
         # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
         accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}),
-        scenario_checks=_gpt_oss_scenario, after=_gpt_oss_after),
+        scenario_checks=_gpt_oss_scenario, after=_gpt_oss_after, moe=True),
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in
@@ -249,12 +250,22 @@ def test_every_app_takes_the_sampling_inputs_with_the_references_as_default(app:
     assert (inputs["temperature"].type, inputs["top_k"].type) == ("float", "int")
 
 
+def e2e_rows(moe: bool) -> list[Any]:
+    """The rows whose tiny run a file's e2e test makes: the dense models' here, the mixtures of experts' in
+    test_app_moe_benchmarks.py (make test's e2e pass keeps a file on one worker: two files share the two).
+    A row with a Server run is judged on its latencies: it runs alone (make test's serial pass)."""
+    return [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios else [])
+            for a in APPS if a.moe == moe]
+
+
 @needs_vllm
 @pytest.mark.e2e
-# a row with a Server run is judged on its latencies: it runs alone (make test's serial pass)
-@pytest.mark.parametrize("app", [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios else [])
-                                 for a in APPS], ids=str)
+@pytest.mark.parametrize("app", e2e_rows(moe=False), ids=str)
 def test_the_tiny_app_runs_and_packages_for_open(builtin: Home, tmp_path: Path, app: App):
+    run_and_check_the_tiny_app(builtin, tmp_path, app)
+
+
+def run_and_check_the_tiny_app(builtin: Home, tmp_path: Path, app: App) -> None:
     results, submission = tmp_path / "results", tmp_path / "submission"
     given = [*app.inputs, f"results_dir={results}", "system_name=cpu-box",
              *([f"submission_dir={submission}"] if app.submission else [])]
