@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CMX    := $(VENV)/bin/cmx
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test test-serial test-docker test-fast lint demo bench clean
+.PHONY: venv test test-serial test-docker test-ray test-fast lint demo bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,18 +26,24 @@ $(STAMP): pyproject.toml | $(PY)
 # their own; then, one at a time, the end-to-end tests marked `serial`: those judged on time (a LoadGen Server
 # run's TTFT and TPOT, a deadline), which must not share the CPUs with another test of theirs. Beside them run
 # the `docker` ones: mostly an image build, pip in a container on one core, where the serial tests leave about
-# three quarters of a core idle (their judged latencies are a tenth of their limits here). Each pass's output is
-# printed whole when it ends (--output-sync).
+# three quarters of a core idle (their judged latencies are a tenth of their limits here). The Ray tests come
+# last, alone: their two replicas hold a core each (beside the build, they took 70 % longer). Each part's
+# output is printed whole when it ends (--output-sync).
+RAY_TESTS := tests/mlperf/backends/test_ray_replicas.py
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 	$(PY) -m pytest -q -m "not e2e" -n 2 --durations=10
 	$(PY) -m pytest -q -m "e2e and not serial and not docker" -n 2 --dist loadfile --durations=25
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-serial test-docker
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-ray
 
-test-serial: $(STAMP)
-	$(PY) -m pytest -q -m "e2e and serial" -p no:cacheprovider --durations=25
+# make test's last pass, in three parts (make -j2 runs the first two side by side, then the third)
+test-serial: $(STAMP)  ## the serial e2e tests but Ray's, one at a time
+	$(PY) -m pytest -q -m "e2e and serial" --ignore=$(RAY_TESTS) -p no:cacheprovider --durations=25
 
-test-docker: $(STAMP)
+test-docker: $(STAMP)  ## the e2e tests on a Docker engine
 	$(PY) -m pytest -q -m "e2e and docker" -p no:cacheprovider --durations=10
+
+test-ray: test-serial test-docker  ## the serial e2e tests on a Ray of two one-CPU nodes, after the others
+	$(PY) -m pytest -q -m "e2e and serial" $(RAY_TESTS) -p no:cacheprovider --durations=10
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"

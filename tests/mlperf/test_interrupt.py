@@ -1,17 +1,18 @@
 """Ctrl-C at each stage of an `_endpoint` run whose `vllm serve` cmx starts itself (the server starting, its
 engine warming up, LoadGen running, the accuracy being scored), and of a full-length in-process Offline run
 (vLLM in the harness process, LoadGen running) and of the same run on two Ray replicas on a Ray the harness
-starts itself: cmx exits 130 within seconds, says "interrupted" and records
-it, and 10 s after the Ctrl-C no process cmx started is left and nothing listens on the server's port
-(docs/failures.md, "Ctrl-C"). The full-length run (no _short: LoadGen issues its query of 1.1 x 600/s x 600 s
-samples at once) also shows that an Offline run counts completed samples from its first seconds (issue 21,
-item 6): its progress.json says some are done within 30 s of LoadGen's start.
+starts itself: cmx exits 130 within seconds, says "interrupted" and records it, and 10 s after the Ctrl-C no
+process cmx started is left and nothing listens on the server's port (docs/failures.md, "Ctrl-C"). The
+full-length run (no _short: LoadGen issues its query of 1.1 x 600/s x 600 s samples at once) also shows that an
+Offline run counts completed samples from its first seconds (issue 21, item 6): its progress.json says some are
+done within 30 s of LoadGen's start.
 
 Real parts throughout: six `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
 together by one module fixture (one cache; a results and a runs folder each), so that the module costs about
-one run up to its accuracy test rather than six in a row. Each test waits until its run's own logs or progress
-file show the stage, sends SIGINT, and checks every process that was seen under cmx (by pid and start time)
-and the server's port.
+one run up to its accuracy test rather than six in a row. The module's watcher thread sends a run its SIGINT the
+moment the run's own logs or progress file show its stage (a run left going would load the CPUs the other runs
+share), and notes what it saw then and 10 s later; each test checks its run's notes: every process that was
+seen under cmx (by pid and start time), and the server's port.
 """
 
 from __future__ import annotations
@@ -57,6 +58,16 @@ class Watched:
     output: Path  # cmx's stdout and stderr
     seen: dict[tuple[int, str], str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # the module's watcher thread adds to `seen`
+    # what the watcher saw when the run reached its stage (then it sent the SIGINT), and when the run exited
+    reached: threading.Event = field(default_factory=threading.Event)  # set at the stage, or when the run ended
+    interrupted_at: float | None = None
+    port_at_stage: int | None = None
+    commands_at_stage: list[str] = field(default_factory=list)
+    progress_at_stage: dict = field(default_factory=dict)
+    exited_at: float | None = None
+    # GONE_WITHIN_S after the SIGINT: the processes still running, and whether the server's port listened
+    left_after: list[str] | None = None
+    listening_after: bool = False
 
     def log(self, name: str) -> str:
         found = sorted(self.runs.glob(f"*/{name}"))
@@ -179,11 +190,35 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched
     done = threading.Event()
 
     def watch() -> None:
+        tick = 0
         while not done.is_set():
             for w in watched.values():
-                if w.proc.poll() is None:
-                    w.sample()
-            time.sleep(0.2)
+                with contextlib.suppress(OSError):  # a log or progress file replaced while it was read
+                    step(w, scan=tick % 4 == 0)
+            tick += 1
+            time.sleep(0.05)
+
+    def step(w: Watched, scan: bool) -> None:
+        """Interrupt the run the moment it reaches its stage: a run left going after it loads the CPUs the other
+        runs share, and a stage such as the accuracy scoring lasts only a moment."""
+        now = time.monotonic()
+        if w.interrupted_at is None and w.proc.poll() is None:
+            if scan:
+                w.sample()
+            if REACHED[w.stage](w):
+                w.sample()
+                w.port_at_stage, w.commands_at_stage = w.port(), w.commands()
+                w.progress_at_stage = w.progress("performance/run_1") or {}
+                w.interrupted_at = time.monotonic()
+                w.proc.send_signal(signal.SIGINT)
+                w.reached.set()
+        elif w.interrupted_at is None:  # it ended before its stage
+            w.reached.set()
+        if w.interrupted_at is not None and w.exited_at is None and w.proc.poll() is not None:
+            w.exited_at = now
+        if w.interrupted_at is not None and w.left_after is None and now - w.interrupted_at >= GONE_WITHIN_S:
+            w.left_after = w.left()
+            w.listening_after = bool(w.port_at_stage and listening(w.port_at_stage))
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
@@ -202,37 +237,30 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Watched
 @pytest.mark.parametrize("stage", list(REACHED))
 def test_ctrl_c_leaves_no_process_and_no_port_behind(runs: dict[str, Watched], stage: str):
     run = runs[stage]
-    deadline = time.monotonic() + STAGE_TIMEOUT_S
-    while not REACHED[stage](run) and run.proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    run.sample()
-    assert run.proc.poll() is None and REACHED[stage](run), \
-        f"the run did not reach {stage}:\n{run.output.read_text()[-3000:]}"
-    port = run.port()
+    run.reached.wait(STAGE_TIMEOUT_S)
+    assert run.interrupted_at is not None, f"the run did not reach {stage}:\n{run.output.read_text()[-3000:]}"
+    port, commands = run.port_at_stage, run.commands_at_stage
     if stage in IN_PROCESS:  # no server: the engines are the harness's (or its replicas'); samples came early
-        assert port is None and any("cmx.mlperf.loadgen.harness" in c for c in run.commands())
-        if stage == "ray-replicas-offline":
-            # the Ray that the harness started, and its workers (seen first under their script's name)
-            assert any("raylet" in c for c in run.commands())
-            assert any("default_worker.py" in c or "ray::" in c for c in run.commands())
-        progress = run.progress("performance/run_1") or {}
+        assert port is None and any("cmx.mlperf.loadgen.harness" in c for c in commands)
+        progress = run.progress_at_stage
         assert progress["expected"] > 100_000 and 0 < progress["completed"] < progress["expected"], progress
         assert progress["elapsed_s"] <= FIRST_SAMPLES_WITHIN_S, progress
+        if stage == "ray-replicas-offline":
+            # the Ray that the harness started, and its workers (seen first under their script's name)
+            assert any("raylet" in c for c in commands)
+            assert any("default_worker.py" in c or "ray::" in c for c in commands)
     else:
-        assert port is not None and any("vllm.entrypoints.openai.api_server" in c for c in run.commands())
+        assert port is not None and any("vllm.entrypoints.openai.api_server" in c for c in commands)
     if stage == "loadgen-running":
-        assert any("cmx.mlperf.loadgen.harness" in c for c in run.commands())
+        assert any("cmx.mlperf.loadgen.harness" in c for c in commands)
 
-    interrupted = time.monotonic()
-    run.proc.send_signal(signal.SIGINT)
     run.proc.wait(timeout=60)
-    exited = time.monotonic() - interrupted
+    while run.left_after is None and time.monotonic() - run.interrupted_at < GONE_WITHIN_S + 30:
+        time.sleep(0.2)  # the watcher looks GONE_WITHIN_S after the SIGINT
     out = run.output.read_text()
     assert run.proc.returncode == 130 and out.rstrip().endswith("interrupted"), out[-3000:]
-    assert exited < EXIT_WITHIN_S, exited
-    while (run.left() or (port and listening(port))) and time.monotonic() - interrupted < GONE_WITHIN_S:
-        time.sleep(0.2)
-    assert run.left() == [] and not (port and listening(port))
+    assert run.exited_at is not None and run.exited_at - run.interrupted_at < EXIT_WITHIN_S, run.exited_at
+    assert run.left_after == [] and not run.listening_after, (run.left_after, run.listening_after)
     (record,) = run.runs.glob("*/run.json")
     assert json.loads(record.read_text())["status"] == "interrupted"
     if stage == "accuracy-scoring":  # the Ctrl-C came before the score was written: the stage was hit
