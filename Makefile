@@ -42,7 +42,7 @@ test-serial: $(STAMP)  ## the serial e2e tests but Ray's, one at a time
 test-docker: $(STAMP)  ## the e2e tests on a Docker engine
 	$(PY) -m pytest -q -m "e2e and docker" -p no:cacheprovider --durations=10
 
-test-ray: test-serial test-docker  ## the serial e2e tests on a Ray of two one-CPU nodes, after the others
+test-ray: test-serial test-docker  ## the Ray e2e tests (two one-CPU nodes), after test-serial and test-docker
 	$(PY) -m pytest -q -m "e2e and serial" $(RAY_TESTS) -p no:cacheprovider --durations=10
 
 test-fast: $(STAMP)  ## unit tests only
