@@ -116,6 +116,10 @@ class Watched:
         return [f"{pid}: {cmd[:200]}" for (pid, start), cmd in seen if start_time(pid) == start]
 
 
+def samples_completed(w: Watched) -> bool:
+    return ((w.progress("performance/run_1") or {}).get("completed") or 0) > 0
+
+
 # what each stage looks like in the run's files (the step's log, the server's log, the harness's progress)
 REACHED: dict[str, Callable[[Watched], bool]] = {
     # the API server runs (its first lines), its engine not yet
@@ -126,10 +130,10 @@ REACHED: dict[str, Callable[[Watched], bool]] = {
     # the accuracy test's harness is done: cmx scores its log, the server still up
     "accuracy-scoring": lambda w: any(w.results.glob("*/*/Offline/accuracy/result.json")) and w.harness_ended(),
     # the full-length in-process run has completed samples (its engine answers each as it finishes)
-    "in-process-offline": lambda w: ((w.progress("performance/run_1") or {}).get("completed") or 0) > 0,
+    "in-process-offline": samples_completed,
     # the same on two Ray replicas, on a Ray that the harness starts itself (no ray_address): cmx's own process
     # must not become a Ray driver, whose signal handlers would end it before it stops its children
-    "ray-replicas-offline": lambda w: ((w.progress("performance/run_1") or {}).get("completed") or 0) > 0,
+    "ray-replicas-offline": samples_completed,
 }
 QUERIES = {stage: f"{QUERY} {'_accuracy' if stage == 'accuracy-scoring' else '_performance'}" for stage in REACHED}
 QUERIES["in-process-offline"] = QUERIES["ray-replicas-offline"] = IN_PROCESS_FULL
