@@ -5,7 +5,8 @@ starts itself: cmx exits 130 within seconds, says "interrupted" and records it, 
 process cmx started is left and nothing listens on the server's port (docs/failures.md, "Ctrl-C"). The
 full-length run (no _short: LoadGen issues its query of 1.1 x 600/s x 600 s samples at once) also shows that an
 Offline run counts completed samples from its first seconds (issue 21, item 6): its progress.json says some are
-done within 30 s of LoadGen's start.
+done within 30 s of LoadGen's start in-process, and within 120 s on the replicas (each has one core of two; the
+query would take them over an hour, so samples counted only at a shard's end would show none for that long).
 
 Real parts throughout: six `cmx run` processes of the tiny Llama 2 on vLLM's CPU build, one per stage, started
 together by one module fixture (one cache; a results and a runs folder each), so that the module costs about
@@ -41,7 +42,9 @@ pytestmark = [needs_vllm, pytest.mark.e2e, pytest.mark.timeout(1800)]
 QUERY = "app mlperf inference llama2 _cpu _tiny _short _endpoint _offline"
 IN_PROCESS_FULL = "app mlperf inference llama2 _cpu _tiny _offline _performance"  # vLLM in the harness, not short
 STEP = "app-mlperf-inference-llama2"
-FIRST_SAMPLES_WITHIN_S = 30.0
+# since LoadGen's first issue. The replicas ship their shards (about 6 MB pickled each) and run one core each:
+# 21 s on a quiet machine, 32.5 s in CI's e2e pass beside another worker.
+FIRST_SAMPLES_WITHIN_S = {"in-process-offline": 30.0, "ray-replicas-offline": 120.0}
 STAGE_TIMEOUT_S = 1200.0  # a loaded 2-core machine: six runs share it, the vLLM server alone starts in minutes
 GONE_WITHIN_S = 10.0
 EXIT_WITHIN_S = 10.0  # cmx's grace before SIGKILL (3 s) and the kill
@@ -248,7 +251,7 @@ def test_ctrl_c_leaves_no_process_and_no_port_behind(runs: dict[str, Watched], s
         assert port is None and any("cmx.mlperf.loadgen.harness" in c for c in commands)
         progress = run.progress_at_stage
         assert progress["expected"] > 100_000 and 0 < progress["completed"] < progress["expected"], progress
-        assert progress["elapsed_s"] <= FIRST_SAMPLES_WITHIN_S, progress
+        assert progress["elapsed_s"] <= FIRST_SAMPLES_WITHIN_S[stage], progress
         if stage == "ray-replicas-offline":
             # the Ray that the harness started, and its workers (seen first under their script's name)
             assert any("raylet" in c for c in commands)
