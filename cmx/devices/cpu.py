@@ -27,7 +27,12 @@ CPU = DeviceKind(
         # torch.compile (inductor) takes minutes on a small CPU and is not what the CPU runs are for
         # (tests and demos); eager runs at once
         enforce_eager=True,
-        env_defaults={},  # vLLM binds OpenMP threads to the NUMA node's cores itself ("auto")
+        # vLLM binds OpenMP threads to the NUMA node's cores itself ("auto"). Its engine core runs in the
+        # caller's process, not a process of its own: the CPU platform starts that process (and its worker)
+        # with "spawn", so each re-imports vLLM, and on two cores the offline engine then started in 22 s, not
+        # 52, and ran 41 % faster through cmx's harness (bench/README.md, harness.py).
+        # vLLM's server (AsyncLLM) keeps one engine process either way, with its worker inside.
+        env_defaults={"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
         kernels_env={}, kernels_archs=(), kernels_names="",
     ),
     pod=None,  # no GPU resource to request: `deploy --k8s` refuses a CPU plan

@@ -180,14 +180,22 @@ def test_rocm_without_aiter_support_gets_no_aiter_switch():
 # --- CPU ----------------------------------------------------------------------------------------
 
 
-def test_cpu_runs_one_bf16_eager_engine_with_no_gpu_variables():
+def test_cpu_runs_one_bf16_eager_engine_in_process_with_no_gpu_variables():
     spec = only(engine_specs(EngineOptions(device="cpu", tensor_parallel_size=2), BIG_CPU, TINY_LLAMA))
     assert spec.devices == ()
     assert spec.engine_kwargs["dtype"] == "bfloat16"
     assert spec.engine_kwargs["enforce_eager"] is True
     assert spec.engine_kwargs["tensor_parallel_size"] == 2
     assert spec.engine_kwargs["max_num_seqs"] == CPU.engine.max_num_seqs
-    assert set_variables(spec) == set() and spec.env_unset == ()
+    assert spec.env == {} and spec.env_unset == ()
+    # the engine core in the harness's process (bench/README.md, harness.py), which a user's own value overrides
+    assert spec.env_defaults == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
+def test_a_multiprocessing_setting_given_to_the_engine_wins_over_the_cpu_default():
+    options = EngineOptions(device="cpu", extra_env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
+    spec = only(engine_specs(options, BIG_CPU, TINY_LLAMA))
+    assert spec.env == {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"} and spec.env_defaults == {}
 
 
 @pytest.mark.parametrize("precision", ["fp16", "fp8"])
