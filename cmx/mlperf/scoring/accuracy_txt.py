@@ -1,6 +1,7 @@
 """accuracy.txt: write it as the references print it, read it as the official checker reads it, and check targets.
 
-The reference evaluators print `"\\nResults\\n"` and their result dict;
+The text LLMs' reference evaluators print `"\\nResults\\n"` and their result dict (Whisper's prints one
+line of its own: cmx.mlperf.benchmarks.whisper.accuracy);
 tools/submission/truncate_accuracy_log.py appends `hash=<sha256 of the full log>`. The checker
 (tools/submission/submission_checker) reads the file with `readlines()` and matches each line
 with the `ACC_PATTERN` regexes of `constants.py` (`CHECKER_PATTERNS` below), then compares each
@@ -29,11 +30,13 @@ CHECKER_PATTERNS: dict[str, str] = {
     "exact_match": r".*'exact_match':\s([\d.]+).*",
     "gsm8k": r".*'gsm8k':\s([\d.]+).*",  # ACC_PATTERN gsm8k_accuracy
     "mbxp": r".*'mbxp':\s([\d.]+).*",    # ACC_PATTERN mbxp_accuracy
+    "accuracy": r"Word Error Rate\:.*, accuracy=([0-9\.]+)%",  # ACC_PATTERN ACCURACY (whisper)
 }
 # not read by the checker; the same shape, so that accuracy.txt round-trips
 _COUNT_PATTERNS: dict[str, str] = {
     "gen_num": r".*'gen_num':\s([\d.]+).*",
     "gen_tok_len": r".*'gen_tok_len':\s([\d.]+).*",
+    "wer": r"Word Error Rate\:\s*([0-9.e+-]+)%, accuracy=",
 }
 HASH_PATTERN = r"^hash=([\w\d]+)$"  # accuracy_check.py and truncate_accuracy_log.py
 _INTEGER_KEYS = frozenset({"gen_len", "gen_num", "gen_tok_len"})
@@ -43,10 +46,12 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # the checker's names for the values it reads (constants.py accuracy-target), and how people read them
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
                  "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE",
-                 "exact_match": "exact_match", "gsm8k": "gsm8k_accuracy", "mbxp": "mbxp_accuracy"}
+                 "exact_match": "exact_match", "gsm8k": "gsm8k_accuracy", "mbxp": "mbxp_accuracy",
+                 "accuracy": "ACCURACY"}
 LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum",
           "gen_len": "generated length (characters)", "tokens_per_sample": "tokens per sample",
-          "exact_match": "exact match (%)", "gsm8k": "GSM8K exact match (%)", "mbxp": "MBXP pass@1 (%)"}
+          "exact_match": "exact match (%)", "gsm8k": "GSM8K exact match (%)", "mbxp": "MBXP pass@1 (%)",
+          "accuracy": "100 - word error rate (%)"}
 
 
 class BoundLike(Protocol):
@@ -79,11 +84,16 @@ def format_accuracy_txt(result: ResultLike | Mapping[str, float | int], log_sha2
     The dict holds plain Python numbers, so it reads `'rouge1': 44.4312` and never
     `np.float64(44.4312)`, which the checker's patterns would silently miss.
     """
+    values = dict(result) if isinstance(result, Mapping) else result.as_dict()
+    return f"\nResults\n\n{values!r}\n\nhash={valid_sha256(log_sha256)}\n"
+
+
+def valid_sha256(log_sha256: str) -> str:
+    """`log_sha256`, once it is checked to be a sha256 in hex (the hash= line's value)."""
     if not _SHA256.fullmatch(log_sha256):
         raise AccuracyError(f"{log_sha256!r} is not a sha256 (64 lowercase hex digits)",
                             hint="pass the value truncate_accuracy_log returned")
-    values = dict(result) if isinstance(result, Mapping) else result.as_dict()
-    return f"\nResults\n\n{values!r}\n\nhash={log_sha256}\n"
+    return log_sha256
 
 
 def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
@@ -91,8 +101,8 @@ def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
 
     Lines are split as `open().readlines()` splits them and matched with the checker's
     patterns; the first line that matches a key gives its value. Keys: rouge1, rouge2, rougeL,
-    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp (floats), gen_len, gen_num, gen_tok_len (ints)
-    and hash (str); a key the text lacks is absent.
+    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp, accuracy and wer (floats), gen_len, gen_num,
+    gen_tok_len (ints) and hash (str); a key the text lacks is absent.
     """
     found: dict[str, float | int | str] = {}
     patterns = {**CHECKER_PATTERNS, **_COUNT_PATTERNS}
