@@ -56,11 +56,14 @@ def swiglu_shapes(prefix: str, hidden: int, width: int) -> dict[str, tuple[int, 
 
 
 def write_random_weights(path: Path, shapes: Mapping[str, tuple[int, ...]], seed: int, dtype: str, *,
-                         dtypes: Mapping[str, str] | None = None) -> None:
+                         dtypes: Mapping[str, str] | None = None,
+                         edits: Mapping[str, Callable[[np.ndarray], None]] | None = None) -> None:
     """Write the tensors `shapes` names into the safetensors file `path`, drawn from `seed`, stored in `dtype`.
 
     `dtypes` keeps some tensors in another dtype, by the end of their name (DeepSeek-R1 stores its
-    routing bias `e_score_correction_bias` in float32 among bfloat16 weights).
+    routing bias `e_score_correction_bias` in float32 among bfloat16 weights). `edits` change a tensor's
+    float32 values in place, by its full name, after they are drawn (Whisper's tiny model zeroes the rows
+    of its special tokens); the draws of the other tensors stay the same.
     """
     rng = np.random.Generator(np.random.PCG64(seed))
     stored: dict[str, tuple[str, np.ndarray]] = {}
@@ -71,6 +74,8 @@ def write_random_weights(path: Path, shapes: Mapping[str, tuple[int, ...]], seed
             values = np.zeros(shape, dtype=np.float32)
         else:
             values = rng.standard_normal(shape, dtype=np.float32) * _SCALE
+        if edits and name in edits:
+            edits[name](values)
         kind = next((d for end, d in (dtypes or {}).items() if name.endswith(end)), dtype)
         stored[name] = (kind, _encode(values, kind))
     tmp = path.with_name(path.name + ".tmp")
