@@ -56,8 +56,18 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
     assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b",
-                                                  "gpt-oss-120b", "mixtral-8x7b", "deepseek-r1")
-    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1", "gpt-oss-120b")
+                                                  "gpt-oss-120b", "mixtral-8x7b", "deepseek-r1", "whisper")
+    assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1", "gpt-oss-120b",
+                                                  "whisper")
+
+
+def test_whisper_is_offline_only_with_test01_and_the_checkers_accuracy_target() -> None:
+    for name in ("v6.0", "v6.1"):
+        whisper = load_round(name).benchmark("whisper")
+        assert whisper.scenario_names == ("Offline",) and whisper.required_scenarios == ("Offline",)
+        assert whisper.compliance_tests == ("TEST01",) and whisper.performance_sample_count == 1633
+        # constants.py: ("ACCURACY", (100.0 - 2.0671) * 0.99)
+        assert [(b.metric, b.value) for b in whisper.accuracy.minimums] == [("accuracy", (100.0 - 2.0671) * 0.99)]
 
 
 @pytest.mark.parametrize("round_", ["v6.0", "v6.1"])

@@ -1,4 +1,4 @@
-"""What a LoadGen SUT needs from an inference engine: token ids in, token ids out.
+"""What a LoadGen SUT needs from an inference engine: token ids (and media: audio) in, token ids out.
 
 A SUT (Offline, Server, Interactive) talks to one `Backend`; each engine (vLLM today) is one
 module implementing it, the way pre-commit's languages implement `lang_base`. The contract:
@@ -120,16 +120,30 @@ class Sampling:
 GREEDY = Sampling()
 
 
+@dataclass(frozen=True, eq=False)
+class Audio:
+    """A clip the model hears with its prompt (Whisper's encoder input): mono float32 `samples` in [-1, 1) at
+    `sample_rate` Hz. Compared by identity: its samples are a numpy array (base.py does not import numpy)."""
+
+    samples: Any
+    sample_rate: int
+
+
+Media = Audio  # what a request can carry besides its tokens; Qwen3-VL's images will join it
+
+
 @dataclass(frozen=True)
 class GenRequest:
     """One prompt. `id` is the caller's (a LoadGen query id or sample index) and comes back in
-    the result; `prompt_ids` are token ids. Generation stops at the model's EOS or after
+    the result; `prompt_ids` are token ids (an encoder-decoder model's decoder prompt), and `media`
+    what the model takes besides them (Whisper's clip). Generation stops at the model's EOS or after
     `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back."""
 
     id: int
     prompt_ids: Sequence[int]
     max_tokens: int = 1024
     min_tokens: int = MIN_OUTPUT_TOKENS
+    media: tuple[Media, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.prompt_ids) == 0:

@@ -22,6 +22,7 @@ from cmx.mlperf.benchmarks.kit.model import ModelFolder
 
 if TYPE_CHECKING:  # kit imports this module
     from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+    from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
 
 
 class DatasetError(CmxError):
@@ -93,6 +94,22 @@ class Benchmark(Protocol):
               jobs: int = 1) -> Mapping[str, float | int]:
         """The reference evaluator's result dict for an accuracy run's log, in its key order: what accuracy.txt
         prints."""
+        ...
+
+    def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
+        """accuracy.txt for `score`'s values and the log's sha256, as the reference prints it (the text LLMs: a
+        result dict; Whisper: one line) and truncate_accuracy_log.py completes it."""
+        ...
+
+    # --- the samples and the answers: what the harness's QSL and SUT read ------------------------------
+
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource:
+        """What the QSL reads for `dataset` (cmx.mlperf.loadgen.sut.PromptSource: token ids per sample, and media
+        for a MediaSource), made with the tokenizer in `model_dir` where the dataset holds text or audio."""
+        ...
+
+    def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
+        """How a sample's output token ids are answered to LoadGen (the array it logs); None: as int32 token ids."""
         ...
 
     def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:

@@ -258,17 +258,19 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
     from cmx.mlperf.rounds import load_round
 
     bench = load_round(config.round).benchmark(config.benchmark)
+    plugin = benchmark_for(config.benchmark)
     audit = audit_config_path(config)
     began = time.monotonic()
     try:
-        dataset = dataset_for_test(benchmark_for(config.benchmark), config.dataset, config.mode)
+        dataset = dataset_for_test(plugin, config.dataset, config.mode)
         if config.rows is not None:
             dataset = dataset.limit(config.rows)
         settings.mode = test_mode(lg, config.mode)
         progress.shape = run_shape(settings, config.scenario, config.mode, len(dataset))
         before = dict(backend.details())
-        qsl = QSL(dataset, bench.performance_sample_count, logger)
-        sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock)
+        qsl = QSL(plugin.prompt_source(dataset, config.model), bench.performance_sample_count, logger)
+        sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock,
+                       plugin.response_encoder(config.model))
         test = LoadgenTest(lambda: lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings,
                                                                log_settings(lg, config.output), str(audit)))
         began = time.monotonic()
@@ -489,7 +491,6 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, b
     tokenizer, special tokens skipped) and write accuracy.txt beside it."""
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.accuracy_log import sha256_file
-    from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
 
     bench = benchmark_for(benchmark)
     log_path = Path(output_dir) / ACCURACY_LOG
@@ -498,7 +499,7 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, b
         data = data.limit(rows)
     values = bench.score(log_path, data, tokenizer_dir, jobs=jobs)
     path = Path(output_dir) / ACCURACY_TXT
-    path.write_text(format_accuracy_txt(values, sha256_file(log_path)), encoding="utf-8")
+    path.write_text(bench.format_accuracy_txt(values, sha256_file(log_path)), encoding="utf-8")
     return path
 
 

@@ -8,10 +8,11 @@ Backend contract in cmx.mlperf.backends.base):
   the worker thread, which gives it to `Backend.generate` in one call (the engine's scheduler
   batches, not the harness) and completes each sample as the backend yields it. Server and
   Interactive call `Backend.submit` per sample, which returns at once.
-- Every response is an int32 array of the output token ids with `n_tokens` = all of them
-  (LoadGen needs >= 2 for TPOT); the array lives until `QuerySamplesComplete` returns (LoadGen
-  copies it there when it logs accuracy). Server sends `FirstTokenComplete` with the first token
-  (n_tokens 1) before the completion.
+- Every response is what the benchmark's `ResponseEncoder` makes of the output token ids (an int32
+  array of them, unless the benchmark answers otherwise: Whisper sends its transcript's labels as
+  int64) with `n_tokens` = all the generated tokens (LoadGen needs >= 2 for TPOT); the array lives
+  until `QuerySamplesComplete` returns (LoadGen copies it there when it logs accuracy). Server
+  sends `FirstTokenComplete` with the first token (n_tokens 1) before the completion.
 - A failed request is still completed (with no tokens), so LoadGen never waits forever; the
   error is recorded in `errors` and the harness reports the run failed. A sample is completed
   once: a callback for one already completed (failed when the backend died) is dropped.
@@ -42,7 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.backends.base import Backend, BackendDead, GenRequest, GenResult
+from cmx.mlperf.backends.base import Backend, BackendDead, GenRequest, GenResult, Media
 from cmx.mlperf.loadgen.progress import SampleClock
 
 # Once the backend is dead, LoadGen gets this long to return by itself (it does when its schedule had
@@ -60,6 +61,16 @@ class PromptSource(Protocol):
     def __len__(self) -> int: ...
 
     def prompt_ids(self, i: int) -> list[int]: ...
+
+
+class MediaSource(PromptSource, Protocol):
+    """A PromptSource whose samples carry media besides their tokens (Whisper's clips)."""
+
+    def media(self, i: int) -> tuple[Media, ...]: ...
+
+
+# the array LoadGen is handed for a sample's output token ids (its n_tokens is theirs, whatever the array holds)
+ResponseEncoder = Callable[[Sequence[int]], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -80,8 +91,8 @@ def _address(array: np.ndarray) -> int:
 
 
 class QSL:
-    """LoadGen's QSL over a PromptSource. `load_samples` caches the prompts of the samples LoadGen
-    will issue (before its timed window), so `issue_queries` only looks them up."""
+    """LoadGen's QSL over a PromptSource. `load_samples` caches the prompts (and media, for a MediaSource) of the
+    samples LoadGen will issue (before its timed window), so `issue_queries` only looks them up."""
 
     def __init__(self, source: PromptSource, performance_sample_count: int,
                  logger: logging.Logger | None = None) -> None:
@@ -91,13 +102,13 @@ class QSL:
         self.total_count = len(source)
         self.performance_sample_count = min(performance_sample_count, self.total_count)
         self.log = logger or logging.getLogger(__name__)
-        self._prompts: dict[int, list[int]] = {}
+        self._prompts: dict[int, tuple[list[int], tuple[Media, ...]]] = {}
         self.handle: Any = None
 
     def load_samples(self, indices: Sequence[int]) -> None:
         for i in indices:
             if i not in self._prompts:
-                self._prompts[i] = list(self.source.prompt_ids(i))
+                self._prompts[i] = self._read(i)
         self.log.debug("QSL loaded %d samples (%d cached)", len(indices), len(self._prompts))
 
     def unload_samples(self, indices: Sequence[int]) -> None:
@@ -106,8 +117,16 @@ class QSL:
 
     def prompt(self, index: int) -> list[int]:
         """Sample `index`'s prompt ids; read from the source if LoadGen did not load it."""
+        return self.sample(index)[0]
+
+    def sample(self, index: int) -> tuple[list[int], tuple[Media, ...]]:
+        """Sample `index`'s prompt ids and media; read from the source if LoadGen did not load it."""
         cached = self._prompts.get(index)
-        return cached if cached is not None else list(self.source.prompt_ids(index))
+        return cached if cached is not None else self._read(index)
+
+    def _read(self, index: int) -> tuple[list[int], tuple[Media, ...]]:
+        media = getattr(self.source, "media", None)
+        return list(self.source.prompt_ids(index)), (tuple(media(index)) if media is not None else ())
 
     def construct(self, lg: Any) -> Any:
         if self.handle is not None:
@@ -127,12 +146,14 @@ class _BaseSUT:
     whether the backend died (`dead`, `stopped`)."""
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
-                 logger: logging.Logger | None = None, clock: SampleClock | None = None) -> None:
+                 logger: logging.Logger | None = None, clock: SampleClock | None = None,
+                 encode: ResponseEncoder | None = None) -> None:
         self.lg = lg
         self.clock = clock or SampleClock()
         self.backend = backend
         self.qsl = qsl
         self.max_tokens = max_tokens
+        self.encode: ResponseEncoder = encode or int32_tokens
         self.log = logger or logging.getLogger(__name__)
         self.handle: Any = None
         self.errors: list[SampleError] = []
@@ -143,7 +164,8 @@ class _BaseSUT:
         self._idle = threading.Condition()
 
     def request(self, query_id: int, index: int) -> GenRequest:
-        return GenRequest(id=query_id, prompt_ids=self.qsl.prompt(index), max_tokens=self.max_tokens)
+        prompt_ids, media = self.qsl.sample(index)
+        return GenRequest(id=query_id, prompt_ids=prompt_ids, max_tokens=self.max_tokens, media=media)
 
     def construct(self) -> Any:
         if self.handle is not None:
@@ -191,13 +213,13 @@ class _BaseSUT:
         return True
 
     def _complete(self, query_id: int, token_ids: Sequence[int]) -> None:
-        tokens = int32_tokens(token_ids)
+        data = np.ascontiguousarray(self.encode(token_ids))
         with self._idle:  # the clock too, before wait_idle() can see the sample done
             if not self._take(query_id):
                 return
-            response = self.lg.QuerySampleResponse(query_id, _address(tokens), tokens.nbytes, len(tokens))
+            response = self.lg.QuerySampleResponse(query_id, _address(data), data.nbytes, len(token_ids))
             self.lg.QuerySamplesComplete([response])
-            self.clock.completed(query_id, len(tokens))
+            self.clock.completed(query_id, len(token_ids))
 
     def _fail(self, query_id: int, error: BaseException | str) -> None:
         """Complete the sample empty (LoadGen must not wait for it) and record why."""
@@ -223,8 +245,9 @@ class OfflineSUT(_BaseSUT):
     """Offline: the whole query goes to `Backend.generate` at once, on a worker thread."""
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
-                 logger: logging.Logger | None = None, clock: SampleClock | None = None) -> None:
-        super().__init__(lg, backend, qsl, max_tokens, logger, clock)
+                 logger: logging.Logger | None = None, clock: SampleClock | None = None,
+                 encode: ResponseEncoder | None = None) -> None:
+        super().__init__(lg, backend, qsl, max_tokens, logger, clock, encode)
         self._queue: queue.SimpleQueue[list[tuple[int, int]] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
@@ -375,10 +398,12 @@ class LoadgenTest:
 
 
 def make_sut(scenario: str, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
-             logger: logging.Logger | None = None, clock: SampleClock | None = None) -> OfflineSUT | ServerSUT:
-    """The SUT for a benchmark scenario (Offline; Server and Interactive stream)."""
+             logger: logging.Logger | None = None, clock: SampleClock | None = None,
+             encode: ResponseEncoder | None = None) -> OfflineSUT | ServerSUT:
+    """The SUT for a benchmark scenario (Offline; Server and Interactive stream); `encode` is the benchmark's
+    answer to LoadGen (int32 token ids unless it says otherwise)."""
     if scenario == "Offline":
-        return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock)
+        return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock, encode)
     if scenario in ("Server", "Interactive"):
-        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock)
+        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock, encode)
     raise SutError(f"unknown scenario {scenario!r}", hint="Offline, Server or Interactive")

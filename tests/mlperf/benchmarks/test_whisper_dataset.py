@@ -1,5 +1,6 @@
 """Whisper's dataset as speech2text reads it (the repacked LibriSpeech manifest and its WAVs), what cmx refuses
-where the reference would go on silently, and the tiny model and dataset generators."""
+where the reference would go on silently, the tiny model and dataset generators, and what the engine gets for a
+clip and LoadGen gets back."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ import pytest
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.whisper.dataset import CLIPS, MANIFEST, SAMPLE_RATE, load_librispeech
+from cmx.mlperf.benchmarks.whisper.prompts import DECODER_PROMPT, LabelAnswer, WhisperPrompts, decoder_prompt_ids
 from cmx.mlperf.benchmarks.whisper.tiny import (
     SPECIALS,
     make_tiny_librispeech,
     make_tiny_whisper,
     whisper_weight_shapes,
 )
-from cmx.mlperf.benchmarks.whisper.transcript import reference_transcript
+from cmx.mlperf.benchmarks.whisper.transcript import labels_text, reference_transcript, response_labels
 
 
 def write_wav(path: Path, samples: np.ndarray, rate: int = SAMPLE_RATE, channels: int = 1, width: int = 2) -> Path:
@@ -222,3 +224,38 @@ def test_the_tiny_dataset_is_the_repacked_layout_and_reads_back(tiny, tmp_path: 
         # LibriSpeech-like: lower-case words only, every character one the answer can carry
         assert data.reference(i) == reference_transcript(data.reference(i)) != ""
         assert np.abs(data.audio(i)).max() > 0.1
+
+
+# --- what the engine gets, and what LoadGen gets back ---------------------------------------------------
+
+
+def test_the_decoder_prompt_is_the_references_four_special_tokens(tiny):
+    assert decoder_prompt_ids(tiny.path) == tuple(tiny.special_id(t) for t in DECODER_PROMPT)
+    assert DECODER_PROMPT == ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")
+
+
+def test_a_tokenizer_without_whispers_specials_is_refused(tmp_path: Path):
+    from tokenizers import Tokenizer, models
+
+    Tokenizer(models.BPE()).save(str(tmp_path / "tokenizer.json"))
+    with pytest.raises(DatasetError, match=r"has no <\|startoftranscript\|>, <\|en\|>.*it is not Whisper's"):
+        decoder_prompt_ids(tmp_path)
+
+
+def test_each_clip_goes_to_the_engine_as_its_audio_with_the_decoder_prompt(tiny, tmp_path: Path):
+    data = load_librispeech(make_tiny_librispeech(tmp_path, tiny.path, rows=3).path)
+    prompts = WhisperPrompts(data, decoder_prompt_ids(tiny.path))
+    assert len(prompts) == 3 and prompts.prompt_ids(1) == list(decoder_prompt_ids(tiny.path))
+    (audio,) = prompts.media(2)
+    assert audio.sample_rate == SAMPLE_RATE and np.array_equal(audio.samples, data.audio(2))
+
+
+def test_the_answer_is_the_decoded_text_as_the_reference_sut_labels_it(tiny):
+    from tokenizers import Tokenizer
+
+    answer = LabelAnswer(tiny.path)
+    ids = Tokenizer.from_file(str(tiny.path / "tokenizer.json")).encode(" She said: Colour, 25%!").ids
+    labels = answer([*ids, tiny.endoftext_id])  # the special token is skipped, as vLLM's detokenizer skips it
+    assert labels.dtype == np.dtype("<i8") and labels.tolist() == response_labels(" She said: Colour, 25%!")
+    assert labels_text(labels.tolist()) == "she said colour 25%"
+    assert answer([tiny.endoftext_id]).tolist() == []

@@ -21,9 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from cmx.mlperf.backends.base import BackendDead, GenRequest, GenResult, Sampling, StartInfo, StreamSink
+from cmx.mlperf.backends.base import Audio, BackendDead, GenRequest, GenResult, Sampling, StartInfo, StreamSink
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import (
     build_backend,
@@ -50,6 +51,7 @@ from cmx.mlperf.loadgen.sut import (
     STOP_GRACE_S,
     LoadgenTest,
     OfflineSUT,
+    ResponseEncoder,
     SampleError,
     ServerSUT,
     int32_tokens,
@@ -140,7 +142,15 @@ class Prompts:
         return [i, 11, 12]
 
 
-def run_loadgen(tmp_path: Path, scenario: str, mode: str, backend: FakeBackend, samples: int = 20):
+class Clips(Prompts):
+    """A MediaSource: prompt i as Prompts has it, with clip i (i samples of silence at 16 kHz)."""
+
+    def media(self, i: int) -> tuple[Audio, ...]:
+        return (Audio(np.zeros(i, dtype=np.float32), 16000),)
+
+
+def run_loadgen(tmp_path: Path, scenario: str, mode: str, backend: FakeBackend, samples: int = 20,
+                encode: ResponseEncoder | None = None):
     """One real LoadGen test of the SUT on the fake backend, settings set by hand (no FromConfig)."""
     import mlperf_loadgen as lg
 
@@ -159,7 +169,7 @@ def run_loadgen(tmp_path: Path, scenario: str, mode: str, backend: FakeBackend, 
     log.enable_trace = False
     qsl = QSL(Prompts(samples), samples, LOG)
     backend.start()
-    sut = make_sut(scenario, lg, backend, qsl, max_tokens=16, logger=LOG)
+    sut = make_sut(scenario, lg, backend, qsl, max_tokens=16, logger=LOG, encode=encode)
     sut.start()
     qsl.construct(lg)
     sut.construct()
@@ -194,6 +204,16 @@ def test_the_qsl_never_claims_more_performance_samples_than_it_holds():
     assert qsl.prompt(3) == [3, 11, 12]
 
 
+def test_a_media_sources_clips_reach_the_backend_with_their_prompts():
+    qsl = QSL(Clips(4), 4)
+    qsl.load_samples([2])
+    ids, media = qsl.sample(2)
+    assert ids == [2, 11, 12] and len(media) == 1 and media[0].samples.shape == (2,) and media[0].sample_rate == 16000
+    request = make_sut("Offline", None, FakeBackend(), qsl, 16).request(query_id=7, index=3)
+    assert request.prompt_ids == [3, 11, 12] and request.media[0].samples.shape == (3,)
+    assert QSL(Prompts(2), 2).sample(1) == ([1, 11, 12], ())  # a PromptSource carries none
+
+
 def test_make_sut_picks_the_streaming_sut_for_server_and_interactive():
     qsl = QSL(Prompts(2), 2)
     assert isinstance(make_sut("Offline", None, FakeBackend(), qsl, 16), OfflineSUT)
@@ -213,6 +233,19 @@ def test_offline_hands_the_whole_query_to_the_backend_and_logs_int32_tokens_with
         assert record.tokens == expected
         assert record.token_count == len(expected)
         assert record.token_data is None  # Offline sends no first token
+
+
+@needs_loadgen
+def test_a_benchmarks_encoder_answers_loadgen_and_n_tokens_stays_the_generated_count(tmp_path: Path):
+    def as_int64_text(token_ids: Sequence[int]) -> np.ndarray:  # Whisper-like: something else than the token ids
+        return np.asarray([t % 7 for t in token_ids[:-1]], dtype="<i8")
+
+    sut, run = run_loadgen(tmp_path, "Offline", "accuracy", FakeBackend(), encode=as_int64_text)
+    assert run.errors == () and sut.errors == []
+    for record in read_accuracy_log(tmp_path / "mlperf_log_accuracy.json"):
+        expected = answer(GenRequest(id=0, prompt_ids=[record.qsl_idx, 11, 12]))
+        assert record.data == as_int64_text(expected).tobytes()
+        assert record.token_count == len(expected)  # what LoadGen counts as tokens: the model's, not the array's
 
 
 @needs_loadgen

@@ -20,6 +20,7 @@ from cmx.mlperf.benchmarks.kit.model import ModelDefaults
 if TYPE_CHECKING:  # base and dataset_step import this package
     from cmx.mlperf.benchmarks.base import Dataset, Generation
     from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+    from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,20 @@ class BenchmarkDefaults(ModelDefaults):
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
               jobs: int = 1) -> Mapping[str, float | int]:
         return self.part(self.scorer)(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
+
+    def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
+        """The text LLMs' accuracy.txt: the reference's result dict, then the hash."""
+        from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
+
+        return format_accuracy_txt(values, log_sha256)
+
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource:
+        """The dataset itself: its prompts are token ids already."""
+        return dataset
+
+    def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
+        """None: the output token ids, as int32."""
+        return None
 
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
         made = self.part(self.tiny_dataset)(dest, tokenizer_dir, rows, seed)
