@@ -10,7 +10,7 @@ import queue
 import random
 from collections.abc import Sequence
 
-from cmx.mlperf.backends.base import GenRequest, GenResult
+from cmx.mlperf.backends.base import Audio, GenRequest, GenResult
 
 # Warm-up prompts: token ids drawn from a range every real vocabulary has, at lengths that make
 # vLLM run both short and long prefills before the timed window
@@ -45,6 +45,16 @@ def warmup_requests(count: int, max_model_len: int, seed: int = 0) -> list[GenRe
     lengths = [min(WARMUP_PROMPT_LENGTHS[i % len(WARMUP_PROMPT_LENGTHS)], limit) for i in range(count)]
     return [GenRequest(id=-1 - i, prompt_ids=[rng.randrange(*WARMUP_TOKEN_RANGE) for _ in range(n)],
                        max_tokens=WARMUP_MAX_TOKENS) for i, n in enumerate(lengths)]
+
+
+def audio_warmup_requests(count: int, decoder_start: int, sample_rate: int = 16000) -> list[GenRequest]:
+    """`count` requests for a speech model (negative ids): its decoder's start token, with a second of silence as
+    the clip, the shape of every real request (the encoder always sees a 30 s window)."""
+    import numpy as np
+
+    silence = Audio(np.zeros(sample_rate, dtype=np.float32), sample_rate)
+    return [GenRequest(id=-1 - i, prompt_ids=[decoder_start], max_tokens=WARMUP_MAX_TOKENS, media=(silence,))
+            for i in range(count)]
 
 
 def token_list(ids: Sequence[int]) -> list[int]:

@@ -65,12 +65,18 @@ class ModelFacts:
     weight_bytes: the checkpoint's weight files.
     quantized: config.json carries a quantization_config (an FP8 checkpoint, say): fp8 then asks
         only for an FP8 KV cache, not for quantizing the weights on load.
+    audio_decoder_start: for a speech model (Whisper: an audio encoder and a text decoder), the token its
+        decoder starts from, which a warm-up request sends with a clip; None for a text model.
+    encoder_tokens: what an encoder-decoder model's cross-attention caches per sequence besides its own tokens
+        (Whisper: the encoder's 1,500 positions), at kv_bytes_per_token each; 0 for a decoder-only model.
     """
 
     kv_bytes_per_token: int
     max_model_len: int
     weight_bytes: int = 0
     quantized: bool = False
+    audio_decoder_start: int | None = None
+    encoder_tokens: int = 0
 
 
 def parse_node_meminfo(node: int, text: str) -> NodeMemory:
@@ -199,6 +205,8 @@ def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, 
     text_config when there is one). KV bytes per token at 2 bytes a value: keys and values of every
     key-value head, or, for multi-head latent attention (DeepSeek's `kv_lora_rank`), the one
     compressed latent and the rotary key part that vLLM caches per layer instead."""
+    if config.get("model_type") == "whisper":
+        return _whisper_facts(config, max_model_len=max_model_len, weight_bytes=weight_bytes)
     text = config.get("text_config") or config
     try:
         layers, heads = int(text["num_hidden_layers"]), int(text["num_attention_heads"])
@@ -212,6 +220,20 @@ def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, 
         raise ProfileError(f"config.json lacks a usable {exc}") from None
     return ModelFacts(kv_bytes_per_token=layers * per_layer * 2, max_model_len=context,
                       weight_bytes=weight_bytes, quantized="quantization_config" in config)
+
+
+def _whisper_facts(config: Mapping[str, Any], *, max_model_len: int | None, weight_bytes: int) -> ModelFacts:
+    """Whisper's decoder, from its own names: its self-attention keys and values per token, a context of
+    max_target_positions (448), and the cross-attention's over the encoder's max_source_positions (1,500) per
+    sequence."""
+    try:
+        layers, width = int(config["decoder_layers"]), int(config["d_model"])
+        context = max_model_len or int(config["max_target_positions"])
+        start, encoder = int(config["decoder_start_token_id"]), int(config["max_source_positions"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProfileError(f"config.json lacks a usable {exc}") from None
+    return ModelFacts(kv_bytes_per_token=layers * 2 * width * 2, max_model_len=context, weight_bytes=weight_bytes,
+                      quantized="quantization_config" in config, audio_decoder_start=start, encoder_tokens=encoder)
 
 
 def read_model_facts(model_dir: Path, max_model_len: int | None = None) -> ModelFacts:

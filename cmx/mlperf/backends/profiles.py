@@ -227,10 +227,11 @@ def cpu_memory_fraction(nodes: Sequence[NodeMemory], reserve_bytes: int) -> floa
 
 
 def cpu_kv_cache_bytes(model: ModelFacts, max_num_seqs: int, tensor_parallel_size: int) -> int:
-    """The KV cache one CPU worker needs to hold `max_num_seqs` sequences of max_model_len tokens
-    (its 1/tensor_parallel_size share of the heads), in whole blocks: more is never used, since
-    vLLM runs at most max_num_seqs sequences and prefix caching is off."""
-    tokens = math.ceil(model.max_model_len / CPU_KV_BLOCK_TOKENS) * CPU_KV_BLOCK_TOKENS
+    """The KV cache one CPU worker needs to hold `max_num_seqs` sequences of max_model_len tokens, and of an
+    encoder-decoder's cross-attention (encoder_tokens), (its 1/tensor_parallel_size share of the heads), in whole
+    blocks: more is never used, since vLLM runs at most max_num_seqs sequences and prefix caching is off."""
+    tokens = sum(math.ceil(n / CPU_KV_BLOCK_TOKENS) * CPU_KV_BLOCK_TOKENS
+                 for n in (model.max_model_len, model.encoder_tokens))
     return math.ceil(max_num_seqs * tokens * model.kv_bytes_per_token / tensor_parallel_size)
 
 

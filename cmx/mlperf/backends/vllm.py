@@ -14,8 +14,10 @@ Two engine kinds, chosen by `VllmBackendConfig.streaming`:
   `generate()` works here too, through the same path.
 
 Either way: no tokenizer (`skip_tokenizer_init`: the dataset is already token ids, and outputs
-stay token ids, `detokenize=False`), the config's `Sampling` (the benchmark reference's: greedy
-for most, temperature 1 for gpt-oss-120b) in every request's SamplingParams, warm-up included,
+stay token ids, `detokenize=False`; a speech model keeps it, for vLLM's Whisper processor, and its
+requests carry their clip as `multi_modal_data`, see `engine_prompt`), the config's `Sampling` (the
+benchmark reference's: greedy for most, temperature 1 for gpt-oss-120b) in every request's
+SamplingParams, warm-up included,
 and `min_tokens` of at least 2 (LoadGen rejects a response of fewer; see
 `backend.MIN_OUTPUT_TOKENS`). EOS comes from the model's generation_config.json, which vLLM reads
 even without a tokenizer.
@@ -49,6 +51,7 @@ from typing import Any
 
 from cmx.mlperf.backends.base import (
     GREEDY,
+    Audio,
     BackendDefaults,
     BackendError,
     GenRequest,
@@ -60,6 +63,7 @@ from cmx.mlperf.backends.base import (
 )
 from cmx.mlperf.backends.batching import (
     QueueSink,
+    audio_warmup_requests,
     longest_first,
     request_cost,
     token_list,
@@ -150,11 +154,12 @@ class VllmBackend(BackendDefaults):
         self.log = logger or logging.getLogger(__name__)
         self._engines: _OfflineEngines | _StreamingEngines | None = None
 
-    def engine_kwargs(self, spec: EngineSpec) -> dict[str, Any]:
-        """vLLM's arguments for one engine: the profile's, plus what this backend needs."""
+    def engine_kwargs(self, spec: EngineSpec, model: ModelFacts | None = None) -> dict[str, Any]:
+        """vLLM's arguments for one engine: the profile's, plus what this backend needs. A speech model (`model`'s
+        audio_decoder_start) keeps its tokenizer: vLLM's Whisper processor cannot be built without one."""
         kwargs: dict[str, Any] = {
             "model": str(self.config.model),
-            "skip_tokenizer_init": True,
+            "skip_tokenizer_init": model is None or model.audio_decoder_start is None,
             "disable_log_stats": True,
             **spec.engine_kwargs,
         }
@@ -170,8 +175,8 @@ class VllmBackend(BackendDefaults):
         specs = for_sampling(engine_specs(cfg.options, facts, model), cfg.options.device, model, cfg.sampling)
         return specs, model
 
-    def _describe(self, spec: EngineSpec) -> dict[str, Any]:
-        return {**asdict(spec), "engine_kwargs": self.engine_kwargs(spec)}
+    def _describe(self, spec: EngineSpec, model: ModelFacts) -> dict[str, Any]:
+        return {**asdict(spec), "engine_kwargs": self.engine_kwargs(spec, model)}
 
     def start(self) -> StartInfo:
         if self._engines is not None:
@@ -184,11 +189,13 @@ class VllmBackend(BackendDefaults):
         specs, model = self._plan()
         for spec in specs:
             self.log.info("vLLM engine on %s: %s; environment %s, defaults %s, unset %s",
-                          ",".join(spec.devices) or self.config.options.device, self.engine_kwargs(spec),
+                          ",".join(spec.devices) or self.config.options.device, self.engine_kwargs(spec, model),
                           dict(spec.env), dict(spec.env_defaults), list(spec.env_unset))
-        warmup = warmup_requests(self.config.warmup_requests * len(specs), model.max_model_len)
+        count = self.config.warmup_requests * len(specs)
+        warmup = (warmup_requests(count, model.max_model_len) if model.audio_decoder_start is None
+                  else audio_warmup_requests(count, model.audio_decoder_start))
         try:
-            engines.build([(spec, self.engine_kwargs(spec)) for spec in specs])
+            engines.build([(spec, self.engine_kwargs(spec, model)) for spec in specs])
             built = time.monotonic()
             self.log.info("%d vLLM engine(s) started in %.1f s", len(specs), built - began)
             # the same path the benchmark takes, so that whatever vLLM does lazily on its first
@@ -201,7 +208,7 @@ class VllmBackend(BackendDefaults):
         self._engines = engines
         warmed = time.monotonic()
         self.log.info("warm-up: %d requests in %.1f s; sampling: %s", len(warmup), warmed - built, sampling.describe())
-        return StartInfo(engines=tuple(self._describe(s) for s in specs), start_seconds=built - began,
+        return StartInfo(engines=tuple(self._describe(s, model) for s in specs), start_seconds=built - began,
                          warmup_requests=len(warmup), warmup_seconds=warmed - built,
                          details={"streaming": self.config.streaming})
 
@@ -307,8 +314,7 @@ class _OfflineEngines:
         def add(count: int) -> None:
             for request in itertools.islice(ordered, count):
                 request_id = f"cmx-{request.id:x}"
-                engine.add_request(request_id, {"prompt_token_ids": token_list(request.prompt_ids)},
-                                   params.get(request))
+                engine.add_request(request_id, engine_prompt(request), params.get(request))
                 in_flight[request_id] = request
 
         add(window)
@@ -328,6 +334,16 @@ class _OfflineEngines:
         llms, self.llms = self.llms, []
         for llm in llms:
             llm.llm_engine.engine_core.shutdown()
+
+
+def engine_prompt(request: GenRequest) -> dict[str, Any]:
+    """vLLM's prompt for `request`: its token ids, and its media as multi_modal_data (Whisper: the decoder prompt's
+    ids, with the clip as the audio its encoder hears, as (samples, sample rate))."""
+    prompt: dict[str, Any] = {"prompt_token_ids": token_list(request.prompt_ids)}
+    clips = [(m.samples, m.sample_rate) for m in request.media if isinstance(m, Audio)]
+    if clips:
+        prompt["multi_modal_data"] = {"audio": clips[0] if len(clips) == 1 else clips}
+    return prompt
 
 
 # requests an Offline engine holds at once, per sequence it can run: twice max_num_seqs keeps a full queue of
@@ -416,8 +432,7 @@ class _StreamingEngines:
         tokens: list[int] = []
         finish = ""
         try:
-            stream = self.engines[slot].generate({"prompt_token_ids": token_list(request.prompt_ids)},
-                                                 self.params.get(request), str(self.counter))
+            stream = self.engines[slot].generate(engine_prompt(request), self.params.get(request), str(self.counter))
             async for out in stream:
                 delta = out.outputs[0].token_ids
                 if delta and not tokens:

@@ -462,6 +462,21 @@ def test_model_facts_of_deepseek_r1_count_the_latent_mla_caches():
     assert model_facts(config).kv_bytes_per_token == 61 * (512 + 64) * 2
 
 
+def test_model_facts_of_whisper_read_its_decoder_and_the_token_it_starts_from():
+    # whisper-large-v3's config.json (the fields that matter): an encoder-decoder in Whisper's own names
+    config = {"model_type": "whisper", "is_encoder_decoder": True, "decoder_layers": 32, "decoder_attention_heads": 20,
+              "d_model": 1280, "max_target_positions": 448, "max_source_positions": 1500,
+              "decoder_start_token_id": 50258}
+    facts = model_facts(config)
+    assert facts.kv_bytes_per_token == 32 * 2 * 1280 * 2 and facts.max_model_len == 448
+    assert facts.audio_decoder_start == 50258 and facts.encoder_tokens == 1500
+    # the CPU KV cache holds each sequence's 448 decoder tokens and its cross-attention over 1,500 positions
+    assert cpu_kv_cache_bytes(facts, 8, 1) == 8 * (512 + 1536) * facts.kv_bytes_per_token  # in blocks of 128
+    assert model_facts(LLAMA2_70B_CONFIG).audio_decoder_start is None
+    with pytest.raises(ProfileError, match="lacks a usable 'd_model'"):
+        model_facts({k: v for k, v in config.items() if k != "d_model"})
+
+
 def test_model_facts_are_read_from_a_checkpoint_folder(tmp_path: Path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA2_70B_CONFIG))
     (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"\0" * 1000)

@@ -25,11 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from cmx.mlperf.backends.base import (
     GREEDY,
     MIN_OUTPUT_TOKENS,
+    Audio,
     BackendError,
     GenRequest,
     GenResult,
@@ -38,6 +40,7 @@ from cmx.mlperf.backends.base import (
 )
 from cmx.mlperf.backends.batching import (
     WARMUP_MAX_TOKENS,
+    audio_warmup_requests,
     longest_first,
     request_cost,
     token_list,
@@ -51,9 +54,26 @@ from cmx.mlperf.backends.vllm import (
     _OfflineEngines,
     _ParamsCache,
     engine_environment,
+    engine_prompt,
 )
 
 # --- unit: requests, results, ordering, environment ----------------------------------------------
+
+
+def test_a_requests_clip_goes_to_vllm_as_the_audio_of_its_decoder_prompt():
+    clip = Audio(np.zeros(16000, dtype=np.float32), 16000)
+    prompt = engine_prompt(GenRequest(id=1, prompt_ids=[5, 6], max_tokens=4, media=(clip,)))
+    assert prompt["prompt_token_ids"] == [5, 6]
+    samples, rate = prompt["multi_modal_data"]["audio"]
+    assert samples is clip.samples and rate == 16000
+    assert engine_prompt(GenRequest(id=1, prompt_ids=[5], max_tokens=4)) == {"prompt_token_ids": [5]}
+
+
+def test_a_speech_models_warm_up_sends_its_start_token_with_a_second_of_silence():
+    (request,) = audio_warmup_requests(1, decoder_start=50258)
+    assert request.id < 0 and request.prompt_ids == [50258] and request.max_tokens == WARMUP_MAX_TOKENS
+    (clip,) = request.media
+    assert clip.sample_rate == 16000 and clip.samples.shape == (16000,) and not clip.samples.any()
 
 
 def test_a_request_must_ask_for_at_least_two_tokens():

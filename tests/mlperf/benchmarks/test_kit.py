@@ -57,7 +57,8 @@ def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 
 def test_the_benchmarks_are_found_by_family_and_by_mlperf_name():
-    assert IDS == ["deepseek-r1", "gpt-oss-120b", "llama2-70b", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b"]
+    assert IDS == ["deepseek-r1", "gpt-oss-120b", "llama2-70b", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b",
+                   "whisper"]
     assert benchmark_for("llama2-70b-99.9").family == "llama2-70b"
     assert benchmark_for("llama3.1-8b").names == ("llama3.1-8b",)
     with pytest.raises(UnknownBenchmark, match="no benchmark is called 'llama3-8b'") as info:
@@ -92,12 +93,14 @@ def test_its_tiny_model_has_the_outputs_its_model_recipe_declares(tiny: tuple[Be
 
 
 def test_its_tiny_dataset_is_what_its_loader_reads(tiny: tuple[Benchmark, ModelFolder, Path]):
-    bench, _, path = tiny
+    bench, model, path = tiny
     for mode in ("performance", "accuracy"):
         data = dataset_for_test(bench, path, mode)
         assert len(data) == ROWS and len(data.limit(4)) == 4
+        prompts = bench.prompt_source(data, model.path)  # what the QSL reads: the dataset, or Whisper's clips
+        assert len(prompts) == ROWS
         for i in range(len(data)):
-            assert data.prompt_ids(i) and all(isinstance(t, int) for t in data.prompt_ids(i))
+            assert prompts.prompt_ids(i) and all(isinstance(t, int) for t in prompts.prompt_ids(i))
             assert isinstance(data.reference(i), str) and data.reference(i)
 
 
@@ -105,10 +108,11 @@ def test_its_scorer_writes_the_accuracy_txt_the_checker_reads(tiny: tuple[Benchm
                                                               tmp_path: Path):
     bench, model, path = tiny
     data = bench.load_dataset(path)
-    # a tiny run's accuracy log: each sample "answers" with the first ids of its own prompt (int32, as LoadGen
-    # logs them): real ids of the tokenizer
-    records = [{"seq_id": i, "qsl_idx": i, "data": array("i", data.prompt_ids(i)[1:9]).tobytes().hex()}
-               for i in range(len(data))]
+    prompts, encode = bench.prompt_source(data, model.path), bench.response_encoder(model.path)
+    # a tiny run's accuracy log: each sample "answers" with the first ids of its own prompt (real ids of the
+    # tokenizer), as the benchmark answers LoadGen (int32 ids, or Whisper's labels)
+    records = [{"seq_id": i, "qsl_idx": i, "data": (encode(ids) if encode else array("i", ids)).tobytes().hex()}
+               for i in range(len(data)) for ids in [prompts.prompt_ids(i)[1:9]]]
     (tmp_path / ACCURACY_LOG).write_text(json.dumps(records))
     values = read_accuracy_txt(evaluate_accuracy(tmp_path, path, model.path, benchmark=bench.names[0]))
     for name in bench.names:
@@ -132,4 +136,4 @@ def test_its_model_side_refuses_what_a_model_recipe_must(bench: Benchmark, tmp_p
         bench.require_model_files(["tokenizer.json", "model.safetensors"], "org/name", "c" * 40)
     with pytest.raises(ModelError, match="has no tokenizer"):
         bench.require_model_files(["config.json", "model.safetensors"], "org/name", "c" * 40)
-    assert bench.model_size >= 10 * 10**9  # the real checkpoint: what a Kubernetes model cache is sized for
+    assert bench.model_size >= 10**9  # the real checkpoint: what a Kubernetes model cache is sized for

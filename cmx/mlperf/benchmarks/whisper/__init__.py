@@ -1,8 +1,65 @@
-"""whisper: LibriSpeech dev-clean and dev-other repacked into clips of up to 30 s, openai/whisper-large-v3, word
-error rate (speech2text in mlcommons/inference).
+"""whisper: LibriSpeech dev-clean and dev-other repacked into clips of up to 30 s, transcribed by
+openai/whisper-large-v3, scored by word error rate (speech2text in mlcommons/inference). Offline only.
 
-The modules so far: transcript (the 42 labels the answer to LoadGen is made of), wer (the evaluator's word
-errors, concatenations counted as matches), normalizer (openai-whisper's English text normaliser) and accuracy
-(the evaluator, and the accuracy.txt it prints). The benchmark's BENCHMARK (dataset, model, tiny generators,
-recipes) is not defined yet, so `cmx run` does not list it.
+The modules: transcript (the 42 labels the answer to LoadGen is made of), wer (the evaluator's word errors,
+concatenations counted as matches), normalizer (openai-whisper's English text normaliser), accuracy (the
+evaluator, and the accuracy.txt it prints), dataset (the manifest and its WAVs), prompts (the decoder prompt with
+the clip, and the label answer), model (the checkpoint folder), tiny (a random Whisper and generated clips).
+`BENCHMARK` imports them when called.
 """
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cmx.mlperf.benchmarks.base import Generation
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.kit.model import ModelSpec
+from cmx.mlperf.benchmarks.whisper.model import MODEL
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
+    from cmx.mlperf.benchmarks.base import Dataset
+    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+    from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
+
+# reference_SUT.py: SamplingParams(temperature=0, top_p=1.0, max_tokens=200), greedy; EOS <|endoftext|>
+MAX_TOKENS = 200
+
+
+@dataclass(frozen=True)
+class Whisper(BenchmarkDefaults):
+    family: str = "whisper"
+    names: tuple[str, ...] = ("whisper",)  # constants.py MODEL_CONFIG['v6.0'/'v6.1']['models']
+    loadgen_model: str = "whisper"  # loadgen/mlperf.conf: whisper.*
+    interactive: bool = False
+    generation: Generation = Generation(max_tokens=MAX_TOKENS)
+    model: ModelSpec = MODEL
+    loader: str = "dataset:load_librispeech"
+    tiny_dataset: str = "tiny:make_tiny_librispeech"
+
+    @property
+    def loadgen_models(self) -> Mapping[str, str]:
+        return {"Offline": self.loadgen_model}  # required-scenarios-datacenter: Offline; mlperf.conf has no Server
+
+    def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
+        return self.part("accuracy:format_accuracy_txt")(values, log_sha256)
+
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource:
+        prompts = self.part("prompts:WhisperPrompts")
+        return prompts(dataset, self.part("prompts:decoder_prompt_ids")(model_dir))
+
+    def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
+        return self.part("prompts:LabelAnswer")(model_dir)
+
+    def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+        """The folder of the download that holds dev-all-repack.json (the listing may nest it)."""
+        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+
+        return DatasetMade(self.part("dataset:manifest_folder")(path))
+
+
+BENCHMARK = Whisper()

@@ -130,6 +130,18 @@ def load_librispeech(path: Path | str) -> LibriSpeech:
     return LibriSpeech(tuple(clips), folder, skipped)
 
 
+def manifest_folder(path: Path) -> Path:
+    """The folder under `path` (a download of MLCommons' listing) that holds the manifest: `path` itself, or the one
+    folder below it that does."""
+    if (path / MANIFEST).is_file():
+        return path
+    found = sorted(p.parent for p in path.rglob(MANIFEST))
+    if len(found) != 1:
+        listed = ", ".join(str(p.relative_to(path)) for p in found) or "none"
+        raise DatasetError(f"{path} holds {len(found)} {MANIFEST} ({listed}), not one", hint=_HINT)
+    return found[0]
+
+
 def _clip(entry: object, n: int, manifest: Path, folder: Path) -> Clip | None:
     where = f"{manifest}: entry {n}"
     if not isinstance(entry, dict):
@@ -185,4 +197,4 @@ def _check_wav(wav: Path, where: str) -> int:
     return frames
 
 
-__all__ = ["FACTS", "MANIFEST", "SAMPLES", "SAMPLE_RATE", "Clip", "LibriSpeech", "load_librispeech"]
+__all__ = ["FACTS", "MANIFEST", "SAMPLES", "SAMPLE_RATE", "Clip", "LibriSpeech", "load_librispeech", "manifest_folder"]
