@@ -26,7 +26,9 @@ $(STAMP): pyproject.toml | $(PY)
 # their own; then, one at a time, the end-to-end tests marked `serial`: those judged on time (a LoadGen Server
 # run's TTFT and TPOT, a deadline), which must not share the CPUs with another test of theirs. Beside them run
 # the `docker` ones: mostly an image build, pip in a container on one core, where the serial tests leave about
-# three quarters of a core idle (their judged latencies are a tenth of their limits here). The Ray tests come
+# three quarters of a core idle (their judged latencies are a tenth of their limits here); the Docker test's two
+# benchmark runs and each serial module hold one lock (tests/conftest.py, timed_cpu_section), so that those
+# never overlap (a Server test beside the container's vLLM run failed at 20 times its latency). The Ray tests come
 # last, alone: their two replicas hold a core each (beside the build, they took 70 % longer). Each part's
 # output is printed whole when it ends (--output-sync).
 RAY_TESTS := tests/mlperf/backends/test_ray_replicas.py
