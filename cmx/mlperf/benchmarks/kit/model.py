@@ -156,6 +156,16 @@ def architecture(config: Mapping[str, Any]) -> str:
     return found[0] if isinstance(found, list) and found and isinstance(found[0], str) else "unknown"
 
 
+def read_configs_of(folder: Path, files: ModelFiles, model_type: str, wanted: str, closed: str,
+                    log: logging.Logger | None) -> tuple[dict, dict]:
+    """read_configs, saying to `log` (warn_other_model) when config.json names a model_type other than
+    `model_type` (one that names none is taken for it)."""
+    config, generation = read_configs(folder, files)
+    if config.get("model_type") not in (None, model_type):
+        warn_other_model(log, folder, f"{config.get('model_type')!r} model", wanted, closed)
+    return config, generation
+
+
 def warn_other_model(log: logging.Logger | None, folder: Path, found: str, wanted: str, closed: str) -> None:
     """Say that `folder` holds another model than the benchmark's: the open division may run it, `closed` may not."""
     if log is not None:

@@ -23,10 +23,8 @@ def describe(folder: Path, name: str, revision: str, precision: str | None, *, i
     config whose `model_type` is not `llama` is accepted, with a warning to `log`.
     """
     folder = Path(folder)
-    config, generation = kit.read_configs(folder, FILES)
-    if config.get("model_type") not in (None, "llama"):
-        kit.warn_other_model(log, folder, f"{config.get('model_type')!r} model", "Llama",
-                             "llama2-70b's closed division needs Llama 2 70B")
+    config, generation = kit.read_configs_of(folder, FILES, "llama", "Llama",
+                                             "llama2-70b's closed division needs Llama 2 70B", log)
     precision = precision or "bf16"
     dtype = kit.DTYPES.get(precision) or str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     eos = (kit.end_ids(config, generation) or (2,))[0]

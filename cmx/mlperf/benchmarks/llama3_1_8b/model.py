@@ -29,10 +29,8 @@ def describe(folder: Path, name: str, revision: str, precision: str | None, *, i
     precision = precision or "bf16"
     if precision not in kit.DTYPES:
         raise kit.ModelError(f"precision {precision!r} is not one of {', '.join(kit.DTYPES)}")
-    config, generation = kit.read_configs(folder, FILES)
-    if config.get("model_type") not in (None, "llama"):
-        kit.warn_other_model(log, folder, f"{config.get('model_type')!r} model", "Llama",
-                             "llama3.1-8b's closed division needs Llama 3.1 8B Instruct")
+    config, generation = kit.read_configs_of(folder, FILES, "llama", "Llama",
+                                             "llama3.1-8b's closed division needs Llama 3.1 8B Instruct", log)
     ends = kit.required_end_ids(folder, config, generation,
                                 "a Llama 3.1 folder lists [128001, 128008, 128009]; copy the original files")
     eos = _tokenizer_eos(folder) if (folder / "tokenizer_config.json").is_file() else None

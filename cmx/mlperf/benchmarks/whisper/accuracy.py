@@ -16,7 +16,6 @@ keeps it: it adds no words, and every word the model said for it is an insertion
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,25 +31,8 @@ if TYPE_CHECKING:
 DATASET = "whisper: the 1,633 clips of LibriSpeech dev-clean and dev-other, repacked (dev-all-repack.json)"
 
 
-@dataclass(frozen=True)
-class WerResult:
-    """The summed word errors; `as_dict` gives WER and accuracy in percent, as the evaluator prints them."""
-
-    errors: int
-    words: int
-    clips: int
-
-    @property
-    def wer(self) -> float:
-        return self.errors / self.words
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {"wer": self.wer * 100, "accuracy": (1 - self.wer) * 100,
-                "errors": self.errors, "words": self.words, "clips": self.clips}
-
-
 def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
-             normalize: Callable[[str], str]) -> WerResult:
+             normalize: Callable[[str], str]) -> WordErrors:
     """Score every record against `references` (the manifest's transcripts, indexed by qsl_idx)."""
     if not records:
         raise AccuracyError("there are no records to evaluate",
@@ -63,14 +45,14 @@ def evaluate(records: Sequence[AccuracyRecord], references: Sequence[str],
                                 hint=f"evaluate against the manifest the run used ({DATASET})")
         hypothesis = labels_text(labels_from_bytes(record.data, where), where)
         pairs.append((normalize(reference_transcript(references[record.qsl_idx])), normalize(hypothesis)))
-    errors: WordErrors = word_errors(pairs)
+    errors = word_errors(pairs)
     if errors.words == 0:
         raise AccuracyError(f"the {errors.clips} reference transcripts scored hold no words once normalised, so "
                             "there is no word error rate", hint=f"score against the real manifest ({DATASET})")
-    return WerResult(errors.errors, errors.words, errors.clips)
+    return errors
 
 
-def score_log(accuracy_log: Path, dataset: Dataset, model_dir: Path, *, jobs: int = 1) -> WerResult:
+def score_log(accuracy_log: Path, dataset: Dataset, model_dir: Path, *, jobs: int = 1) -> WordErrors:
     """BENCHMARK.score: an accuracy run's log against `dataset`'s transcripts, normalised with the spelling table of
     the checkpoint in `model_dir`. `jobs` is the kit's; scoring 1,633 clips takes about a second on one core."""
     del jobs

@@ -26,10 +26,8 @@ def describe(folder: Path, name: str, revision: str, precision: str | None, *, i
     `whisper` is accepted, with a warning to `log`.
     """
     folder = Path(folder)
-    config, generation = kit.read_configs(folder, FILES)
-    if config.get("model_type") not in (None, "whisper"):
-        kit.warn_other_model(log, folder, f"{config.get('model_type')!r} model", "Whisper",
-                             "whisper's closed division needs openai/whisper-large-v3")
+    config, generation = kit.read_configs_of(folder, FILES, "whisper", "Whisper",
+                                             "whisper's closed division needs openai/whisper-large-v3", log)
     precision = precision or "bf16"
     ends = kit.required_end_ids(folder, config, generation, hint="whisper-large-v3 ends at <|endoftext|>")
     return kit.ModelFolder(folder, name, revision, kit.DTYPES[precision], precision, ends[0], is_tiny,

@@ -61,7 +61,8 @@ def clip_errors(reference: Sequence[str], hypothesis: Sequence[str]) -> tuple[in
 
 @dataclass(frozen=True)
 class WordErrors:
-    """Errors and reference words summed over clips; `wer` is their ratio (1.0 is 100 %)."""
+    """Errors and reference words summed over clips; `wer` is their ratio (1.0 is 100 %), and `as_dict` gives WER
+    and accuracy in percent, as the evaluator prints them (the scorer's result)."""
 
     errors: int
     words: int
@@ -70,6 +71,10 @@ class WordErrors:
     @property
     def wer(self) -> float:
         return self.errors / self.words
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"wer": self.wer * 100, "accuracy": (1 - self.wer) * 100,
+                "errors": self.errors, "words": self.words, "clips": self.clips}
 
 
 def word_errors(pairs: Iterable[tuple[str, str]]) -> WordErrors:
