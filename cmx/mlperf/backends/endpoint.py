@@ -330,6 +330,7 @@ class EndpointBackend(BackendDefaults):
         loop = self._started()
         if not requests:
             return iter(())
+        refuse_media(requests)
         batch = _Batch(total=len(requests))
         future = loop.submit(self._run_batch(longest_first(requests), batch))
         return self._results(batch, future)
@@ -405,6 +406,7 @@ class EndpointBackend(BackendDefaults):
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
         """Send one streaming request and return at once (the request starts on the backend's loop)."""
+        refuse_media([request])
         self._started().spawn(self._stream(request, sink))
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
@@ -489,3 +491,13 @@ class EndpointBackend(BackendDefaults):
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.close()
+
+
+def refuse_media(requests: Sequence[GenRequest]) -> None:
+    """Requests that carry media (Whisper's clips) cannot go as token ids to a completions route: refused before
+    any is sent, never sent without their audio."""
+    carrying = next((r for r in requests if r.media), None)
+    if carrying is not None:
+        raise BackendError(f"{request_name(carrying.id)} carries {type(carrying.media[0]).__name__.lower()}, which "
+                           "the endpoint backend cannot send: it posts token ids to /v1/completions",
+                           hint="run this benchmark with vLLM in the harness process (drop _endpoint)")

@@ -28,10 +28,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from cmx.mlperf.backends.base import GREEDY, BackendDead, BackendError, GenRequest, GenResult, Sampling
-from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+from cmx.mlperf.backends.base import GREEDY, Audio, BackendDead, BackendError, GenRequest, GenResult, Sampling
+from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig, refuse_media
 from cmx.mlperf.backends.machine import MachineFacts, NodeMemory
 from cmx.mlperf.backends.openai_api import (
     NO_RETRY,
@@ -93,6 +94,15 @@ COMPLETION = {
 
 
 # --- unit: requests and answers ------------------------------------------------------------------------
+
+
+def test_a_request_with_a_clip_is_refused_rather_than_sent_without_its_audio():
+    clip = Audio(np.zeros(16000, dtype=np.float32), 16000)
+    refuse_media([GenRequest(id=1, prompt_ids=[5, 6], max_tokens=4)])  # token ids only: sent
+    with pytest.raises(BackendError, match="carries audio, which the endpoint backend cannot send") as raised:
+        refuse_media([GenRequest(id=1, prompt_ids=[5], max_tokens=4), GenRequest(id=2, prompt_ids=[5], max_tokens=4,
+                                                                                 media=(clip,))])
+    assert "drop _endpoint" in str(raised.value.hint)
 
 
 def test_a_greedy_request_is_token_ids_with_min_tokens_and_asks_for_output_ids():
