@@ -103,6 +103,7 @@ class QSL:
         self.performance_sample_count = min(performance_sample_count, self.total_count)
         self.log = logger or logging.getLogger(__name__)
         self._prompts: dict[int, tuple[list[int], tuple[Media, ...]]] = {}
+        self._media: Callable[[int], Sequence[Media]] | None = getattr(source, "media", None)  # a MediaSource's
         self.handle: Any = None
 
     def load_samples(self, indices: Sequence[int]) -> None:
@@ -125,8 +126,7 @@ class QSL:
         return cached if cached is not None else self._read(index)
 
     def _read(self, index: int) -> tuple[list[int], tuple[Media, ...]]:
-        media = getattr(self.source, "media", None)
-        return list(self.source.prompt_ids(index)), (tuple(media(index)) if media is not None else ())
+        return list(self.source.prompt_ids(index)), (tuple(self._media(index)) if self._media is not None else ())
 
     def construct(self, lg: Any) -> Any:
         if self.handle is not None:

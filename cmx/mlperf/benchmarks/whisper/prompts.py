@@ -21,7 +21,7 @@ from cmx.mlperf.backends.base import Audio
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.synthetic import read_tokenizer
 from cmx.mlperf.benchmarks.whisper.dataset import SAMPLE_RATE, LibriSpeech
-from cmx.mlperf.benchmarks.whisper.transcript import LABEL_DTYPE, response_labels
+from cmx.mlperf.benchmarks.whisper.transcript import response_array
 
 DECODER_PROMPT = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")  # QSL.py's prompt
 
@@ -64,4 +64,4 @@ class LabelAnswer:
         return str(self._tokenizer.decode(list(token_ids), skip_special_tokens=True))
 
     def __call__(self, token_ids: Sequence[int]) -> np.ndarray:
-        return np.asarray(response_labels(self.text(token_ids)), dtype=LABEL_DTYPE)
+        return response_array(self.text(token_ids))

@@ -18,6 +18,8 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable
 
+import numpy as np
+
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError
 
 # speech2text/accuracy_eval.py and reference_SUT.py: the space, a to z, the apostrophe, 0 to 9, $ % + -
@@ -37,9 +39,14 @@ def response_labels(generated: str) -> list[int]:
     return label_indices(generated.lower().strip())
 
 
+def response_array(generated: str) -> np.ndarray:
+    """response_labels as the int64 little-endian array a QuerySampleResponse points at."""
+    return np.asarray(response_labels(generated), dtype=LABEL_DTYPE)
+
+
 def response_bytes(generated: str) -> bytes:
-    """response_labels as the int64 little-endian bytes a QuerySampleResponse points at."""
-    return b"".join(i.to_bytes(LABEL_BYTES, "little", signed=True) for i in response_labels(generated))
+    """response_array's bytes: a record's `data` in LoadGen's accuracy log."""
+    return response_array(generated).tobytes()
 
 
 def labels_from_bytes(data: bytes, where: str = "a record") -> list[int]:
@@ -47,7 +54,7 @@ def labels_from_bytes(data: bytes, where: str = "a record") -> list[int]:
     if len(data) % LABEL_BYTES:
         raise AccuracyError(f"{where} holds {len(data)} bytes, not a whole number of int64 labels",
                             hint="score a log that a Whisper run wrote (its data is int64 label indices)")
-    return [int.from_bytes(data[i:i + LABEL_BYTES], "little", signed=True) for i in range(0, len(data), LABEL_BYTES)]
+    return np.frombuffer(data, dtype=LABEL_DTYPE).tolist()
 
 
 def labels_text(indices: Iterable[int], where: str = "a record") -> str:
