@@ -49,8 +49,11 @@ class Step:
         return {k: to_json(v) for k, v in self.inputs.items() if not isinstance(v, Secret)}
 
     def fetches(self) -> list[str]:
-        """The URLs among this step's inputs: what it may download when it runs."""
-        return [v for k, v in self.inputs.items() if self.recipe.inputs[k].type == "url" and v]
+        """The URLs among this step's inputs: what it may download when it runs (not one for a variation it did
+        not pick, like a dataset's URL under `_tiny`)."""
+        specs = self.recipe.inputs
+        return [v for k, v in self.inputs.items()
+                if specs[k].type == "url" and v and (specs[k].needs is None or specs[k].needs in self.variations)]
 
 
 @dataclass

@@ -1053,3 +1053,19 @@ def test_an_input_given_without_the_variation_it_needs_is_refused_at_resolution(
     assert lab.step("app served").inputs["timeout"] == 60.0  # a default is not "given"
     with pytest.raises(PlanError, match="`with` passes input 'url' to 'app-served', which is for _remote"):
         lab.plan("app caller")
+
+
+def test_a_plan_lists_a_url_as_fetched_only_under_the_variation_it_is_for(lab: Lab) -> None:
+    lab.add("""
+        name: get-data
+        tags: [get, data]
+        inputs:
+          url: {type: url, default: "https://example.org/data.uri", needs: full}
+          mirror: {type: url, default: "https://mirror.example.org"}
+        variations:
+          size:
+            full: {default: true}
+            tiny: {}
+        """)
+    assert lab.step("get data").fetches() == ["https://example.org/data.uri", "https://mirror.example.org"]
+    assert lab.step("get data _tiny").fetches() == ["https://mirror.example.org"], "_tiny generates its data"
