@@ -56,8 +56,11 @@ lint: $(STAMP)  ## ruff and mypy; fails on any finding
 	$(VENV)/bin/mypy --config-file pyproject.toml
 
 # BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b, llama3.1-405b, mixtral-8x7b,
-# deepseek-r1 or gpt-oss-120b
+# deepseek-r1, gpt-oss-120b or whisper (Offline only; its demo also runs TEST01, whisper's compliance test)
 BENCH           ?= llama2
+comma           := ,
+DEMO_SCENARIOS  := $(if $(filter whisper,$(BENCH)),Offline,Offline$(comma)Server)
+DEMO_MODES      := performance$(comma)accuracy$(if $(filter whisper,$(BENCH)),$(comma)compliance)
 DEMO_SUFFIX     := $(if $(filter-out llama2,$(BENCH)),-$(BENCH))
 DEMO_RESULTS    := results/demo$(DEMO_SUFFIX)
 DEMO_SUBMISSION := results/demo$(DEMO_SUFFIX)-submission
@@ -68,10 +71,10 @@ DEMO_EXPECTED   := loadgen.min-duration,loadgen.sample-count,accuracy.coverage
 # llama2-70b (or BENCH=llama3.1-8b) on the CPU: a tiny random model and 256 generated samples, cmx's short LoadGen profile,
 # Offline and Server, performance and accuracy: the whole pipeline in a few minutes, never a result;
 # then packaged for the open division and checked
-demo: $(STAMP)  ## run MLPerf llama2-70b (BENCH=llama3.1-8b: llama3.1-8b; tiny model, short, CPU) end to end, package it, check the tree
+demo: $(STAMP)  ## run MLPerf llama2-70b (BENCH=llama3.1-8b, whisper, ...: another; tiny model, short, CPU) end to end, package it, check the tree
 	rm -rf $(DEMO_RESULTS) $(DEMO_SUBMISSION) $(DEMO_SUBMISSION).tar.gz
-	$(CMX) run "app mlperf inference $(BENCH) _cpu _tiny _short" --input scenarios=Offline,Server \
-	  --input modes=performance,accuracy --input results_dir=$(DEMO_RESULTS) --progress plain
+	$(CMX) run "app mlperf inference $(BENCH) _cpu _tiny _short" --input scenarios=$(DEMO_SCENARIOS) \
+	  --input modes=$(DEMO_MODES) --input results_dir=$(DEMO_RESULTS) --progress plain
 	$(CMX) run "generate mlperf submission" --input results_dir=$(DEMO_RESULTS) \
 	  --input out_dir=$(DEMO_SUBMISSION) --input submitter=cmx-demo --input division=open \
 	  --input system_file=docs/examples/system-demo.yaml --input tar=true --progress plain

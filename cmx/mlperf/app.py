@@ -9,7 +9,7 @@ The layout, under `results_dir`:
                               process's whole log, the engine's included: the scenario's first test)
         accuracy/             the accuracy run, and accuracy.txt (ROUGE, tokens per sample); each later
                               test's harness.log holds its own harness lines
-        TEST06/ (TEST07/, TEST09/)  the round's compliance runs and their verification files
+        TEST06/ (TEST01/, TEST07/, TEST09/)  the round's compliance runs and their verification files
         cmx_run.json          the facts: short, tiny, compliant and why not, validity (cmx's verdict:
                               FAILED when a test went wrong) beside loadgen_validity (LoadGen's own),
                               problems, the sampling used beside the reference's, and where the run came
@@ -39,10 +39,12 @@ from typing import Any
 
 from cmx.errors import StepError
 from cmx.mlperf.backends.base import GREEDY, Sampling
+from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.harness import STOPPED_EARLY, ProgressCallback, evaluate_accuracy, run_tests, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
     FAILED,
+    MODES,
     EndpointSettings,
     EngineSettings,
     HarnessConfig,
@@ -55,10 +57,9 @@ from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.run_summary import RunSummary, format_row, format_table
 from cmx.secrets import Secret
 
-MODES = ("performance", "accuracy", "test06", "test07", "test09")
 BACKENDS = ("vllm", "endpoint")
-MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", "test06": "TEST06", "test07": "TEST07",
-                "test09": "TEST09"}
+# a compliance test's run goes into its TEST0x folder
+MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", **{m: m.upper() for m in COMPLIANCE_MODES}}
 CMX_RUN_JSON = "cmx_run.json"
 # a failed attempt's scenario folder, set aside for its re-run: <Scenario>.failed-<UTC time of the attempt>
 SET_ASIDE = ".failed-"
@@ -223,8 +224,8 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
         problems += more
     if result.mode == "test06" and (output / "mlperf_log_accuracy.json").is_file():
         problems += _verify_test06(output, result.scenario, verify, config.eos_token_id)
-    if result.mode in ("test07", "test09") and (output / "mlperf_log_accuracy.json").is_file():
-        problems += _verify_compliance(config, result.mode, output)
+    if result.mode in ("test01", "test07", "test09") and (output / "mlperf_log_accuracy.json").is_file():
+        problems += _verify_compliance(config, round_, result, output)
     # a missed accuracy target or a failed compliance check fails the test, whatever LoadGen said of its run
     validity = FAILED if len(problems) > len(result.problems) else recorded_validity(result.validity, bool(problems))
     return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=validity,
@@ -253,17 +254,22 @@ def _verify_test06(output: Path, scenario: str, verify: Verifier, eos_token_id: 
     return [] if verify_accuracy_txt_passes(text) else [f"TEST06 failed a check (see {output / 'verify_accuracy.txt'})"]
 
 
-def _verify_compliance(config: AppConfig, mode: str, output: Path) -> list[str]:
-    from cmx.mlperf.loadgen import test07, test09
+def _verify_compliance(config: AppConfig, round_: Round, result: HarnessResult, output: Path) -> list[str]:
+    from cmx.mlperf.loadgen import test01, test07, test09
     from cmx.mlperf.loadgen.compliance import compliance_test
 
-    if mode == "test07":
-        path = test07.verify_run(output, config.dataset, config.tokenizer, benchmark=config.benchmark, rows=config.rows)
+    mode, metrics = result.mode, round_.benchmark(config.benchmark).accuracy.metrics
+    if mode == "test01":  # against this scenario's accuracy and performance runs, as run_verification.py -r does
+        test01.verify_run(output, config.run_dir(result.scenario, "accuracy"),
+                          config.run_dir(result.scenario, "performance"), config.dataset, config.tokenizer,
+                          benchmark=config.benchmark, metrics=metrics, rows=config.rows)
+    elif mode == "test07":
+        test07.verify_run(output, config.dataset, config.tokenizer, benchmark=config.benchmark, rows=config.rows)
     else:
-        path = test09.verify_run(output, benchmark=config.benchmark)
-    if config.tiny or compliance_test(mode).passes(path.read_text(encoding="utf-8")):
-        return []  # random weights: the score or length says nothing, so it cannot fail the run
-    return [f"{mode.upper()} failed its check (see {path})"]
+        test09.verify_run(output, benchmark=config.benchmark)
+    if config.tiny:  # random weights: a score, a length or an output says nothing, so it cannot fail the run
+        return []
+    return [f"{mode.upper()}: {why}" for why in compliance_test(mode).failures(output, config.benchmark, metrics)]
 
 
 def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: UserConf,

@@ -139,6 +139,29 @@ def _gpt_oss_after(run: TinyRun) -> None:
     assert len(readmes) == 1 and all("top_k off, no seed, as the reference samples" in r for r in readmes)
 
 
+def _whisper_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert values["wer"] == 100 - values["accuracy"] and facts["tiny"] is True
+    assert [r["mode"] for r in facts["runs"]] == ["performance", "accuracy", "test01"]  # _valid: the round's TEST01
+    test01 = folder / "TEST01"
+    audited = read_loadgen_run(test01)  # the audit.config was read, and removed after the run
+    assert audited.audit_config_used and audited.settings.accuracy_log_sampling_target == 4096
+    assert not (test01 / "audit.config").exists()
+    compared = (test01 / "verify_accuracy.txt").read_text()
+    assert "num_perf_log_qsl_idx_match = 16" in compared  # every sampled output (all 16) had its accuracy-run twin
+    # the outputs match, or (batches can change them) Part III scored both
+    assert "TEST PASS" in compared or (test01 / "baseline_accuracy.txt").is_file(), compared
+    assert "Reference score = " in (test01 / "verify_performance.txt").read_text()
+
+
+def _whisper_after(run: TinyRun) -> None:
+    packaged = run.submission / "open" / "cmx-test" / "results" / "cpu-box" / "whisper" / "Offline" / "TEST01"
+    for rel in ("verify_accuracy.txt", "verify_performance.txt", "accuracy/mlperf_log_accuracy.json",
+                "performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt"):
+        assert (packaged / rel).stat().st_size > 0, rel
+    measurements = json.loads(packaged.parent.joinpath("measurements.json").read_text())
+    assert measurements["starting_weights_filename"].startswith("tiny-whisper")
+
+
 HF = "fetches https://huggingface.co"
 APPS = (
     App("app-mlperf-inference-llama2", "llama2-70b-99",
@@ -207,6 +230,16 @@ APPS = (
         # the checker's exact_match and TOKENS_PER_SAMPLE patterns both find a value
         accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}),
         scenario_checks=_gpt_oss_scenario, after=_gpt_oss_after, moe=True),
+    App("app-mlperf-inference-whisper", "whisper",
+        plans=("app mlperf inference whisper _rocm", "app mlperf inference whisper _cuda"),
+        plan_says=("app-mlperf-inference-whisper _{device} _offline _valid _full", "get-ml-model-whisper _full", HF,
+                   "get-dataset-whisper _full", "inference.mlcommons-storage.org/metadata/whisper-dataset.uri"),
+        plan_never=("_tiny",),
+        tiny="app mlperf inference whisper _cpu _tiny _short _submission",
+        # the default _valid: performance, accuracy and TEST01, verified against the two
+        inputs=("rows=16", "submitter=cmx-test", f"system_file={SYSTEM_FILE}"),
+        accuracy_keys=frozenset({"accuracy", "wer", "hash"}),  # the checker's ACCURACY pattern finds a value
+        scenario_checks=_whisper_scenario, after=_whisper_after),
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in

@@ -112,6 +112,12 @@ class Benchmark(Protocol):
         """How a sample's output token ids are answered to LoadGen (the array it logs); None: as int32 token ids."""
         ...
 
+    @property
+    def response_dtype(self) -> str:
+        """The element type of that array (int32 for token ids, int64 for Whisper's labels): how TEST01's
+        verify_accuracy.py reads it (`--dtype`)."""
+        ...
+
     def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
         """Write a random-weight model of the real architecture, with its tokenizer, into `dest` (`sizes`: the
         model recipe's tiny inputs, hidden_size, layers and so on; None: the smallest defaults)."""

@@ -1,4 +1,5 @@
-"""The compliance tests cmx runs (TEST06, TEST07, TEST09): each one's mode, folder, verification file and verdict.
+"""The compliance tests cmx runs (TEST01, TEST06, TEST07, TEST09): each one's mode, folder, verification files and
+verdict.
 
 The round data lists a benchmark's tests (constants.py models_TEST0x); the harness runs each as a
 performance-mode run with its audit.config, the app verifies it, the packager copies its folder,
@@ -7,24 +8,45 @@ the checker reads its verdict. This table is what those generic parts look a tes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
 
+# a test's verdict on a folder holding its verification files: (folder, benchmark, the round's accuracy metrics)
+# -> why the submission checker fails it, [] when it passes
+Judge = Callable[[Path, str, Sequence[str]], list[str]]
+
 
 @dataclass(frozen=True)
 class ComplianceTest:
-    name: str                  # TEST06: the folder in the tree
-    verify_file: str           # what its verification writes beside the run
-    passes: Callable[[str], bool]
-    copies_performance: bool   # its run_verification.py copies the run's summary and detail into performance/run_1
+    name: str                        # TEST06: the folder in the tree
+    verify_files: tuple[str, ...]    # what its verification writes beside the run
+    judge: Judge
+    copies_performance: bool         # run_verification.py copies the run's summary and detail into performance/run_1
+    accuracy_files: tuple[str, ...] = ()  # what else goes into accuracy/ when the verification wrote it (Part III)
 
     @property
     def mode(self) -> str:
         """The app's and harness's name for it: test06."""
         return self.name.lower()
+
+    def failures(self, folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
+        """Why the submission checker fails this test in `folder` (a run's, or the tree's TEST0x): [] when it passes."""
+        return self.judge(Path(folder), benchmark, metrics)
+
+
+def _says_pass(file: str, passes: Callable[[str], bool]) -> Judge:
+    """The verdict of a test that one verification file decides (TEST06, TEST07, TEST09)."""
+    def judge(folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
+        path = folder / file
+        if not path.is_file():
+            return [f"{file} is missing: the verification did not run"]
+        if passes(path.read_text(encoding="utf-8", errors="replace")):
+            return []
+        return [f"{file} says the test failed its checks"]
+    return judge
 
 
 def _test06_passes(text: str) -> bool:
@@ -45,10 +67,21 @@ def _test09_passes(text: str) -> bool:
     return passes(text)
 
 
+def _test01(folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
+    from cmx.mlperf.loadgen.test01 import checker_failures
+
+    return checker_failures(folder, benchmark, metrics)
+
+
 TESTS: dict[str, ComplianceTest] = {
-    "TEST06": ComplianceTest("TEST06", "verify_accuracy.txt", _test06_passes, False),
-    "TEST07": ComplianceTest("TEST07", "verify_accuracy.txt", _test07_passes, True),
-    "TEST09": ComplianceTest("TEST09", "verify_output_len.txt", _test09_passes, True),
+    "TEST01": ComplianceTest("TEST01", ("verify_accuracy.txt", "verify_performance.txt"), _test01, True,
+                             ("accuracy.txt", "baseline_accuracy.txt", "compliance_accuracy.txt")),
+    "TEST06": ComplianceTest("TEST06", ("verify_accuracy.txt",), _says_pass("verify_accuracy.txt", _test06_passes),
+                             False),
+    "TEST07": ComplianceTest("TEST07", ("verify_accuracy.txt",), _says_pass("verify_accuracy.txt", _test07_passes),
+                             True),
+    "TEST09": ComplianceTest("TEST09", ("verify_output_len.txt",), _says_pass("verify_output_len.txt", _test09_passes),
+                             True),
 }
 MODES = tuple(t.mode for t in TESTS.values())
 
@@ -78,12 +111,18 @@ def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
         from cmx.mlperf.loadgen.test06 import write_audit_config as write_test06
 
         return write_test06(output)
-    from cmx.mlperf.loadgen.test07 import audit_config
+    if mode == "test01":
+        from cmx.mlperf.loadgen.test01 import audit_config as test01_audit
 
+        text = test01_audit(benchmark)
+    else:
+        from cmx.mlperf.loadgen.test07 import audit_config
+
+        text = audit_config(compliance_test(mode).name, benchmark)
     path = Path(output) / AUDIT_CONFIG_NAME
-    path.write_text(audit_config(compliance_test(mode).name, benchmark), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
-__all__ = ["MODES", "TESTS", "ComplianceTest", "UnknownComplianceTest", "compliance_test", "modes_of",
+__all__ = ["MODES", "TESTS", "ComplianceTest", "Judge", "UnknownComplianceTest", "compliance_test", "modes_of",
            "write_audit_config"]

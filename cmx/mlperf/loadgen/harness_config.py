@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
+from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 
 if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
     from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.ray_replicas import RayReplicasConfig
     from cmx.mlperf.backends.vllm import VllmBackendConfig
 
-MODES = ("performance", "accuracy", "test06", "test07", "test09")  # cmx.mlperf.loadgen.compliance.MODES
+MODES = ("performance", "accuracy", *COMPLIANCE_MODES)
 SCENARIOS = ("Offline", "Server", "Interactive")
 
 

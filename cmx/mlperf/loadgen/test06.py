@@ -29,14 +29,17 @@ from pathlib import Path
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log
 
-# compliance/TEST06/audit.config in mlcommons/inference, line for line
-AUDIT_CONFIG_TEST06 = """\
+# the comment every compliance/TEST0x/audit.config of mlcommons/inference opens with
+AUDIT_HEADER = """\
 # The format of this config file is 'key = value'.
 # The key has the format 'model.scenario.key'. Value is mostly int64_t.
 # Model maybe '*' as wildcard. In that case the value applies to all models.
 # All times are in milli seconds
 
 # mode dictionary (0 = submission, 1 = accuracy, 2 = performance, 3 = find peak perf)
+"""
+# compliance/TEST06/audit.config in mlcommons/inference, line for line
+AUDIT_CONFIG_TEST06 = AUDIT_HEADER + """\
 *.*.mode = 2
 *.*.accuracy_log_rng_seed = 720381539243781796
 *.*.accuracy_log_sampling_target = 100

@@ -174,8 +174,8 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
     acc = source.run_dir("accuracy")
     _copy_files(acc, paths.accuracy, ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_TXT))
     digest = truncate_accuracy_log(acc / ACCURACY_LOG, paths.accuracy / ACCURACY_LOG)
-    if request.division == "closed":
-        for name in round_.benchmark(source.benchmark).compliance_tests:
+    for name in round_.benchmark(source.benchmark).compliance_tests:  # closed needs them; open keeps those run
+        if request.division == "closed" or source.has(name.lower()):
             _copy_compliance(source, paths, name)
     paths.measurements_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source.path / "user.conf", paths.user_conf)
@@ -185,14 +185,16 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
 
 
 def _copy_compliance(source: SourceResult, paths: ResultPaths, name: str) -> None:
-    """A compliance run's folder as its run_verification.py lays it out: the verification file, the accuracy log
-    in accuracy/, and (TEST07, TEST09) the run's summary and detail in performance/run_1."""
+    """A compliance run's folder as its run_verification.py lays it out: the verification files, the accuracy log
+    in accuracy/ (with TEST01's Part III scores where its outputs differed), and (TEST01, TEST07, TEST09) the run's
+    summary and detail in performance/run_1."""
     from cmx.mlperf.loadgen.compliance import compliance_test
 
     test = compliance_test(name)
     run = source.run_dir(test.mode)
-    _copy_files(run, paths.compliance(name), (test.verify_file,))
-    _copy_files(run, paths.compliance(name) / "accuracy", (ACCURACY_LOG,))
+    _copy_files(run, paths.compliance(name), test.verify_files)
+    _copy_files(run, paths.compliance(name) / "accuracy",
+                (ACCURACY_LOG, *(f for f in test.accuracy_files if (run / f).is_file())))
     if test.copies_performance:
         _copy_files(run, paths.compliance(name) / "performance" / "run_1",
                     ("mlperf_log_summary.txt", "mlperf_log_detail.txt"))

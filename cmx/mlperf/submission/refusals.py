@@ -73,14 +73,12 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
             out += _log_refusals(result, round_, mode, closed=closed)
     if result.has("accuracy"):
         out += _accuracy_refusals(result, round_, closed=closed)
+    metrics = round_.benchmark(result.benchmark).accuracy.metrics if compliance else ()
     for test in compliance:
-        if not result.has(test.mode):
-            continue
-        verify = result.run_dir(test.mode) / test.verify_file
-        if not verify.is_file():
-            out.append(f"{test.name} has no {test.verify_file}: the verification did not run")
-        elif not test.passes(verify.read_text(encoding="utf-8", errors="replace")):
-            out.append(f"{test.name} failed a check (see {verify})")
+        if result.has(test.mode):
+            folder = result.run_dir(test.mode)
+            out += [f"{test.name} failed (in {folder}): {why}" for why in test.failures(folder, result.benchmark,
+                                                                                      metrics)]
     return out
 
 

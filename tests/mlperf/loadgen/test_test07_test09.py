@@ -1,4 +1,4 @@
-"""Compliance TEST07 and TEST09: the audit.config files as mlcommons/inference has them, the verifications as its
+"""Compliance TEST07 and TEST09 (and the verdicts on TEST01): the audit.config files as mlcommons/inference has them, the verifications as its
 run_verification.py scripts compute and write them, and the verdicts cmx check and the packager read."""
 
 from __future__ import annotations
@@ -79,31 +79,53 @@ def test_verify_run_writes_the_verification_file_beside_the_run(tmp_path):
 def test_the_round_lists_the_tests_the_app_runs_and_the_harness_configures(tmp_path):
     assert modes_of(load_round("v6.0").benchmark("gpt-oss-120b").compliance_tests) == ("test07", "test09")
     assert modes_of(load_round("v6.0").benchmark("llama3.1-8b").compliance_tests) == ("test06",)
-    assert compliance_test("test09").verify_file == "verify_output_len.txt" and TESTS["TEST07"].copies_performance
+    assert modes_of(load_round("v6.1").benchmark("whisper").compliance_tests) == ("test01",)
+    assert compliance_test("test09").verify_files == ("verify_output_len.txt",) and TESTS["TEST07"].copies_performance
     with pytest.raises(UnknownComplianceTest):
-        compliance_test("TEST01")
+        compliance_test("TEST04")
     written = write_audit_config("test07", tmp_path, "gpt-oss-120b")
     assert written.name == "audit.config" and "test07_accuracy_threshold = 60.698" in written.read_text()
     assert "accuracy_log_sampling_target = 100" in write_audit_config("test06", tmp_path, "llama3.1-8b").read_text()
 
 
-@pytest.mark.parametrize(("name", "build", "rule"), [
-    ("TEST07", None, "test07.missing"),
-    ("TEST09", lambda f: None, "test09.missing"),
-    ("TEST07", lambda f: (f / "verify_accuracy.txt").write_text("TEST07 Verification Summary\nTEST FAIL\n"),
-     "test07.check"),
-    ("TEST09", lambda f: (f / "verify_output_len.txt").write_text("TEST PASS\n"), None),
-])
-def test_cmx_check_wants_each_tests_folder_log_and_pass(tmp_path, name, build, rule):
-    paths = ResultPaths(tmp_path, load_round("v6.0").layout, "box", "gpt-oss-120b", "Offline")
+def _test01_folder(f: Path, accuracy: str = "TEST PASS\n\n", performance: str = "TEST PASS\n") -> None:
+    (f / "verify_accuracy.txt").write_text(f"num_missing_qsl_idxs = 0\n{accuracy}")
+    (f / "verify_performance.txt").write_text(f"Verifying performance.\n{performance}")
+    (f / "performance" / "run_1").mkdir(parents=True)
+    for log in ("mlperf_log_summary.txt", "mlperf_log_detail.txt"):
+        (f / "performance" / "run_1" / log).write_text(":::MLLOG {}\n")
+
+
+# (test, benchmark, how its folder is made (None: no folder), the rule cmx check breaks, None when it passes);
+# tests/mlperf/submission/test_check.py counts these rules as caught
+VERDICT_CASES = [
+    ("TEST07", "gpt-oss-120b", None, "test07.missing"),
+    ("TEST09", "gpt-oss-120b", lambda f: None, "test09.missing"),
+    ("TEST07", "gpt-oss-120b",
+     lambda f: (f / "verify_accuracy.txt").write_text("TEST07 Verification Summary\nTEST FAIL\n"), "test07.check"),
+    ("TEST09", "gpt-oss-120b", lambda f: (f / "verify_output_len.txt").write_text("Mean output tokens: 3\nTEST FAIL\n"),
+     "test09.check"),
+    ("TEST09", "gpt-oss-120b", lambda f: (f / "verify_output_len.txt").write_text("TEST PASS\n"), None),
+    ("TEST01", "whisper", _test01_folder, None),
+    ("TEST01", "whisper", None, "test01.missing"),
+    ("TEST01", "whisper", lambda f: (f / "verify_accuracy.txt").write_text("TEST PASS\n"), "test01.missing"),
+    ("TEST01", "whisper", lambda f: _test01_folder(f, performance="TEST FAIL: Test score invalid\n"), "test01.check"),
+    ("TEST01", "whisper", lambda f: _test01_folder(f, accuracy="TEST FAIL\n"), "test01.check"),
+]
+
+
+@pytest.mark.parametrize(("name", "benchmark", "build", "rule"), VERDICT_CASES)
+def test_cmx_check_wants_each_tests_folder_log_and_pass(tmp_path, name, benchmark, build, rule):
+    paths = ResultPaths(tmp_path, load_round("v6.0").layout, "box", benchmark, "Offline")
     folder = paths.compliance(name)
     if build is not None:
         (folder / "accuracy").mkdir(parents=True)
         (folder / "accuracy" / "mlperf_log_accuracy.json").write_text("[]")
         build(folder)
     found: list = []
-    _compliance_verdict(paths, tmp_path, found, name)
-    assert [p.rule for p in found] == ([rule] if rule else [])
+    metrics = load_round("v6.0").benchmark(benchmark).accuracy.metrics
+    _compliance_verdict(paths, tmp_path, found, name, benchmark, metrics)
+    assert {p.rule for p in found} == ({rule} if rule else set()), [p.line() for p in found]
 
 
 def test_the_packager_lays_out_each_tests_folder_as_its_run_verification_does(tmp_path):

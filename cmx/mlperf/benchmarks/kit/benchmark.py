@@ -39,6 +39,7 @@ class BenchmarkDefaults(ModelDefaults):
     scorer: str = "accuracy:score_log"
     facts: str = "dataset:FACTS"
     interactive: bool = True
+    response_dtype: str = "int32"  # the harness answers token ids as int32
 
     @property
     def loadgen_models(self) -> Mapping[str, str]:

@@ -36,6 +36,7 @@ class Whisper(BenchmarkDefaults):
     names: tuple[str, ...] = ("whisper",)  # constants.py MODEL_CONFIG['v6.0'/'v6.1']['models']
     loadgen_model: str = "whisper"  # loadgen/mlperf.conf: whisper.*
     interactive: bool = False
+    response_dtype: str = "int64"  # the 42-label answer (transcript.response_array); TEST01 reads it so
     generation: Generation = Generation(max_tokens=MAX_TOKENS)
     model: ModelSpec = MODEL
     loader: str = "dataset:load_librispeech"

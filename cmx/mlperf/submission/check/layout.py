@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmx.mlperf.loadgen.compliance import TESTS as COMPLIANCE_TESTS
 from cmx.mlperf.rounds import Round
 from cmx.mlperf.submission.check.model import WARNING, Problem
 from cmx.mlperf.submission.tree import (
@@ -154,9 +155,9 @@ def _belongs_in(parts: tuple[str, ...], division: str, round_: Round) -> str | N
                round_.layout.code_dir: "the harness source (or a README pointing at a pinned commit of it)",
                "documentation": "calibration.md and other documents"}
         return top.get(name)
-    if name in ("TEST06", "TEST07", "TEST09"):
+    if name in COMPLIANCE_TESTS:
         return f"the {name} verification and its accuracy/ log"
-    if depth >= 2 and parts[-2] in ("TEST06", "TEST07", "TEST09") and name == "accuracy":
+    if depth >= 2 and parts[-2] in COMPLIANCE_TESTS and name == "accuracy":
         return f"the {parts[-2]} run's {ACCURACY_LOG}"
     if name == "run_1":
         return "the performance run's LoadGen logs"
