@@ -159,16 +159,22 @@ class GenRequest:
 class GenResult:
     """The generated token ids of one request (the prompt not included; a final EOS included,
     as the accuracy checker and TEST06 expect). `finish_reason` is the engine's ("stop" at EOS,
-    "length" at max_tokens), for logs."""
+    "length" at max_tokens), for logs.
+
+    An engine that answers with text only and a count of its tokens (vLLM's transcription route) gives
+    `text` and `count`, and no token ids: the benchmark's ResponseEncoder reads the text, and LoadGen's
+    n_tokens is the engine's count."""
 
     id: int
     token_ids: list[int]
     finish_reason: str = ""
+    text: str | None = None
+    count: int | None = None
 
     @property
     def n_tokens(self) -> int:
         """What LoadGen's QuerySampleResponse calls n_tokens: every output token, the first included."""
-        return len(self.token_ids)
+        return len(self.token_ids) if self.count is None else self.count
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ Backend contract in cmx.mlperf.backends.base):
   the worker thread, which gives it to `Backend.generate` in one call (the engine's scheduler
   batches, not the harness) and completes each sample as the backend yields it. Server and
   Interactive call `Backend.submit` per sample, which returns at once.
-- Every response is what the benchmark's `ResponseEncoder` makes of the output token ids (an int32
-  array of them, unless the benchmark answers otherwise: Whisper sends its transcript's labels as
-  int64) with `n_tokens` = all the generated tokens (LoadGen needs >= 2 for TPOT); the array lives
+- Every response is what the benchmark's `ResponseEncoder` makes of a result's output (an int32
+  array of its token ids, unless the benchmark answers otherwise: Whisper sends its transcript's
+  labels as int64) with `n_tokens` = all the generated tokens (LoadGen needs >= 2 for TPOT); the array lives
   until `QuerySamplesComplete` returns (LoadGen copies it there when it logs accuracy). Server
   sends `FirstTokenComplete` with the first token (n_tokens 1) before the completion.
 - A failed request is still completed (with no tokens), so LoadGen never waits forever; the
@@ -69,8 +69,8 @@ class MediaSource(PromptSource, Protocol):
     def media(self, i: int) -> tuple[Media, ...]: ...
 
 
-# the array LoadGen is handed for a sample's output token ids (its n_tokens is theirs, whatever the array holds)
-ResponseEncoder = Callable[[Sequence[int]], np.ndarray]
+# the array LoadGen is handed for a sample's result (its n_tokens is the result's, whatever the array holds)
+ResponseEncoder = Callable[[GenResult], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,14 @@ class SampleError:
 def int32_tokens(token_ids: Sequence[int]) -> np.ndarray:
     """Token ids as the contiguous int32 array LoadGen logs (what accuracy and TEST06 read)."""
     return np.ascontiguousarray(np.asarray(token_ids, dtype=np.int32))
+
+
+def token_answer(result: GenResult) -> np.ndarray:
+    """The default ResponseEncoder: the result's token ids as int32."""
+    if result.text is not None and not result.token_ids:
+        raise SutError(f"request {result.id} was answered with text only, and this benchmark answers LoadGen with "
+                       "token ids", hint="use an engine that returns token ids for this benchmark")
+    return int32_tokens(result.token_ids)
 
 
 def _address(array: np.ndarray) -> int:
@@ -153,7 +161,7 @@ class _BaseSUT:
         self.backend = backend
         self.qsl = qsl
         self.max_tokens = max_tokens
-        self.encode: ResponseEncoder = encode or int32_tokens
+        self.encode: ResponseEncoder = encode or token_answer
         self.log = logger or logging.getLogger(__name__)
         self.handle: Any = None
         self.errors: list[SampleError] = []
@@ -212,14 +220,14 @@ class _BaseSUT:
             self._idle.notify_all()
         return True
 
-    def _complete(self, query_id: int, token_ids: Sequence[int]) -> None:
-        data = np.ascontiguousarray(self.encode(token_ids))
+    def _complete(self, result: GenResult) -> None:
+        data = np.ascontiguousarray(self.encode(result))
         with self._idle:  # the clock too, before wait_idle() can see the sample done
-            if not self._take(query_id):
+            if not self._take(result.id):
                 return
-            response = self.lg.QuerySampleResponse(query_id, _address(data), data.nbytes, len(token_ids))
+            response = self.lg.QuerySampleResponse(result.id, _address(data), data.nbytes, result.n_tokens)
             self.lg.QuerySamplesComplete([response])
-            self.clock.completed(query_id, len(token_ids))
+            self.clock.completed(result.id, result.n_tokens)
 
     def _fail(self, query_id: int, error: BaseException | str) -> None:
         """Complete the sample empty (LoadGen must not wait for it) and record why."""
@@ -296,7 +304,7 @@ class OfflineSUT(_BaseSUT):
             self.log.error("the backend returned an unknown or repeated id %#x", result.id)
             return
         pending.discard(result.id)
-        self._complete(result.id, result.token_ids)
+        self._complete(result)
 
 
 class ServerSUT(_BaseSUT):
@@ -330,7 +338,7 @@ class ServerSUT(_BaseSUT):
             self.clock.first_token(request_id)
 
     def on_done(self, result: GenResult) -> None:
-        self._complete(result.id, result.token_ids)
+        self._complete(result)
 
     def on_error(self, request_id: int, error: BaseException) -> None:
         if isinstance(error, BackendDead) and self._backend_died(error):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cmx.mlperf.backends.base import GenResult
 from cmx.mlperf.benchmarks import UnknownBenchmark, all_benchmarks, benchmark_for, dataset_for_test
 from cmx.mlperf.benchmarks.base import Benchmark
 from cmx.mlperf.benchmarks.kit.model import ModelError, ModelFolder
@@ -111,7 +112,8 @@ def test_its_scorer_writes_the_accuracy_txt_the_checker_reads(tiny: tuple[Benchm
     prompts, encode = bench.prompt_source(data, model.path), bench.response_encoder(model.path)
     # a tiny run's accuracy log: each sample "answers" with the first ids of its own prompt (real ids of the
     # tokenizer), as the benchmark answers LoadGen (int32 ids, or Whisper's labels)
-    records = [{"seq_id": i, "qsl_idx": i, "data": (encode(ids) if encode else array("i", ids)).tobytes().hex()}
+    records = [{"seq_id": i, "qsl_idx": i,
+                "data": (encode(GenResult(i, ids)) if encode else array("i", ids)).tobytes().hex()}
                for i in range(len(data)) for ids in [prompts.prompt_ids(i)[1:9]]]
     (tmp_path / ACCURACY_LOG).write_text(json.dumps(records))
     values = read_accuracy_txt(evaluate_accuracy(tmp_path, path, model.path, benchmark=bench.names[0]))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from cmx.errors import CmxError
+from cmx.mlperf.backends.base import GenResult
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.whisper.dataset import CLIPS, MANIFEST, SAMPLE_RATE, load_librispeech
 from cmx.mlperf.benchmarks.whisper.prompts import DECODER_PROMPT, LabelAnswer, WhisperPrompts, decoder_prompt_ids
@@ -255,7 +256,9 @@ def test_the_answer_is_the_decoded_text_as_the_reference_sut_labels_it(tiny):
 
     answer = LabelAnswer(tiny.path)
     ids = Tokenizer.from_file(str(tiny.path / "tokenizer.json")).encode(" She said: Colour, 25%!").ids
-    labels = answer([*ids, tiny.endoftext_id])  # the special token is skipped, as vLLM's detokenizer skips it
+    labels = answer(GenResult(0, [*ids, tiny.endoftext_id]))  # the special token is skipped, as vLLM's detokenizer
     assert labels.dtype == np.dtype("<i8") and labels.tolist() == response_labels(" She said: Colour, 25%!")
     assert labels_text(labels.tolist()) == "she said colour 25%"
-    assert answer([tiny.endoftext_id]).tolist() == []
+    assert answer(GenResult(0, [tiny.endoftext_id])).tolist() == []
+    # a transcription route's text, taken as it is, with the server's token count
+    assert answer(GenResult(0, [], text=" She said: Colour, 25%!", count=9)).tolist() == labels.tolist()

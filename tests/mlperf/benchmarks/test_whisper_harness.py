@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cmx.mlperf.backends.base import GenResult
 from cmx.mlperf.benchmarks.whisper.prompts import LabelAnswer
 from cmx.mlperf.benchmarks.whisper.tiny import make_tiny_librispeech, make_tiny_whisper
 from cmx.mlperf.benchmarks.whisper.transcript import LABELS, labels_from_bytes
@@ -70,7 +71,7 @@ def test_the_accuracy_log_holds_each_clips_labels_and_its_token_count(run: Run):
         assert all(0 <= i < len(LABELS) for i in labels)
         assert record.token_count == MAX_TOKENS  # the random model never says <|endoftext|>
     assert any(labels_from_bytes(r.data) for r in records), "the tiny Whisper wrote no text at all"
-    assert LabelAnswer(model)([]).tolist() == []
+    assert LabelAnswer(model)(GenResult(0, [])).tolist() == []
 
 
 def test_the_accuracy_txt_is_the_evaluators_line_the_checker_reads(run: Run):

@@ -237,14 +237,14 @@ def test_offline_hands_the_whole_query_to_the_backend_and_logs_int32_tokens_with
 
 @needs_loadgen
 def test_a_benchmarks_encoder_answers_loadgen_and_n_tokens_stays_the_generated_count(tmp_path: Path):
-    def as_int64_text(token_ids: Sequence[int]) -> np.ndarray:  # Whisper-like: something else than the token ids
-        return np.asarray([t % 7 for t in token_ids[:-1]], dtype="<i8")
+    def as_int64_text(result: GenResult) -> np.ndarray:  # Whisper-like: something else than the token ids
+        return np.asarray([t % 7 for t in result.token_ids[:-1]], dtype="<i8")
 
     sut, run = run_loadgen(tmp_path, "Offline", "accuracy", FakeBackend(), encode=as_int64_text)
     assert run.errors == () and sut.errors == []
     for record in read_accuracy_log(tmp_path / "mlperf_log_accuracy.json"):
         expected = answer(GenRequest(id=0, prompt_ids=[record.qsl_idx, 11, 12]))
-        assert record.data == as_int64_text(expected).tobytes()
+        assert record.data == as_int64_text(GenResult(0, expected)).tobytes()
         assert record.token_count == len(expected)  # what LoadGen counts as tokens: the model's, not the array's
 
 

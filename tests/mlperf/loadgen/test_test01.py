@@ -27,7 +27,7 @@ def test_the_audit_config_samples_outputs_in_performance_mode_with_the_reference
     assert values == {"mode": "2", "accuracy_log_rng_seed": "720381539243781796",
                       "accuracy_log_sampling_target": "4096"}
     assert test01.audit_config("whisper").startswith("# The format of this config file is 'key = value'.")
-    with pytest.raises(test01.Test01Error, match="no TEST01 audit.config for llama2-70b-99"):
+    with pytest.raises(test01.Test01Error, match=r"no TEST01 audit\.config for llama2-70b-99"):
         test01.audit_config("llama2-70b-99")
 
 

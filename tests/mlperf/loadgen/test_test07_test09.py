@@ -1,5 +1,6 @@
-"""Compliance TEST07 and TEST09 (and the verdicts on TEST01): the audit.config files as mlcommons/inference has them, the verifications as its
-run_verification.py scripts compute and write them, and the verdicts cmx check and the packager read."""
+"""Compliance TEST07 and TEST09: the audit.config files as mlcommons/inference has them, the verifications as its
+run_verification.py scripts compute and write them, and the verdicts cmx check and the packager read (TEST01's
+too)."""
 
 from __future__ import annotations
 

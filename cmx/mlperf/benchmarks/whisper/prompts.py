@@ -4,8 +4,9 @@ The reference's QSL (speech2text/QSL.py) gives vLLM the decoder prompt
 `<|startoftranscript|><|en|><|transcribe|><|notimestamps|>` with the clip as the audio; cmx hands
 the engine the same prompt as its four token ids (read from the checkpoint's tokenizer) with the
 clip's samples. The reference SUT answers LoadGen with vLLM's text as labels (transcript.py); cmx's
-engines return token ids, which `LabelAnswer` decodes with the same tokenizer, special tokens
-skipped (as vLLM's own detokenizer does by default), before the labels are made.
+in-process engines return token ids, which `LabelAnswer` decodes with the same tokenizer, special
+tokens skipped (as vLLM's own detokenizer does by default), before the labels are made; a server's
+transcription route returns the text itself, which `LabelAnswer` takes as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cmx.mlperf.backends.base import Audio
+from cmx.mlperf.backends.base import Audio, GenResult
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.synthetic import read_tokenizer
 from cmx.mlperf.benchmarks.whisper.dataset import SAMPLE_RATE, LibriSpeech
@@ -55,7 +56,8 @@ class WhisperPrompts:
 
 
 class LabelAnswer:
-    """The ResponseEncoder: output token ids -> text (special tokens skipped) -> the reference SUT's int64 labels."""
+    """The ResponseEncoder: a result's text (its output token ids decoded, special tokens skipped, or the text a
+    transcription route answered) -> the reference SUT's int64 labels."""
 
     def __init__(self, model_dir: Path) -> None:
         self._tokenizer: Any = read_tokenizer(Path(model_dir))
@@ -63,5 +65,5 @@ class LabelAnswer:
     def text(self, token_ids: Sequence[int]) -> str:
         return str(self._tokenizer.decode(list(token_ids), skip_special_tokens=True))
 
-    def __call__(self, token_ids: Sequence[int]) -> np.ndarray:
-        return response_array(self.text(token_ids))
+    def __call__(self, result: GenResult) -> np.ndarray:
+        return response_array(result.text if result.text is not None else self.text(result.token_ids))
