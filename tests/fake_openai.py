@@ -1,5 +1,6 @@
 """A fake OpenAI-compatible server for tests: aiohttp.web on 127.0.0.1 in a thread of its own, serving
-/v1/models and /v1/completions. A subclass answers completions (`complete`); `stream_or_json` answers a
+/v1/models, /v1/completions and /v1/audio/transcriptions. A subclass answers completions (`complete`) and
+transcriptions (`transcribe`: 404 unless it does, as a text model's server); `stream_or_json` answers a
 request the way vLLM does, as one JSON body or, when the request asks for a stream, as server-sent events
 (the choice, then the usage, then [DONE])."""
 
@@ -35,6 +36,11 @@ class FakeOpenAIServer:
     async def complete(self, request: Any) -> Any:
         raise NotImplementedError  # each fake answers in its own way
 
+    async def transcribe(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"detail": "Not Found"}, status=404)
+
     async def _complete(self, request: Any) -> Any:
         self.completions += 1
         return await self.complete(request)
@@ -60,6 +66,7 @@ class FakeOpenAIServer:
             app = web.Application()
             app.router.add_get("/v1/models", self.models)
             app.router.add_post("/v1/completions", self._complete)
+            app.router.add_post("/v1/audio/transcriptions", self.transcribe)
             runner = web.AppRunner(app)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", self.port).start()

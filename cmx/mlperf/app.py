@@ -348,18 +348,35 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
     if config.backend != "endpoint" or config.endpoint is not None:
         yield config
         return
+    from cmx.mlperf.backends.machine import read_model_facts
     from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
 
     e = config.engine
     options = e.options(config.device)
     log_path = (config.server_log_dir or config.results_dir) / "vllm-server.log"
+    # a speech model's samples go to its transcription route, which tokenizes and reads audio files
+    speech = read_model_facts(config.model).audio_decoder_start is not None
+    if speech:
+        require_audio_decoder()
     server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
                                      served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
-                                     skip_tokenizer_init=True, sampling=config.sampling)
+                                     skip_tokenizer_init=not speech, sampling=config.sampling)
     with VllmServer(server_config, log) as server:
         log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
         yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)
     log.info("stopped vllm serve at %s", server.url)
+
+
+def require_audio_decoder() -> None:
+    """vLLM's transcription route reads the uploaded clip with soundfile (or PyAV): refused before the server
+    starts when this interpreter, which runs it, has neither."""
+    import importlib.util
+
+    if importlib.util.find_spec("soundfile") is None and importlib.util.find_spec("av") is None:
+        raise AppConfigError("vLLM's transcription route reads audio files with soundfile or PyAV, and neither is "
+                             "installed in the interpreter that would run vllm serve",
+                             hint="pip install soundfile (vLLM's audio extra: pip install 'vllm[audio]'); cmx's cpu "
+                                  "extra has it")
 
 
 def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluator = evaluate_accuracy,

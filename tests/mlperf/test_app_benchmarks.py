@@ -37,6 +37,7 @@ class TinyRun:
     results: Path
     submission: Path
     checked: str  # `cmx check`'s output and exit code, when the row runs it
+    home: Home  # where more cmx commands run
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,19 @@ def _whisper_after(run: TinyRun) -> None:
         assert (packaged / rel).stat().st_size > 0, rel
     measurements = json.loads(packaged.parent.joinpath("measurements.json").read_text())
     assert measurements["starting_weights_filename"].startswith("tiny-whisper")
+    # _endpoint: the clips through the `vllm serve` cmx starts (its transcription route), transcribed as in-process
+    served = run.results.parent / "served"
+    proc = run.home.cmx("run", "app mlperf inference whisper _cpu _tiny _short _endpoint", "--input", "modes=accuracy",
+                        "--input", "rows=16", "--input", f"results_dir={served}", "--input", "system_name=cpu-box",
+                        "--progress", "none", timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    logs = [run.results / "cpu-box/whisper/Offline/accuracy/mlperf_log_accuracy.json",
+            served / "cpu-box/whisper/Offline/accuracy/mlperf_log_accuracy.json"]
+    in_process, endpoint = ({r.qsl_idx: (r.data, r.token_count) for r in read_accuracy_log(log)} for log in logs)
+    assert endpoint == in_process, "greedy transcripts and token counts differ between the two paths"
+    backend = json.loads((served / "cpu-box/whisper/Offline/cmx_run.json").read_text())["backend"]
+    assert (backend["kind"], backend["token_ids_source"], backend["started_by_cmx"]) == (
+        "endpoint", "transcription", True)
 
 
 HF = "fetches https://huggingface.co"
@@ -326,7 +340,7 @@ def run_and_check_the_tiny_app(builtin: Home, tmp_path: Path, app: App) -> None:
         if app.scenario_checks is not None:
             app.scenario_checks(folder, values, facts)
     if app.after is not None:
-        app.after(TinyRun(proc, results, submission, checked))
+        app.after(TinyRun(proc, results, submission, checked, builtin))
     report = check_tree(submission, "v6.0")
     assert report.rules_broken() == BY_DESIGN, format_report(report)
 

@@ -10,6 +10,11 @@ Every sample is one `POST {url}/completions` with the prompt as token ids, the c
   the client: LoadGen's latency counts from its scheduled time). The first streamed token is
   `sink.on_first_token`, the end `sink.on_done`.
 
+A speech model's sample (a clip with its decoder prompt: Whisper) is one `POST {url}/audio/transcriptions`
+instead, Offline only: the clip as a WAV file, the prompt's language, streamed so that the answer ends
+with its token count; its result is the text with that count (openai_api's module docstring says why).
+The model folder (`EndpointConfig.tokenizer`) tells a speech model from a text one (its config.json).
+
 Output token ids come from the server where it returns them (vLLM's `return_token_ids`: the
 ids of each streamed delta, or all of them in a non-streaming answer). A server that ignores
 that field answers with text only: then the model's tokenizer (`EndpointConfig.tokenizer`)
@@ -44,12 +49,13 @@ import logging
 import queue
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.base import (
     GREEDY,
+    Audio,
     BackendDead,
     BackendDefaults,
     BackendError,
@@ -59,12 +65,13 @@ from cmx.mlperf.backends.base import (
     StartInfo,
     StreamSink,
 )
-from cmx.mlperf.backends.batching import QueueSink, longest_first, warmup_requests
+from cmx.mlperf.backends.batching import QueueSink, audio_warmup_requests, longest_first, warmup_requests
 from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.openai_api import (
     SseBuffer,
     StreamAssembler,
     TextTokens,
+    TranscriptAssembler,
     api_base,
     completion_body,
     completion_result,
@@ -74,8 +81,11 @@ from cmx.mlperf.backends.openai_api import (
     public_url,
     request_name,
     server_root,
+    transcription_form,
+    transcription_language,
     transport_error,
     unreachable_error,
+    wav_bytes,
 )
 from cmx.secrets import Secret
 
@@ -97,6 +107,7 @@ DEAD_PROBE_TIMEOUT_S = 5.0
 GONE_ERRNOS = {errno.ECONNREFUSED: "connection refused", errno.EHOSTUNREACH: "no route to the host",
                errno.ENETUNREACH: "network unreachable", errno.ECONNRESET: "connection reset"}
 TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
+JSON = {"Content-Type": "application/json"}
 
 
 @dataclass(frozen=True)
@@ -106,8 +117,8 @@ class EndpointConfig:
     api_key: sent as a Bearer token; None sends none.
     request_timeout_s: the most one request may take, from sending it to its last byte.
     max_concurrency: Offline requests in flight at once (Server sends each sample at once).
-    tokenizer: a folder with the model's tokenizer.json, to re-tokenize text from a server that
-        returns no token ids (needed only then).
+    tokenizer: the model's folder: its tokenizer.json re-tokenizes text from a server that returns no token
+        ids, and its config.json tells a speech model (whose samples go to the transcription route).
     token_ids: "auto" (the server's ids when its answers carry them, else the tokenizer),
         "server" (fail without them) or "tokenizer" (always re-tokenize the text).
     warmup_requests: non-streaming warm-up requests in start() (one streaming request follows).
@@ -179,6 +190,7 @@ class EndpointBackend(BackendDefaults):
         self._in_flight = 0  # requests sent and not answered; touched on the loop only
         self._gone: str | None = None  # why the server is known dead (on the loop only)
         self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing streams share
+        self._speech: TextTokens | None = None  # a speech model's vocabulary (its prompts' language), once started
 
     @property
     def url(self) -> str:
@@ -189,7 +201,7 @@ class EndpointBackend(BackendDefaults):
     async def _open_session(self) -> None:
         import aiohttp
 
-        headers = {"Content-Type": "application/json"}
+        headers = {}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key.reveal()}"
         # no limit on connections: Offline bounds itself (max_concurrency workers), and a Server
@@ -221,9 +233,11 @@ class EndpointBackend(BackendDefaults):
             self.stop()
             raise
         warmed = time.monotonic()
-        self.log.info("endpoint %s: model %s on %s %s; output token ids from the %s; warm-up: %d requests in %.1f s",
+        output = ("transcription text, with the server's token count" if self.token_ids_source == "transcription"
+                  else f"token ids from the {self.token_ids_source}")
+        self.log.info("endpoint %s: model %s on %s %s; output as %s; warm-up: %d requests in %.1f s",
                       public_url(self.url), self.model, server["software"] or "an unnamed server",
-                      server["version"] or "", self.token_ids_source, warmups, warmed - connected)
+                      server["version"] or "", output, warmups, warmed - connected)
         engine = {"url": public_url(self.url), "model": self.model, "server": server,
                   "max_concurrency": self.config.max_concurrency, "request_timeout_s": self.config.request_timeout_s}
         # the engine's limits as the server states them (vLLM's /v1/models gives max_model_len; no
@@ -288,7 +302,21 @@ class EndpointBackend(BackendDefaults):
 
     def _warm_up(self, max_model_len: int | None) -> int:
         """A few requests on both paths before LoadGen's timed window. The first also shows
-        whether the server returns token ids (config.token_ids "auto"). Returns their number."""
+        whether the server returns token ids (config.token_ids "auto"). Returns their number.
+        A speech model's: transcriptions of a second of silence, the only path it takes, in the
+        vocabulary's first language (Whisper's <|en|>, after <|startoftranscript|>): a server left to detect
+        the language of silence may fail (vLLM's asserts that a random model's guess is a language)."""
+        start = speech_decoder_start(self.config.tokenizer)
+        if start is not None:
+            assert self.config.tokenizer is not None
+            vocab = self._speech = TextTokens(self.config.tokenizer)
+            self.token_ids_source = "transcription"  # no ids: the route's text, with the server's token count
+            prompt = [start, start + 1, *(vocab.id_of(t) or -1 for t in ("<|transcribe|>", "<|notimestamps|>"))]
+            requests = [replace(r, prompt_ids=prompt)
+                        for r in audio_warmup_requests(max(1, self.config.warmup_requests), start)]
+            for _ in self.generate(requests):
+                pass
+            return len(requests)
         requests = warmup_requests(max(1, self.config.warmup_requests), max_model_len or DEFAULT_MAX_MODEL_LEN)
         wanted = self.config.token_ids
         if wanted == "tokenizer":
@@ -330,7 +358,7 @@ class EndpointBackend(BackendDefaults):
         loop = self._started()
         if not requests:
             return iter(())
-        refuse_media(requests)
+        refuse_media(requests, speech=self._speech is not None)
         batch = _Batch(total=len(requests))
         future = loop.submit(self._run_batch(longest_first(requests), batch))
         return self._results(batch, future)
@@ -379,12 +407,14 @@ class EndpointBackend(BackendDefaults):
         is "auto"), an answer without token ids gives None instead of an error."""
         import aiohttp
 
+        if request.media:
+            return await self._transcribe(request)
         url, what = f"{self.url}/completions", request_name(request.id)
         body = completion_body(request, self.model or "", self.config.sampling, stream=False,
                                server_token_ids=self._tokens is None)
         self._in_flight += 1
         try:
-            async with self._session.post(url, data=json.dumps(body)) as response:
+            async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
                 text = await response.text()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
@@ -402,11 +432,41 @@ class EndpointBackend(BackendDefaults):
         except ValueError as exc:
             raise malformed(what, url, str(exc)) from None
 
+    async def _transcribe(self, request: GenRequest) -> GenResult:
+        """One clip through the transcription route, streamed (its last chunk holds the token count)."""
+        import aiohttp
+
+        url, what = f"{self.url}/audio/transcriptions", f"transcribing {request_name(request.id)}"
+        clip = request.media[0]
+        assert isinstance(clip, Audio) and self._speech is not None
+        language = transcription_language([self._speech.token(i) for i in request.prompt_ids])
+        form = aiohttp.FormData()
+        for name, value in transcription_form(request, self.model or "", self.config.sampling, language).items():
+            form.add_field(name, value)
+        form.add_field("file", wav_bytes(clip), filename=f"sample-{request.id}.wav", content_type="audio/wav")
+        answer, events = TranscriptAssembler(request, url), SseBuffer()
+        self._in_flight += 1
+        try:
+            async with self._session.post(url, data=form) as response:
+                if response.status != 200:
+                    raise http_error(response.status, await response.text(), url=url, what=what,
+                                     key_given=bool(self.config.api_key))
+                async for chunk in response.content.iter_any():
+                    for payload in events.feed(chunk):
+                        answer.add(payload)
+            return answer.result()
+        except ValueError as exc:
+            raise malformed(what, url, str(exc)) from None
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
+        finally:
+            self._in_flight -= 1
+
     # -- Server / Interactive -------------------------------------------------------------------------
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
         """Send one streaming request and return at once (the request starts on the backend's loop)."""
-        refuse_media([request])
+        refuse_media([request], speech=self._speech is not None, streamed=True)
         self._started().spawn(self._stream(request, sink))
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
@@ -432,7 +492,7 @@ class EndpointBackend(BackendDefaults):
         stream, events = StreamAssembler(request, self._tokens, url), SseBuffer()
         self._in_flight += 1
         try:
-            async with self._session.post(url, data=json.dumps(body)) as response:
+            async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
                 if response.status != 200:
                     raise http_error(response.status, await response.text(), url=url, what=what,
                                      key_given=bool(self.config.api_key))
@@ -493,11 +553,35 @@ class EndpointBackend(BackendDefaults):
             loop.close()
 
 
-def refuse_media(requests: Sequence[GenRequest]) -> None:
-    """Requests that carry media (Whisper's clips) cannot go as token ids to a completions route: refused before
-    any is sent, never sent without their audio."""
-    carrying = next((r for r in requests if r.media), None)
-    if carrying is not None:
-        raise BackendError(f"{request_name(carrying.id)} carries {type(carrying.media[0]).__name__.lower()}, which "
-                           "the endpoint backend cannot send: it posts token ids to /v1/completions",
+def refuse_media(requests: Sequence[GenRequest], *, speech: bool, streamed: bool = False) -> None:
+    """What the endpoint cannot send is refused before any request is sent, never sent without its media: a clip
+    goes only to a speech model's transcription route, Offline (not `streamed`), one clip a request; nothing else
+    goes with a prompt."""
+    for r in requests:
+        if not r.media:
+            continue
+        if streamed:
+            why = "a streamed request (Server, Interactive): it sends clips Offline only"
+        elif not speech:
+            why = "a text model's request: it posts token ids to /v1/completions"
+        elif len(r.media) != 1 or not isinstance(r.media[0], Audio):
+            why = f"one request with {len(r.media)} clips: the transcription route takes one audio file"
+        else:
+            continue
+        raise BackendError(f"{request_name(r.id)} carries {type(r.media[0]).__name__.lower()}, which the endpoint "
+                           f"backend cannot send in {why}",
                            hint="run this benchmark with vLLM in the harness process (drop _endpoint)")
+
+
+def speech_decoder_start(model_dir: Path | None) -> int | None:
+    """A speech model's decoder start token, from the config.json in `model_dir`; None for a text model (or no
+    folder, or no config.json)."""
+    from cmx.mlperf.backends.machine import ProfileError, model_facts
+
+    path = model_dir / "config.json" if model_dir is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return model_facts(json.loads(path.read_text(encoding="utf-8"))).audio_decoder_start
+    except (ValueError, ProfileError):
+        return None

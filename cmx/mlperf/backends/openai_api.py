@@ -1,4 +1,5 @@
-"""OpenAI's /v1/completions as the endpoint backend speaks it: request bodies, answers, streams, errors.
+"""OpenAI's /v1/completions (and, for a speech model, /v1/audio/transcriptions) as the endpoint backend speaks
+it: request bodies, answers, streams, errors.
 
 Pure functions and small classes, no I/O (the backend, cmx.mlperf.backends.endpoint, does the
 HTTP), so that every rule here is unit-tested with bytes a real server sends.
@@ -8,19 +9,28 @@ taken on trust: the server's ids against its own `usage.completion_tokens`, exac
 cmx re-tokenizes (a server that returns no ids) against `usage.completion_tokens` within
 `retokenize_slack`; either against the request's max_tokens. A count that fails a check fails the
 sample with a BackendError that says both counts and the URL.
+
+A transcription (`transcription_form`) sends the clip as a 16-bit WAV file and the decoder prompt's
+language, and streams its answer, because only the stream's last chunk carries the token count
+(`usage.completion_tokens`; the non-streaming answer counts seconds of audio). Its result is the text
+with that count (GenResult.text, count): the text is not re-tokenized, since its tokens are not what
+LoadGen counts and the benchmark answers with the text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import re
+import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult, Sampling
+from cmx.mlperf.backends.base import Audio, BackendError, GenRequest, GenResult, Sampling
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
             "LoadGen issued it")
@@ -119,6 +129,55 @@ def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stre
     return body
 
 
+# Whisper's special tokens that are not a language (a language token is <|en|>, <|yue|>, ...)
+_NOT_LANGUAGES = frozenset({"startoftranscript", "transcribe", "translate", "notimestamps", "nospeech", "startoflm",
+                            "startofprev", "endoftext", "nocaptions"})
+_SPECIAL = re.compile(r"<\|([a-z]+(?:[-_][a-z]+)?)\|>")
+
+
+def wav_bytes(audio: Audio) -> bytes:
+    """The clip as a 16-bit mono WAV file: its float32 samples times 32768, rounded (exact for samples read from
+    a 16-bit file, as int16 / 32768)."""
+    import numpy as np
+
+    samples = np.clip(np.rint(np.asarray(audio.samples, dtype=np.float64) * 32768.0), -32768, 32767)
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(int(audio.sample_rate))
+        w.writeframes(samples.astype("<i2").tobytes())
+    return out.getvalue()
+
+
+def transcription_language(prompt_tokens: Sequence[str | None]) -> str:
+    """The language of a Whisper decoder prompt (its tokens: <|startoftranscript|><|en|><|transcribe|>
+    <|notimestamps|>), which the transcription route takes to build the same prompt. Refused for a prompt that is
+    not a transcription without timestamps: the route would build another one."""
+    names = [m.group(1) for t in prompt_tokens if t and (m := _SPECIAL.fullmatch(t))]
+    languages = [n for n in names if n not in _NOT_LANGUAGES]
+    shown = "".join(t or "?" for t in prompt_tokens)
+    if "transcribe" not in names or "notimestamps" not in names or len(languages) != 1:
+        raise BackendError(f"the decoder prompt {shown} is not one language's transcription without timestamps, the "
+                           "prompt a transcription route builds from a language",
+                           hint="the endpoint backend sends speech only as /v1/audio/transcriptions requests")
+    return languages[0]
+
+
+def transcription_form(request: GenRequest, model: str, sampling: Sampling, language: str | None) -> dict[str, str]:
+    """The form fields of one /v1/audio/transcriptions request (the clip goes as the `file` field beside them):
+    the language, `sampling`, the request's max_tokens, and a stream that ends with its usage. The route takes no
+    min_tokens: a transcript shorter than the request's min_tokens fails the sample (TranscriptAssembler)."""
+    fields = {"model": model, "response_format": "json", "temperature": str(sampling.temperature),
+              "top_p": str(sampling.top_p), "top_k": str(sampling.top_k),
+              "max_completion_tokens": str(request.max_tokens), "stream": "true", "stream_include_usage": "true"}
+    if language is not None:  # None: the server detects it
+        fields["language"] = language
+    if sampling.seed is not None:
+        fields["seed"] = str(sampling.seed)
+    return fields
+
+
 # --- answers -----------------------------------------------------------------------------------------
 
 
@@ -165,7 +224,9 @@ def parse_answer(data: Any) -> Answer:
     ids = choice.get("token_ids")
     if ids is not None and not (isinstance(ids, list) and all(isinstance(t, int) for t in ids)):
         raise ValueError("'token_ids' is not a list of integers")
-    return Answer(token_ids=ids, text=str(choice.get("text") or ""), finish_reason=choice.get("finish_reason"),
+    delta = choice.get("delta")  # a transcription chunk's text is its delta's content
+    text = choice.get("text") or (delta.get("content") if isinstance(delta, dict) else None)
+    return Answer(token_ids=ids, text=str(text or ""), finish_reason=choice.get("finish_reason"),
                   completion_tokens=count)
 
 
@@ -188,6 +249,15 @@ class TextTokens:
 
     def ids(self, text: str) -> list[int]:
         return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def token(self, token_id: int) -> str | None:
+        """The token `token_id` stands for (<|en|>), None when the vocabulary has no such id."""
+        return self._tokenizer.id_to_token(int(token_id))
+
+    def id_of(self, token: str) -> int | None:
+        """The id of `token` (<|transcribe|>), None when the vocabulary has no such token."""
+        found = self._tokenizer.token_to_id(token)
+        return None if found is None else int(found)
 
 
 def retokenize_slack(count: int) -> int:
@@ -356,6 +426,58 @@ class StreamAssembler:
         return checked_length(self.request, GenResult(id=self.request.id, token_ids=ids,
                                                       finish_reason=self.finish_reason),
                               self.url, count=self.count, tokens=self.tokens)
+
+
+class TranscriptAssembler:
+    """One streamed transcription's chunks into its result: the text, and the token count the stream ends with
+    (usage.completion_tokens), checked against the request's max_tokens and min_tokens."""
+
+    def __init__(self, request: GenRequest, url: str = "") -> None:
+        self.request = request
+        self.url = url
+        self.choices = 0
+        self.text: list[str] = []
+        self.finish_reason = ""
+        self.count: int | None = None
+        self.done = False
+
+    def add(self, payload: str) -> None:
+        if payload.strip() == "[DONE]":
+            self.done = True
+            return
+        try:
+            answer = parse_answer(json.loads(payload))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"a streamed chunk is not JSON: {exc}") from None
+        if answer.completion_tokens is not None:
+            self.count = answer.completion_tokens
+        if answer.has_choice:
+            self.choices += 1
+            self.text.append(answer.text)
+            self.finish_reason = answer.finish_reason or self.finish_reason
+
+    def result(self) -> GenResult:
+        if not self.done:
+            raise ValueError("the stream ended without its [DONE] event")
+        if not self.choices:
+            raise ValueError("no streamed chunk carried a choice: the server transcribed nothing")
+        if self.count is None:
+            raise ValueError("the stream ended without a token count (usage.completion_tokens, which "
+                             "stream_include_usage asks for)")
+        if self.count > self.request.max_tokens:
+            raise BackendError(f"{request_name(self.request.id)}: the server counted {self.count} output tokens "
+                               f"(usage.completion_tokens), more than the request's max_completion_tokens "
+                               f"{self.request.max_tokens}", where=public_url(self.url) or None,
+                               hint="the server does not honour max_completion_tokens, or miscounts")
+        if self.count < self.request.min_tokens:
+            raise BackendError(f"{request_name(self.request.id)}: the server transcribed it in {self.count} output "
+                               f"tokens, fewer than {self.request.min_tokens}, which LoadGen needs (it rejects a "
+                               "response of one token), and the transcription route takes no min_tokens",
+                               where=public_url(self.url) or None,
+                               hint="run this benchmark with vLLM in the harness process (drop _endpoint), which "
+                                    "holds the end of the transcript back for one token")
+        return GenResult(id=self.request.id, token_ids=[], finish_reason=self.finish_reason, text="".join(self.text),
+                         count=self.count)
 
 
 # --- errors ------------------------------------------------------------------------------------------

@@ -98,11 +98,16 @@ COMPLETION = {
 
 def test_a_request_with_a_clip_is_refused_rather_than_sent_without_its_audio():
     clip = Audio(np.zeros(16000, dtype=np.float32), 16000)
-    refuse_media([GenRequest(id=1, prompt_ids=[5, 6], max_tokens=4)])  # token ids only: sent
-    with pytest.raises(BackendError, match="carries audio, which the endpoint backend cannot send") as raised:
-        refuse_media([GenRequest(id=1, prompt_ids=[5], max_tokens=4), GenRequest(id=2, prompt_ids=[5], max_tokens=4,
-                                                                                 media=(clip,))])
+    refuse_media([GenRequest(id=1, prompt_ids=[5, 6], max_tokens=4)], speech=False)  # token ids only: sent
+    with_clip = [GenRequest(id=1, prompt_ids=[5], max_tokens=4), GenRequest(id=2, prompt_ids=[5], max_tokens=4,
+                                                                            media=(clip,))]
+    with pytest.raises(BackendError, match="carries audio, which the endpoint backend cannot send in a text model's "
+                                           "request") as raised:
+        refuse_media(with_clip, speech=False)
     assert "drop _endpoint" in str(raised.value.hint)
+    refuse_media(with_clip, speech=True)  # a speech model's clip goes to its transcription route
+    with pytest.raises(BackendError, match="one request with 2 clips"):
+        refuse_media([GenRequest(id=3, prompt_ids=[5], max_tokens=4, media=(clip, clip))], speech=True)
 
 
 def test_a_greedy_request_is_token_ids_with_min_tokens_and_asks_for_output_ids():
