@@ -368,6 +368,17 @@ class SseBuffer:
         return payloads
 
 
+def stream_answer(payload: str) -> Answer | None:
+    """One server-sent event's payload: its answer, None for the [DONE] that ends a stream (ValueError when it is
+    neither)."""
+    if payload.strip() == "[DONE]":
+        return None
+    try:
+        return parse_answer(json.loads(payload))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"a streamed chunk is not JSON: {exc}") from None
+
+
 class StreamAssembler:
     """One streamed completion's chunks into its result. `add(payload)` returns the first output
     token id on the chunk that brings it (once), for LoadGen's FirstTokenComplete; `result()`
@@ -387,13 +398,10 @@ class StreamAssembler:
         self.first_sent = False
 
     def add(self, payload: str) -> int | None:
-        if payload.strip() == "[DONE]":
+        answer = stream_answer(payload)
+        if answer is None:
             self.done = True
             return None
-        try:
-            answer = parse_answer(json.loads(payload))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"a streamed chunk is not JSON: {exc}") from None
         if answer.completion_tokens is not None:
             self.count = answer.completion_tokens
         if not answer.has_choice:
@@ -442,13 +450,10 @@ class TranscriptAssembler:
         self.done = False
 
     def add(self, payload: str) -> None:
-        if payload.strip() == "[DONE]":
+        answer = stream_answer(payload)
+        if answer is None:
             self.done = True
             return
-        try:
-            answer = parse_answer(json.loads(payload))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"a streamed chunk is not JSON: {exc}") from None
         if answer.completion_tokens is not None:
             self.count = answer.completion_tokens
         if answer.has_choice:
