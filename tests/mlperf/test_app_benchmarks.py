@@ -245,9 +245,10 @@ APPS = (
         accuracy_keys=frozenset({"exact_match", "tokens_per_sample"}),
         scenario_checks=_gpt_oss_scenario, after=_gpt_oss_after, moe=True),
     App("app-mlperf-inference-whisper", "whisper",
-        plans=("app mlperf inference whisper _rocm", "app mlperf inference whisper _cuda"),
+        plans=("app mlperf inference whisper _rocm", "app mlperf inference whisper _cuda"), verbose=True,
         plan_says=("app-mlperf-inference-whisper _{device} _offline _valid _full", "get-ml-model-whisper _full", HF,
-                   "get-dataset-whisper _full", "inference.mlcommons-storage.org/metadata/whisper-dataset.uri"),
+                   "revision = '06f233fe06e710322aca913c1bc4249a0d71fce1'", "get-dataset-whisper _full",
+                   "inference.mlcommons-storage.org/metadata/whisper-dataset.uri"),
         plan_never=("_tiny",),
         tiny="app mlperf inference whisper _cpu _tiny _short _submission",
         # the default _valid: performance, accuracy and TEST01, verified against the two
