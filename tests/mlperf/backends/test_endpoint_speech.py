@@ -63,8 +63,8 @@ def test_the_form_asks_for_the_sampling_the_length_and_a_stream_that_ends_with_i
     request = GenRequest(id=3, prompt_ids=[1, 2, 3, 4], max_tokens=200)
     form = transcription_form(request, "whisper", GREEDY, "en")
     assert form == {"model": "whisper", "response_format": "json", "temperature": "0.0", "top_p": "1.0",
-                    "top_k": str(GREEDY.top_k), "max_completion_tokens": "200", "stream": "true", "stream_include_usage": "true",
-                    "language": "en"}
+                    "top_k": str(GREEDY.top_k), "max_completion_tokens": "200", "stream": "true",
+                    "stream_include_usage": "true", "language": "en"}
     assert transcription_form(request, "w", Sampling(temperature=1.0, top_p=0.9, top_k=5, seed=7), None)["seed"] == "7"
 
 
@@ -87,7 +87,7 @@ def test_a_transcription_stream_gives_the_text_and_the_servers_token_count():
         after(chunk(" hi"), "[DONE]").result()
     with pytest.raises(ValueError, match="without its \\[DONE\\] event"):
         after(chunk(" hi"), chunk(usage=2)).result()
-    with pytest.raises(BackendError, match="counted 30 output tokens .* more than the request's max_completion"):
+    with pytest.raises(BackendError, match=r"counted 30 output tokens .* more than the request's max_completion"):
         after(chunk(" hi"), chunk(usage=30), "[DONE]").result()
     with pytest.raises(BackendError, match="transcribed it in 1 output tokens, fewer than 2") as short:
         after(chunk(""), chunk(usage=1), "[DONE]").result()
