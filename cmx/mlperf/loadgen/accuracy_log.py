@@ -65,12 +65,13 @@ class AccuracyRecord:
         return None if self.token_data is None else _int32s(self.token_data)
 
 
-def read_accuracy_log(path: Path | str) -> list[AccuracyRecord]:
+def read_accuracy_log(path: Path | str, *, item_size: int = TOKEN_BYTES) -> list[AccuracyRecord]:
     """Every record of an mlperf_log_accuracy.json, in file order (duplicates included).
 
     Refuses, with what to do: a missing or empty file, a truncated submission copy, invalid
     JSON, a log with no records (what LoadGen writes in performance mode), and a record whose
-    fields are not what LoadGen writes (`data` must hold whole int32 token ids).
+    fields are not what LoadGen writes (`data` must hold whole items of `item_size` bytes: int32
+    token ids by default; 1 for a benchmark that answers with text bytes).
     """
     path = Path(path)
     raw = _read_bytes(path)
@@ -93,7 +94,7 @@ def read_accuracy_log(path: Path | str) -> list[AccuracyRecord]:
                                hint="LoadGen logs outputs only in accuracy mode, or in performance mode with an "
                                     "audit.config that samples them (TEST06): check the mode and that audit.config "
                                     "was in the working folder")
-    return [_record(entry, i, path) for i, entry in enumerate(entries)]
+    return [_record(entry, i, path, item_size) for i, entry in enumerate(entries)]
 
 
 def unique_samples(records: Iterable[AccuracyRecord]) -> tuple[list[AccuracyRecord], int]:
@@ -128,18 +129,18 @@ def _looks_truncated(raw: bytes) -> bool:
     return len(raw) == TRUNCATED_SIZE and raw[VIEWABLE_SIZE:VIEWABLE_SIZE + len(TRUNCATION_MARKER)] == TRUNCATION_MARKER
 
 
-def _record(entry: object, index: int, path: Path) -> AccuracyRecord:
+def _record(entry: object, index: int, path: Path, item_size: int = TOKEN_BYTES) -> AccuracyRecord:
     where = f"{path}: record {index}"
     if not isinstance(entry, dict):
         raise AccuracyLogError(f"{where} is a {type(entry).__name__}, not an object")
     seq_id = _int_field(entry, "seq_id", where)
     qsl_idx = _int_field(entry, "qsl_idx", where)
     where = f"{path}: record {index} (seq_id {seq_id}, qsl_idx {qsl_idx})"
-    data = _hex_field(entry, "data", where)
+    data = _hex_field(entry, "data", where, item_size)
     if data is None:
         raise AccuracyLogError(f"{where} has no data")
     token_count = _int_field(entry, "token_count", where) if "token_count" in entry else None
-    return AccuracyRecord(seq_id, qsl_idx, data, token_count, _hex_field(entry, "token_data", where))
+    return AccuracyRecord(seq_id, qsl_idx, data, token_count, _hex_field(entry, "token_data", where, item_size))
 
 
 def _int_field(entry: dict, key: str, where: str) -> int:
@@ -149,7 +150,7 @@ def _int_field(entry: dict, key: str, where: str) -> int:
     return value
 
 
-def _hex_field(entry: dict, key: str, where: str) -> bytes | None:
+def _hex_field(entry: dict, key: str, where: str, item_size: int = TOKEN_BYTES) -> bytes | None:
     text = entry.get(key)
     if text is None:
         return None
@@ -157,9 +158,11 @@ def _hex_field(entry: dict, key: str, where: str) -> bytes | None:
         value = bytes.fromhex(text)
     except (TypeError, ValueError):
         raise AccuracyLogError(f"{where}: {key} is not a hex string") from None
-    if len(value) % TOKEN_BYTES:
+    if item_size == TOKEN_BYTES and len(value) % TOKEN_BYTES:
         raise AccuracyLogError(f"{where}: {key} has {len(value)} bytes, not a whole number of int32 token ids",
                                hint="the SUT must hand LoadGen int32 token ids (numpy int32 .tobytes())")
+    if len(value) % item_size:
+        raise AccuracyLogError(f"{where}: {key} has {len(value)} bytes, not a whole number of {item_size}-byte items")
     return value
 
 
