@@ -1,0 +1,142 @@
+"""What the model is sent for one product: the two chat messages of multimodal/qwen3-vl's v6.0 reference
+(`formulate_loaded_sample` in task.py, mlcommons/inference b66003e), and the request body around them.
+
+The prompts are part of the benchmark: the closed division sends what the reference sends, so the
+texts below are the reference's, character for character (its typos included), with the JSON schema
+of its `ProductMetadata` as pydantic renders it (`model_json_schema()`, dumped with indent 2). The
+system message is 1,656 characters; a test pins its sha256.
+
+- The user message is a text part (the title, the description, and the candidate categories, each in
+  a fenced block; the categories as Python prints a list, in single quotes, although the fence says
+  json) and then an image part.
+- The image is re-encoded, as the reference does: opened with Pillow and saved again in its own format
+  with Pillow's default settings (JPEG at quality 75), then sent as a base64 data URL whose type is
+  Pillow's format name, upper-case (`data:image/JPEG;base64,...`). The original file's bytes are
+  not sent.
+- The body sets no max_tokens and leaves every sampling field null, so that the server takes the
+  model's generation_config.json (temperature 0.7, top_p 0.8, top_k 20), as the reference's does.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cmx.mlperf.benchmarks.base import DatasetError
+
+# schema.py ProductMetadata: its fields, and the docstrings pydantic turns into descriptions
+PRODUCT_SCHEMA: dict[str, Any] = {
+    "additionalProperties": False,
+    "description": "Json format for the expected responses from the VLM.",
+    "properties": {
+        "category": {
+            "description": "The complete category of the product, e.g.,\n\"Clothing & Accessories > Clothing > "
+                           "Shirts > Polo Shirts\".\nEach categorical level is separated by \" > \".",
+            "title": "Category",
+            "type": "string",
+        },
+        "brand": {"description": "The brand of the product, e.g., \"giorgio armani\".", "title": "Brand",
+                  "type": "string"},
+        "is_secondhand": {"description": "True if the product is second-hand, False otherwise.",
+                          "title": "Is Secondhand", "type": "boolean"},
+    },
+    "required": ["category", "brand", "is_secondhand"],
+    "title": "ProductMetadata",
+    "type": "object",
+}
+
+_SYSTEM = """Please analyze the product from the user prompt
+and provide the following fields in a valid JSON object:
+- category
+- brand
+- is_secondhand
+
+You must choose only one, which is the most appropriate, correct, and specifc
+category out of the list of possible product categories.
+
+The description of the product sometimes contains various types of source code
+(e.g., JavaScript, CSS, HTML, etc.), where useful product information is embedded
+somewhere inside the source code. For this task, you should extract the useful
+product information from the source code and leverage it, and discard the
+programmatic parts of the source code.
+
+Your response should only contain a valid JSON object and nothing more, e.g.,
+you should not fence the JSON object inside a ```json code block.
+The JSON object should match the followng JSON schema:
+```json
+{schema}
+```
+"""
+
+_USER = """The title of the product is the following:
+```text
+{title}
+```
+
+The description of the product is the following:
+```text
+{description}
+```
+
+The following are the possible product categories:
+```json
+{categories}
+```
+"""
+
+
+def system_prompt() -> str:
+    """The system message's text."""
+    return _SYSTEM.format(schema=json.dumps(PRODUCT_SCHEMA, indent=2))
+
+
+def user_text(title: str, description: str, categories: Sequence[str]) -> str:
+    """The user message's text part: the title and description as they are, the categories as Python prints a
+    list of strings (`str(list)`)."""
+    return _USER.format(title=title, description=description, categories=str(list(categories)))
+
+
+def image_data_url(image: bytes, where: str) -> str:
+    """The image as the reference sends it: decoded with Pillow, saved again in its own format with Pillow's
+    defaults, base64, behind `data:image/<FORMAT>;base64,`. An image Pillow cannot read is refused, naming
+    `where` (the reference stops there too: its QSL raises while loading the sample)."""
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise DatasetError("Pillow is needed to read the product images and is not installed",
+                           hint="pip install pillow (vLLM depends on it: installing vLLM brings it)") from None
+    if not image:
+        raise DatasetError(f"{where} has no image", hint="every row of the catalogue has a product_image; check the "
+                                                         "dataset's files against their checksums")
+    try:
+        with Image.open(io.BytesIO(image)) as img:
+            img.load()
+            fmt = img.format
+            out = io.BytesIO()
+            img.save(out, format=fmt)
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise DatasetError(f"{where}'s image cannot be decoded: {exc}",
+                           hint="check the dataset's files against their checksums, or download it again") from None
+    return f"data:image/{fmt};base64,{base64.b64encode(out.getvalue()).decode('ascii')}"
+
+
+def chat_messages(title: str, description: str, categories: Sequence[str], image_url: str) -> list[dict[str, Any]]:
+    """The two messages: the system prompt as a string, then the user's text part and image part."""
+    return [
+        {"role": "system", "content": system_prompt()},
+        {"role": "user", "content": [{"type": "text", "text": user_text(title, description, categories)},
+                                     {"type": "image_url", "image_url": {"url": image_url}}]},
+    ]
+
+
+def chat_body(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
+    """The /v1/chat/completions body the reference's OpenAI client sends: no max_tokens, no guided decoding, and
+    the sampling fields null (the server then takes the model's generation_config.json)."""
+    return {"messages": messages, "model": model, "frequency_penalty": None, "presence_penalty": None,
+            "response_format": None, "temperature": None, "top_p": None}
+
+
+__all__ = ["PRODUCT_SCHEMA", "chat_body", "chat_messages", "image_data_url", "system_prompt", "user_text"]
