@@ -1,7 +1,8 @@
 """A Hugging Face Hub on 127.0.0.1 for tests: one gated repository at one commit, behind a bearer token.
 
-It serves the revision API (`/api/models/{repo}/revision/{rev}?blobs=true`, listing `siblings`
-with their size and LFS sha256 or git blob id) and `/{repo}/resolve/{commit}/{path}`, with
+It serves the revision API (`/api/models/{repo}/revision/{rev}?blobs=true`, or `/api/datasets/...` for a
+`datasets/ORG/NAME` repository, listing `siblings` with their size and LFS sha256 or git blob id) and
+`/{repo}/resolve/{commit}/{path}`, with
 byte ranges (`Range: bytes=N-`, 206) so that downloads can resume. A request without the token
 gets 401; one with OTHER_TOKEN (an account that has not accepted the licence) gets 403.
 """
@@ -42,6 +43,7 @@ class HubSite:
     drops: dict[str, list[int]] = field(default_factory=dict)  # file -> cut the next answers after N body bytes
     listed_sha: str = COMMIT  # the commit the API says it lists (a mirror that serves another)
     extra_siblings: list[dict] = field(default_factory=list)  # listed, not served (an unsafe path...)
+    repo: str = REPO_ID  # datasets/ORG/NAME for a dataset's repository
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
 
@@ -80,13 +82,15 @@ class HubHandler(BaseHTTPRequestHandler):
         if auth != f"Bearer {TOKEN}":
             return self._send(401, b'{"error":"Invalid username or password."}',
                               {"X-Error-Code": "GatedRepo"} if auth else {})
-        api = f"/api/models/{REPO_ID}/revision/"
-        resolve = f"/{REPO_ID}/resolve/{COMMIT}/"
+        repo = self.site.repo
+        api = f"/api/{repo if repo.startswith('datasets/') else 'models/' + repo}/revision/"
+        resolve = f"/{repo}/resolve/{COMMIT}/"
         if path.startswith(api):
             revision = path[len(api):]
             if revision not in (COMMIT, *self.site.branches):
                 return self._send(404, b'{"error":"Invalid rev id"}', {"X-Error-Code": "RevisionNotFound"})
-            body = {"id": REPO_ID, "sha": self.site.listed_sha, "private": False, "gated": "manual",
+            body = {"id": repo.removeprefix("datasets/"), "sha": self.site.listed_sha, "private": False,
+                    "gated": "manual",
                     "siblings": [self.site.sibling(p) for p in self.site.files] + self.site.extra_siblings}
             return self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
         if path.startswith(resolve) and path[len(resolve):] in self.site.files:

@@ -1,10 +1,13 @@
-"""Fetch a Hugging Face model repository at a pinned commit: list its files, check the space, download and verify each.
+"""Fetch a Hugging Face model or dataset repository at a pinned commit: list its files, check the space, download
+and verify each.
 
 The Hub's HTTP API is small: `GET {endpoint}/api/models/{repo}/revision/{revision}?blobs=true`
 answers the commit the revision names (`sha`) and the files there (`siblings`, each with its
 size and either its LFS sha256 or its git blob id), and `{endpoint}/{repo}/resolve/{commit}/{path}`
-serves a file. Downloads go through cmx.tools.download (resumable, retried, the token never
-shown); LFS files are checked by sha256, small files kept in git by their git blob id.
+serves a file. A dataset repository is named as the Hub's pages name it, `datasets/ORG/NAME`: its
+listing is `/api/datasets/ORG/NAME/revision/...`, and its files are served under `/datasets/ORG/NAME/`.
+Downloads go through cmx.tools.download (resumable, retried, the token never shown); LFS files are
+checked by sha256, small files kept in git by their git blob id.
 
 A token is sent as `Authorization: Bearer` and appears in no message or log line. `requests`
 is imported only when a request is made (it is slow to import).
@@ -39,6 +42,7 @@ DUPLICATE_WEIGHTS = ("*.bin", "*.bin.index.json", "*.pth", "*.pt", "*.ckpt", "*.
 MANIFEST = ".cmx-verified.json"
 """In the scratch folder: the files already downloaded and checked, so a new attempt skips them."""
 
+DATASETS = "datasets/"  # a repository named datasets/ORG/NAME is a dataset's
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _LIST_ATTEMPTS = 4
 
@@ -181,7 +185,7 @@ def check_space(folder: Path, files: Sequence[RepoFile], *, min_free: int = 0) -
 def _listing(endpoint: str, repo: str, revision: str, token: Secret | None,
              backoff: float) -> tuple[str | None, list[RepoFile]]:
     """The commit `revision` resolves to, and the repository's files there."""
-    url = f"{endpoint}/api/models/{repo}/revision/{quote(revision, safe='')}"
+    url = f"{endpoint}/api/{api_repo(repo)}/revision/{quote(revision, safe='')}"
     response = _get(url, {"blobs": "true"}, token, backoff)
     if response.status_code != 200:
         raise _api_error(response, endpoint, token, repo, revision)
@@ -189,9 +193,14 @@ def _listing(endpoint: str, repo: str, revision: str, token: Secret | None,
         data = response.json()
         files = [_repo_file(s) for s in data["siblings"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise HuggingFaceError(f"{url} did not answer with a model's file list ({type(exc).__name__}: {exc})",
+        raise HuggingFaceError(f"{url} did not answer with a repository's file list ({type(exc).__name__}: {exc})",
                                hint="check the endpoint: it must serve the Hugging Face Hub API") from None
     return data.get("sha"), files
+
+
+def api_repo(repo: str) -> str:
+    """The API's path of a repository: `models/ORG/NAME`, or `datasets/ORG/NAME` for a dataset's."""
+    return repo if repo.startswith(DATASETS) else f"models/{repo}"
 
 
 def _get(url: str, params: dict[str, str], token: Secret | None, backoff: float):  # -> requests.Response
@@ -246,7 +255,8 @@ def _api_error(response, endpoint: str, token: Secret | None, repo: str, revisio
                                 hint="pass --input token=... or set HF_TOKEN (a read token of an account that "
                                      "accepted the model's licence)")
     if response.status_code == 404:
-        return HuggingFaceError(f"{endpoint} has no model repository {repo!r} (HTTP 404)",
+        kind = "dataset" if repo.startswith(DATASETS) else "model"
+        return HuggingFaceError(f"{endpoint} has no {kind} repository {repo.removeprefix(DATASETS)!r} (HTTP 404)",
                                 hint="check the repository name (ORG/NAME)")
     return HuggingFaceError(f"{endpoint} answered HTTP {response.status_code} when asked for the files of {repo}")
 

@@ -312,3 +312,16 @@ def test_importing_the_module_does_not_import_requests() -> None:
     code = "import sys, cmx.tools.huggingface; print('requests' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_dataset_repository_is_listed_and_fetched_under_the_hubs_dataset_paths(tmp_path: Path) -> None:
+    site = HubSite(files={"data/train-00000-of-00001.parquet": WEIGHTS, "README.md": b"# card\n"},
+                   lfs={"data/train-00000-of-00001.parquet"}, repo="datasets/Shopify/product-catalogue")
+    for hub in serve(site):
+        repo = "datasets/Shopify/product-catalogue"
+        dest = hf.download_repo(hub.url, repo, COMMIT, tmp_path / "set", token=Secret(TOKEN), backoff=0)
+        assert (dest / "data/train-00000-of-00001.parquet").read_bytes() == WEIGHTS
+        assert hub.requests_for(f"/api/{repo}/revision/") and not hub.requests_for("/api/models")
+        assert len(hub.requests_for(f"/{repo}/resolve/{COMMIT}/")) == 2
+        with pytest.raises(hf.HuggingFaceError, match="has no dataset repository 'Shopify/other'"):
+            hf.list_files(hub.url, "datasets/Shopify/other", COMMIT, token=Secret(TOKEN), backoff=0)
