@@ -262,7 +262,7 @@ def _verify_compliance(config: AppConfig, round_: Round, result: HarnessResult, 
     if mode == "test01":  # against this scenario's accuracy and performance runs, as run_verification.py -r does
         test01.verify_run(output, config.run_dir(result.scenario, "accuracy"),
                           config.run_dir(result.scenario, "performance"), config.dataset, config.tokenizer,
-                          benchmark=config.benchmark, metrics=metrics, rows=config.rows)
+                          benchmark=config.benchmark, rows=config.rows)
     elif mode == "test07":
         test07.verify_run(output, config.dataset, config.tokenizer, benchmark=config.benchmark, rows=config.rows)
     else:

@@ -5,19 +5,20 @@ TEST01 is a performance-mode run whose audit.config makes LoadGen log a random s
 (`accuracy_log_sampling_target` of them, about) to mlperf_log_accuracy.json. Then, as
 compliance/TEST01/run_verification.py does (mlcommons/inference b66003e):
 
-- `verify_accuracy` compares each logged output with the same sample's output in the accuracy run's
+- `compare_outputs` compares each logged output with the same sample's output in the accuracy run's
   log, as verify_accuracy.py does in its default (JSON) mode: the first element of each, read with
   the benchmark's dtype (`--dtype`; whisper's labels are int64). It passes when no sample differs and
   at least one matched. verify_accuracy.txt is the script's output, line for line.
-- `verify_performance` compares the run's score with the performance run's: within 10 %, the same
+- `compare_performance` compares the run's score with the performance run's: within 10 %, the same
   scenario, both runs VALID, and for Server the same target latency (the script's looser 20 % is for
   SingleStream and MultiStream latencies, edge scenarios cmx does not run). verify_performance.txt is
   the script's output.
 - When the outputs differ (batching can change the numerics), the README's Part III applies:
-  `accuracy_baseline` scores the accuracy run's records of the sampled samples (what
+  `verify_run` scores the accuracy run's records of the sampled samples (`baseline_records`, what
   create_accuracy_baseline.sh extracts) and the TEST01 log itself with the benchmark's accuracy
   script; baseline_accuracy.txt and compliance_accuracy.txt hold the two, and the submission checker
-  accepts the test when each metric's two values differ by at most 1 % (0.1 % for a 99.9 target).
+  accepts the test when each metric's two values differ by at most 1 % (0.1 % for a 99.9 target:
+  `checker_failures`, which judges the files as compliance_check.py does).
 
 The checker reads verify_accuracy.txt, verify_performance.txt, accuracy/ and performance/run_1/.
 """
@@ -227,21 +228,6 @@ def format_verify_performance_txt(c: PerformanceComparison) -> str:
 
 # --- the whole verification ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Test01Result:
-    accuracy: AccuracyComparison
-    performance: PerformanceComparison
-    fallback: tuple[str, ...] | None  # Part III: None when not needed, else the metrics outside the delta
-
-    @property
-    def accuracy_passed(self) -> bool:
-        return self.accuracy.passed or self.fallback == ()
-
-    @property
-    def passed(self) -> bool:
-        return self.accuracy_passed and self.performance.passed
-
-
 def checker_failures(folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
     """compliance_check.py's TEST01 verdict on a folder holding verify_accuracy.txt, verify_performance.txt and, for
     Part III, baseline_accuracy.txt and compliance_accuracy.txt (in accuracy/, or beside the others in a run's
@@ -274,10 +260,11 @@ def checker_failures(folder: Path, benchmark: str, metrics: Sequence[str]) -> li
 
 
 def verify_run(output_dir: Path, accuracy_dir: Path, performance_dir: Path, dataset: Path, tokenizer_dir: Path, *,
-               benchmark: str, metrics: Sequence[str], rows: int | None = None) -> Test01Result:
+               benchmark: str, rows: int | None = None) -> Path:
     """run_verification.py on a TEST01 run: verify_accuracy.txt and verify_performance.txt beside its logs, against
     the accuracy run in `accuracy_dir` and the performance run in `performance_dir`. Where the outputs differ, Part
-    III: baseline_accuracy.txt, compliance_accuracy.txt and accuracy.txt (the TEST01 log's score) beside them too."""
+    III: baseline_accuracy.txt, compliance_accuracy.txt and accuracy.txt (the TEST01 log's score) beside them too.
+    Returns the folder; its verdict is `checker_failures` of it, as the submission checker reads the files."""
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.harness import ACCURACY_LOG, ACCURACY_TXT
 
@@ -296,23 +283,17 @@ def verify_run(output_dir: Path, accuracy_dir: Path, performance_dir: Path, data
     performance = compare_performance(Path(performance_dir) / "mlperf_log_detail.txt",
                                       output_dir / "mlperf_log_detail.txt")
     (output_dir / VERIFY_PERFORMANCE_TXT).write_text(format_verify_performance_txt(performance), encoding="utf-8")
-    fallback = None
     if not comparison.passed:
         data = bench.load_dataset(dataset)
         if rows is not None:
             data = data.limit(min(rows, len(data)))
         baseline_log = write_accuracy_log(baseline_records(accuracy, test), output_dir / BASELINE_LOG)
-        scores = {}
-        for log, name in ((baseline_log, BASELINE_TXT), (test_log, COMPLIANCE_TXT)):
-            values = bench.score(log, data, tokenizer_dir)
-            text = bench.format_accuracy_txt(values, sha256_file(log))
-            (output_dir / name).write_text(text, encoding="utf-8")
-            scores[name] = {k: float(v) for k, v in values.items()}
-        (output_dir / ACCURACY_TXT).write_text((output_dir / COMPLIANCE_TXT).read_text(encoding="utf-8"),
-                                               encoding="utf-8")
-        fallback = tuple(within_delta(scores[BASELINE_TXT], scores[COMPLIANCE_TXT], metrics,
-                                      delta_percent(benchmark)))
-    return Test01Result(comparison, performance, fallback)
+        # accuracy.txt of the TEST01 log is its compliance_accuracy.txt (what submitters copy there)
+        for log, names in ((baseline_log, (BASELINE_TXT,)), (test_log, (COMPLIANCE_TXT, ACCURACY_TXT))):
+            text = bench.format_accuracy_txt(bench.score(log, data, tokenizer_dir), sha256_file(log))
+            for name in names:
+                (output_dir / name).write_text(text, encoding="utf-8")
+    return output_dir
 
 
 __all__ = [
@@ -326,7 +307,6 @@ __all__ = [
     "AccuracyComparison",
     "PerformanceComparison",
     "Test01Error",
-    "Test01Result",
     "audit_config",
     "baseline_records",
     "checker_failures",

@@ -140,21 +140,19 @@ def load_catalogue(path: Path) -> ProductCatalogue:
             raise DatasetError(f"{file} has no column {', '.join(missing)}", hint=_HINT)
         tables.append(table.select(list(COLUMNS)))
     table = pa.concat_tables(tables)
-    images = table.column("product_image")
-    no_image = [i for i in range(table.num_rows) if not (images[i].as_py() or {}).get("bytes")] \
-        if images.null_count or _any_empty(images) else []
+    no_image = rows_without_image(table.column("product_image"))
     if no_image:
         raise DatasetError(f"{len(no_image)} row(s) of {path} have no image (the first: row {no_image[0]})",
                            hint="every row of the catalogue has its product_image; download the dataset again")
     return ProductCatalogue(Path(path), table)
 
 
-def _any_empty(images: Any) -> bool:
-    """Whether a row's image struct has no bytes (checked column-wise: fast over 48,289 rows)."""
+def rows_without_image(images: Any) -> list[int]:
+    """The rows whose image struct (or its bytes) is null or empty, found column-wise: one pass over 48,289 rows."""
     import pyarrow.compute as pc
 
-    data = pc.struct_field(images, "bytes")
-    return bool(data.null_count) or bool(pc.any(pc.equal(pc.binary_length(data), 0)).as_py())
+    empty = pc.fill_null(pc.equal(pc.binary_length(pc.struct_field(images, "bytes")), 0), True)
+    return pc.indices_nonzero(empty).to_pylist()
 
 
 def row_counts(paths: Sequence[Path]) -> int:
@@ -163,4 +161,5 @@ def row_counts(paths: Sequence[Path]) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
 
 
-__all__ = ["COLUMNS", "ROWS", "SPLITS", "Product", "ProductCatalogue", "load_catalogue", "row_counts", "split_files"]
+__all__ = ["COLUMNS", "ROWS", "SPLITS", "Product", "ProductCatalogue", "load_catalogue", "row_counts",
+           "rows_without_image", "split_files"]
