@@ -1,6 +1,7 @@
 """A fake OpenAI-compatible server for tests: aiohttp.web on 127.0.0.1 in a thread of its own, serving
-/v1/models, /v1/completions and /v1/audio/transcriptions. A subclass answers completions (`complete`) and
-transcriptions (`transcribe`: 404 unless it does, as a text model's server); `stream_or_json` answers a
+/v1/models, /v1/completions, /v1/audio/transcriptions and /v1/chat/completions. A subclass answers completions
+(`complete`), transcriptions (`transcribe`: 404 unless it does, as a text model's server) and chats (`chat`: 404
+unless it does); `stream_or_json` answers a
 request the way vLLM does, as one JSON body or, when the request asks for a stream, as server-sent events
 (the choice, then the usage, then [DONE])."""
 
@@ -41,6 +42,11 @@ class FakeOpenAIServer:
 
         return web.json_response({"detail": "Not Found"}, status=404)
 
+    async def chat(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"detail": "Not Found"}, status=404)
+
     async def _complete(self, request: Any) -> Any:
         self.completions += 1
         return await self.complete(request)
@@ -67,6 +73,7 @@ class FakeOpenAIServer:
             app.router.add_get("/v1/models", self.models)
             app.router.add_post("/v1/completions", self._complete)
             app.router.add_post("/v1/audio/transcriptions", self.transcribe)
+            app.router.add_post("/v1/chat/completions", self.chat)
             runner = web.AppRunner(app)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", self.port).start()

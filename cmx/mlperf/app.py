@@ -231,7 +231,7 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
     return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=validity,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
                       tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details),
-                      loadgen_validity=result.loadgen_validity)
+                      loadgen_validity=result.loadgen_validity, latency_p99_ms=result.latency_p99_ms)
 
 
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,

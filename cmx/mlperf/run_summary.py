@@ -25,13 +25,16 @@ class RunSummary:
     problems: list[str]
     details: dict[str, Any] = field(default_factory=dict)  # the harness's: backend, engines, server
     loadgen_validity: str | None = None
+    latency_p99_ms: float | None = None  # a Server test judged on whole answers (Qwen3-VL): LoadGen's p99
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "accuracy", "tok/sample")
+HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "latency p99 ms", "accuracy",
+          "tok/sample")
+_LATENCY = HEADER.index("latency p99 ms")  # shown only where a test was judged on whole answers
 # the metrics of the accuracy column: every one the round has a target for, but tokens per sample (its own column)
 _OWN_COLUMN = ("tokens_per_sample",)
 
@@ -51,7 +54,8 @@ def _cells(r: RunSummary) -> tuple[str, ...]:
         verdict = "OK" if r.ok else f"FAILED ({len(r.problems)} problem(s))"
     return (r.scenario, r.mode, verdict, _num(r.tokens_per_second if r.mode == "performance" else None),
             _num(r.ttft_p99_ms if r.mode == "performance" else None),
-            _num(r.tpot_p99_ms if r.mode == "performance" else None), rouges,
+            _num(r.tpot_p99_ms if r.mode == "performance" else None),
+            _num(r.latency_p99_ms if r.mode == "performance" else None), rouges,
             _num(rouge.get("tokens_per_sample")))
 
 
@@ -60,9 +64,12 @@ def _num(value: float | None) -> str:
 
 
 def format_table(runs: Sequence[RunSummary], *, short: bool = False, notes: Sequence[str] = ()) -> str:
-    """The rows under their header, then a NOT COMPLIANT line for a short run and each of `notes`."""
+    """The rows under their header, then a NOT COMPLIANT line for a short run and each of `notes`. The end-to-end
+    latency column is there only where a test was judged on it (a Server test without token latencies)."""
     rows = [HEADER, *(_cells(r) for r in runs)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    if all(r.latency_p99_ms is None for r in runs):
+        rows = [row[:_LATENCY] + row[_LATENCY + 1:] for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     if short:
         lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")

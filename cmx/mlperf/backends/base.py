@@ -1,4 +1,5 @@
-"""What a LoadGen SUT needs from an inference engine: token ids (and media: audio) in, token ids out.
+"""What a LoadGen SUT needs from an inference engine: token ids (and media: audio) in, token ids out; or a
+conversation (chat messages, an image among them) in and text out, through an endpoint's chat route.
 
 A SUT (Offline, Server, Interactive) talks to one `Backend`; each engine (vLLM today) is one
 module implementing it, the way pre-commit's languages implement `lang_base`. The contract:
@@ -129,7 +130,25 @@ class Audio:
     sample_rate: int
 
 
-Media = Audio  # what a request can carry besides its tokens; Qwen3-VL's images will join it
+Media = Audio  # what a request can carry besides its tokens
+
+
+@dataclass(frozen=True, eq=False)
+class ChatPrompt:
+    """A conversation for an OpenAI chat route, sent as it is: `messages` of roles and content (Qwen3-VL's system
+    prompt, then its text part and its image as a data URL). `max_tokens` bounds the answer where it is set; None
+    sends no bound, as Qwen3-VL's reference does (the server's context length bounds it). Its answer is text with
+    the server's count of its tokens (GenResult.text, count). Compared by identity: its messages may hold megabytes
+    of image."""
+
+    messages: tuple[Mapping[str, Any], ...]
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            raise ValueError("a chat prompt needs at least one message")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"a chat prompt's max_tokens must be at least 1, not {self.max_tokens}")
 
 
 @dataclass(frozen=True)
@@ -137,17 +156,23 @@ class GenRequest:
     """One prompt. `id` is the caller's (a LoadGen query id or sample index) and comes back in
     the result; `prompt_ids` are token ids (an encoder-decoder model's decoder prompt), and `media`
     what the model takes besides them (Whisper's clip). Generation stops at the model's EOS or after
-    `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back."""
+    `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back.
+
+    A `chat` request is a conversation instead (no token ids): it goes to a chat route with the chat's own
+    bound, and `max_tokens` and `min_tokens` are not sent (an engine that takes token ids refuses it)."""
 
     id: int
     prompt_ids: Sequence[int]
     max_tokens: int = 1024
     min_tokens: int = MIN_OUTPUT_TOKENS
     media: tuple[Media, ...] = ()
+    chat: ChatPrompt | None = None
 
     def __post_init__(self) -> None:
-        if len(self.prompt_ids) == 0:
+        if len(self.prompt_ids) == 0 and self.chat is None:
             raise ValueError(f"request {self.id}: empty prompt")
+        if self.chat is not None and (len(self.prompt_ids) or self.media):
+            raise ValueError(f"request {self.id}: a chat request carries its whole prompt in its messages")
         if self.min_tokens < MIN_OUTPUT_TOKENS:
             raise ValueError(f"request {self.id}: min_tokens {self.min_tokens} < {MIN_OUTPUT_TOKENS}: "
                              "LoadGen rejects a response of fewer than 2 tokens")
@@ -161,8 +186,8 @@ class GenResult:
     as the accuracy checker and TEST06 expect). `finish_reason` is the engine's ("stop" at EOS,
     "length" at max_tokens), for logs.
 
-    An engine that answers with text only and a count of its tokens (vLLM's transcription route) gives
-    `text` and `count`, and no token ids: the benchmark's ResponseEncoder reads the text, and LoadGen's
+    An engine that answers with text only and a count of its tokens (vLLM's transcription route, a chat route)
+    gives `text` and `count`, and no token ids: the benchmark's ResponseEncoder reads the text, and LoadGen's
     n_tokens is the engine's count."""
 
     id: int

@@ -15,6 +15,14 @@ instead, Offline only: the clip as a WAV file, the prompt's language, streamed s
 with its token count; its result is the text with that count (openai_api's module docstring says why).
 The model folder (`EndpointConfig.tokenizer`) tells a speech model from a text one (its config.json).
 
+A conversation (a request with a `chat`: Qwen3-VL's messages, its image among them) is one non-streaming
+`POST {url}/chat/completions` in every scenario (its benchmark judges whole answers' latency, so Server
+sends no first token); its result is the reply's text with the server's token count. A chat the server
+refuses (HTTP 400, 413 or 422: a prompt beyond its context length, an image it cannot read) is answered
+empty, as Qwen3-VL's reference answers a failed request, counted in `details()["refused_requests"]` and
+logged; every other failure fails the sample as below. `EndpointConfig.chat` warms such a server up
+through its chat route.
+
 Output token ids come from the server where it returns them (vLLM's `return_token_ids`: the
 ids of each streamed delta, or all of them in a non-streaming answer). A server that ignores
 that field answers with text only: then the model's tokenizer (`EndpointConfig.tokenizer`)
@@ -59,6 +67,7 @@ from cmx.mlperf.backends.base import (
     BackendDead,
     BackendDefaults,
     BackendError,
+    ChatPrompt,
     GenRequest,
     GenResult,
     Sampling,
@@ -73,6 +82,8 @@ from cmx.mlperf.backends.openai_api import (
     TextTokens,
     TranscriptAssembler,
     api_base,
+    chat_body,
+    chat_result,
     completion_body,
     completion_result,
     http_error,
@@ -108,6 +119,10 @@ GONE_ERRNOS = {errno.ECONNREFUSED: "connection refused", errno.EHOSTUNREACH: "no
                errno.ENETUNREACH: "network unreachable", errno.ECONNRESET: "connection reset"}
 TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
 JSON = {"Content-Type": "application/json"}
+# what a server answers a request it will not serve (a prompt over its context length, an image it cannot read):
+# a chat so refused is answered empty, as Qwen3-VL's reference answers any failed request
+REFUSED_STATUSES = frozenset({400, 413, 422})
+WARMUP_CHAT = ChatPrompt(({"role": "user", "content": "Name three colours."},), max_tokens=8)
 
 
 @dataclass(frozen=True)
@@ -123,6 +138,7 @@ class EndpointConfig:
         "server" (fail without them) or "tokenizer" (always re-tokenize the text).
     warmup_requests: non-streaming warm-up requests in start() (one streaming request follows).
     sampling: how every request (warm-up included) chooses its tokens, sent in each request body.
+    chat: the samples are conversations (the benchmark's ChatSource): warm up through the chat route.
     """
 
     url: str
@@ -134,6 +150,7 @@ class EndpointConfig:
     token_ids: str = "auto"
     warmup_requests: int = 4
     sampling: Sampling = GREEDY
+    chat: bool = False
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -191,6 +208,7 @@ class EndpointBackend(BackendDefaults):
         self._gone: str | None = None  # why the server is known dead (on the loop only)
         self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing streams share
         self._speech: TextTokens | None = None  # a speech model's vocabulary (its prompts' language), once started
+        self._refused = 0  # chats the server refused, answered empty (on the loop only)
 
     @property
     def url(self) -> str:
@@ -234,6 +252,7 @@ class EndpointBackend(BackendDefaults):
             raise
         warmed = time.monotonic()
         output = ("transcription text, with the server's token count" if self.token_ids_source == "transcription"
+                  else "chat replies, with the server's token count" if self.token_ids_source == "chat"
                   else f"token ids from the {self.token_ids_source}")
         self.log.info("endpoint %s: model %s on %s %s; output as %s; warm-up: %d requests in %.1f s",
                       public_url(self.url), self.model, server["software"] or "an unnamed server",
@@ -306,6 +325,17 @@ class EndpointBackend(BackendDefaults):
         A speech model's: transcriptions of a second of silence, the only path it takes, in the
         vocabulary's first language (Whisper's <|en|>, after <|startoftranscript|>): a server left to detect
         the language of silence may fail (vLLM's asserts that a random model's guess is a language)."""
+        if self.config.chat:  # conversations only, on both paths; their answers are text with the server's count
+            self.token_ids_source = "chat"
+            requests = [GenRequest(id=-(i + 1), prompt_ids=[], chat=WARMUP_CHAT)
+                        for i in range(max(1, self.config.warmup_requests))]
+            for _ in self.generate(requests):
+                pass
+            sink = QueueSink()
+            self.submit(requests[0], sink)
+            if isinstance(item := sink.queue.get(), BaseException):
+                raise item
+            return len(requests) + 1
         start = speech_decoder_start(self.config.tokenizer)
         if start is not None:
             assert self.config.tokenizer is not None
@@ -409,6 +439,8 @@ class EndpointBackend(BackendDefaults):
 
         if request.media:
             return await self._transcribe(request)
+        if request.chat is not None:
+            return await self._chat(request)
         url, what = f"{self.url}/completions", request_name(request.id)
         body = completion_body(request, self.model or "", self.config.sampling, stream=False,
                                server_token_ids=self._tokens is None)
@@ -462,6 +494,40 @@ class EndpointBackend(BackendDefaults):
         finally:
             self._in_flight -= 1
 
+    async def _chat(self, request: GenRequest) -> GenResult:
+        """One conversation through the chat route, not streamed; a sample the server refuses (REFUSED_STATUSES) is
+        answered empty and counted (a warm-up request's refusal is an error: nothing would run)."""
+        import aiohttp
+
+        assert request.chat is not None
+        url, what = f"{self.url}/chat/completions", request_name(request.id)
+        body = chat_body(request.chat, self.model or "", self.config.sampling)
+        self._in_flight += 1
+        try:
+            async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            await self._raise_if_dead(exc)
+            raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
+        finally:
+            self._in_flight -= 1
+        if response.status != 200:
+            error = http_error(response.status, text, url=url, what=what, key_given=bool(self.config.api_key))
+            if response.status not in REFUSED_STATUSES or request.id < 0:
+                raise error
+            self._refused += 1
+            self.log.warning("%s; it is answered empty, as the reference answers a failed request, and scores as an "
+                             "unparsable reply", error.message)
+            return GenResult(id=request.id, token_ids=[], finish_reason="refused", text="", count=0)
+        try:
+            return chat_result(request, json.loads(text), url)
+        except ValueError as exc:
+            raise malformed(what, url, str(exc)) from None
+
+    def details(self) -> dict[str, Any]:
+        """The chats the server refused so far (answered empty), for a chat run."""
+        return {"refused_requests": self._refused} if self.config.chat else {}
+
     # -- Server / Interactive -------------------------------------------------------------------------
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
@@ -470,8 +536,8 @@ class EndpointBackend(BackendDefaults):
         self._started().spawn(self._stream(request, sink))
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
-        try:
-            result = await self._stream_request(request, sink)
+        try:  # a chat is not streamed: no first token, the whole answer at once
+            result = await (self._chat(request) if request.chat is not None else self._stream_request(request, sink))
         except BackendError as exc:
             self.log.error("%s", exc.message)
             sink.on_error(request.id, exc)

@@ -1,5 +1,5 @@
-"""OpenAI's /v1/completions (and, for a speech model, /v1/audio/transcriptions) as the endpoint backend speaks
-it: request bodies, answers, streams, errors.
+"""OpenAI's /v1/completions (and, for a speech model, /v1/audio/transcriptions; for a conversation,
+/v1/chat/completions) as the endpoint backend speaks it: request bodies, answers, streams, errors.
 
 Pure functions and small classes, no I/O (the backend, cmx.mlperf.backends.endpoint, does the
 HTTP), so that every rule here is unit-tested with bytes a real server sends.
@@ -15,6 +15,10 @@ language, and streams its answer, because only the stream's last chunk carries t
 (`usage.completion_tokens`; the non-streaming answer counts seconds of audio). Its result is the text
 with that count (GenResult.text, count): the text is not re-tokenized, since its tokens are not what
 LoadGen counts and the benchmark answers with the text.
+
+A chat (`chat_body`) sends a benchmark's conversation as it is (Qwen3-VL's system prompt, text and image),
+not streamed: its benchmark judges each answer's whole latency, not its first token. Its result is the
+reply's text with the server's `usage.completion_tokens` (`chat_result`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cmx.mlperf.backends.base import Audio, BackendError, GenRequest, GenResult, Sampling
+from cmx.mlperf.backends.base import Audio, BackendError, ChatPrompt, GenRequest, GenResult, Sampling
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
             "LoadGen issued it")
@@ -129,6 +133,34 @@ def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stre
     return body
 
 
+def chat_body(chat: ChatPrompt, model: str, sampling: Sampling) -> dict[str, Any]:
+    """The /v1/chat/completions request for one conversation: its messages as they are, not streamed, a max_tokens
+    only where the chat sets one, and `sampling` in full with every penalty neutral, as completion_body sends them.
+
+    Qwen3-VL's reference sends its sampling fields as null, which a server fills from the model's
+    generation_config.json; its benchmark's sampling is those values (temperature 0.7, top_p 0.8, top_k 20), sent
+    here, so that a server started with other defaults (vLLM's `--generation-config vllm`) still samples as the
+    reference's did, and a user's override reaches the server."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": list(chat.messages),
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "min_p": 0.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "repetition_penalty": 1.0,
+        "n": 1,
+        "stream": False,
+    }
+    if chat.max_tokens is not None:
+        body["max_tokens"] = chat.max_tokens
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    return body
+
+
 # Whisper's special tokens that are not a language (a language token is <|en|>, <|yue|>, ...)
 _NOT_LANGUAGES = frozenset({"startoftranscript", "transcribe", "translate", "notimestamps", "nospeech", "startoflm",
                             "startofprev", "endoftext", "nocaptions"})
@@ -224,8 +256,10 @@ def parse_answer(data: Any) -> Answer:
     ids = choice.get("token_ids")
     if ids is not None and not (isinstance(ids, list) and all(isinstance(t, int) for t in ids)):
         raise ValueError("'token_ids' is not a list of integers")
-    delta = choice.get("delta")  # a transcription chunk's text is its delta's content
-    text = choice.get("text") or (delta.get("content") if isinstance(delta, dict) else None)
+    # a completion's text is `text`; a transcription chunk's, its delta's content; a chat answer's, its message's
+    delta, message = choice.get("delta"), choice.get("message")
+    text = (choice.get("text") or (delta.get("content") if isinstance(delta, dict) else None)
+            or (message.get("content") if isinstance(message, dict) else None))
     return Answer(token_ids=ids, text=str(text or ""), finish_reason=choice.get("finish_reason"),
                   completion_tokens=count)
 
@@ -344,6 +378,24 @@ def completion_result(request: GenRequest, data: Any, tokens: TextTokens | None,
         ids = retokenized_ids(request, answer.text, answer.completion_tokens, tokens, url)
     return checked_length(request, GenResult(id=request.id, token_ids=ids, finish_reason=answer.finish_reason or ""),
                           url, count=answer.completion_tokens, tokens=tokens)
+
+
+def chat_result(request: GenRequest, data: Any, url: str = "") -> GenResult:
+    """A chat answer's result: the reply's text (empty where the message has no content) with the server's token
+    count, which LoadGen's n_tokens is (ValueError when the answer is malformed or has no count; BackendError when
+    the count exceeds the chat's max_tokens)."""
+    answer = parse_answer(data)
+    if not answer.has_choice:
+        raise ValueError("the answer has no choices (an empty 'choices' list): the server generated nothing")
+    if answer.completion_tokens is None:
+        raise ValueError("no token count (usage.completion_tokens), which LoadGen's n_tokens is")
+    bound = request.chat.max_tokens if request.chat is not None else None
+    if bound is not None and answer.completion_tokens > bound:
+        raise BackendError(f"{request_name(request.id)}: the server counted {answer.completion_tokens} output tokens "
+                           f"(usage.completion_tokens), more than the chat's max_tokens {bound}",
+                           where=public_url(url) or None, hint="the server does not honour max_tokens, or miscounts")
+    return GenResult(id=request.id, token_ids=[], finish_reason=answer.finish_reason or "", text=answer.text,
+                     count=answer.completion_tokens)
 
 
 # --- streams -----------------------------------------------------------------------------------------

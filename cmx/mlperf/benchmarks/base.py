@@ -22,7 +22,7 @@ from cmx.mlperf.benchmarks.kit.model import ModelFolder
 
 if TYPE_CHECKING:  # kit imports this module
     from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
-    from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
+    from cmx.mlperf.loadgen.sut import ChatSource, PromptSource, ResponseEncoder
 
 
 class DatasetError(CmxError):
@@ -103,13 +103,26 @@ class Benchmark(Protocol):
 
     # --- the samples and the answers: what the harness's QSL and SUT read ------------------------------
 
-    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource:
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource:
         """What the QSL reads for `dataset` (cmx.mlperf.loadgen.sut.PromptSource: token ids per sample, and media
-        for a MediaSource), made with the tokenizer in `model_dir` where the dataset holds text or audio."""
+        for a MediaSource; a ChatSource's conversations for a chat benchmark), made with the tokenizer in
+        `model_dir` where the dataset holds text or audio."""
         ...
 
     def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
         """How a sample's output token ids are answered to LoadGen (the array it logs); None: as int32 token ids."""
+        ...
+
+    @property
+    def chat(self) -> bool:
+        """Its samples are conversations (`prompt_source` gives a cmx.mlperf.loadgen.sut.ChatSource) for an endpoint's
+        chat route, answered with text: it runs through an endpoint only (Qwen3-VL)."""
+        ...
+
+    @property
+    def server_flags(self) -> tuple[str, ...]:
+        """Flags of the reference's `vllm serve` that every server cmx starts for this benchmark takes (Qwen3-VL's
+        `--limit-mm-per-prompt.video 0`); () for none."""
         ...
 
     @property

@@ -79,6 +79,8 @@ LOADGEN_LOGS = ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_LOG,
 def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
     """The backend the config names: vLLM in this process as the device profile describes it (streaming for
     Server and Interactive), or the endpoint, with its API key from the environment."""
+    from cmx.mlperf.benchmarks import benchmark_for
+
     if config.endpoint is not None:
         from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
         from cmx.secrets import Secret
@@ -88,10 +90,14 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
         return EndpointBackend(EndpointConfig(url=e.url, model=e.model, api_key=Secret(key) if key else None,
                                               request_timeout_s=e.request_timeout_s,
                                               max_concurrency=e.max_concurrency, tokenizer=config.model,
-                                              sampling=config.sampling),
+                                              sampling=config.sampling, chat=benchmark_for(config.benchmark).chat),
                                logger)
     from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
 
+    if benchmark_for(config.benchmark).chat:
+        raise HarnessError(f"{config.benchmark}'s samples are conversations for a chat route, which vLLM in the "
+                           "harness process does not take", hint="run it through an endpoint: add _endpoint (cmx "
+                                                                 "starts vllm serve), or give --input endpoint_url")
     engine = config.engine
     backend_config = VllmBackendConfig(model=config.model, options=engine.options(config.device),
                                        streaming=config.scenario != "Offline", max_model_len=engine.max_model_len,
@@ -326,7 +332,10 @@ def stopped_early(config: HarnessConfig, sut: OfflineSUT | ServerSUT, start_seco
 
 def this_test(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """The backend's details for one test: what it reports after the test, its per-replica sample and token
-    counts less those of earlier tests on the same backend (the counts run from the backend's start)."""
+    counts, and the chats refused, less those of earlier tests on the same backend (the counts run from the backend's
+    start)."""
+    if isinstance(refused := after.get("refused_requests"), int):
+        after = {**after, "refused_requests": refused - int(before.get("refused_requests") or 0)}
     replicas, earlier = after.get("replicas"), before.get("replicas")
     if not isinstance(replicas, list) or not isinstance(earlier, list):
         return after
@@ -359,6 +368,7 @@ def judge(config: HarnessConfig, errors: list[Any], completed: int, start_second
         loadgen_validity=r.validity, problems=problems,
         samples_per_second=r.samples_per_second, tokens_per_second=r.tokens_per_second,
         ttft_p99_ms=r.ttft.p99_ms if r.ttft else None, tpot_p99_ms=r.tpot.p99_ms if r.tpot else None,
+        latency_p99_ms=r.latency.p99_ms if config.scenario != "Offline" and r.ttft is None else None,
         completed_samples=completed, failed_samples=len(errors), start_seconds=round(start_seconds, 3),
         test_seconds=round(test_seconds, 3), details=details)
 

@@ -187,6 +187,7 @@ class HarnessResult:
     test_seconds: float
     details: dict[str, Any] = field(default_factory=dict)
     loadgen_validity: str | None = None
+    latency_p99_ms: float | None = None  # a Server test judged on whole answers (no token latencies): its p99
 
     @property
     def ok(self) -> bool:

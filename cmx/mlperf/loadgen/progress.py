@@ -101,6 +101,9 @@ class RunProgress:
     tpot_p99_ms: float | None
     ttft_limit_ms: float | None
     tpot_limit_ms: float | None
+    # end-to-end latency, for a Server test judged on it (use_token_latencies 0: Qwen3-VL), not on TTFT and TPOT
+    latency_p99_ms: float | None = None
+    latency_limit_ms: float | None = None
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -120,7 +123,8 @@ class RunProgress:
         return f"{self.scenario} {self.mode}"
 
     def detail(self) -> str:
-        """`320/640 samples, 1190 tok/s, TTFT p99 143/2000 ms, TPOT p99 37/200 ms, 0:42 elapsed, ETA 0:40`."""
+        """`320/640 samples, 1190 tok/s, TTFT p99 143/2000 ms, TPOT p99 37/200 ms, 0:42 elapsed, ETA 0:40`; a test
+        judged on whole answers shows `latency p99 4210/12000 ms` in place of TTFT and TPOT."""
         if self.state == "starting":
             return "starting the engine"
         of = f"/{self.expected}" if self.expected else f" of {self.issued} issued"
@@ -130,7 +134,8 @@ class RunProgress:
         if self.tokens_per_s is not None:
             parts.append(f"{self.tokens_per_s:.0f} tok/s")
         parts += [_against(name, value, limit) for name, value, limit in
-                  (("TTFT", self.ttft_p99_ms, self.ttft_limit_ms), ("TPOT", self.tpot_p99_ms, self.tpot_limit_ms))
+                  (("TTFT", self.ttft_p99_ms, self.ttft_limit_ms), ("TPOT", self.tpot_p99_ms, self.tpot_limit_ms),
+                   ("latency", self.latency_p99_ms, self.latency_limit_ms))
                   if value is not None]
         parts.append(f"{_clock(self.elapsed_s)} elapsed")
         if self.eta_s is not None:
@@ -164,17 +169,20 @@ class RunShape:
     min_duration_s: float | None = None
     ttft_limit_ms: float | None = None
     tpot_limit_ms: float | None = None
+    latency_limit_ms: float | None = None  # a Server test judged on end-to-end latency (use_token_latencies 0)
 
 
 class _Latencies:
-    """TTFT and TPOT of the completed streamed samples, converted from the clock's rows as they arrive
-    (each row once), so a look costs a percentile over floats, not a pass over Python tuples."""
+    """TTFT and TPOT of the completed streamed samples, and every completed sample's end-to-end latency, converted
+    from the clock's rows as they arrive (each row once), so a look costs a percentile over floats, not a pass over
+    Python tuples."""
 
     def __init__(self) -> None:
         self.seen = 0
         self.tokens = 0
         self._ttft: list[np.ndarray] = []
         self._tpot: list[np.ndarray] = []
+        self._e2e: list[np.ndarray] = []
 
     def add(self, rows: list[tuple[float, float, float, int]]) -> None:
         new = rows[self.seen:]
@@ -187,11 +195,16 @@ class _Latencies:
         self._ttft.append((first[streamed] - issued[streamed]) * 1000.0)
         many = streamed & (tokens > 1)
         self._tpot.append((done[many] - first[many]) / (tokens[many] - 1) * 1000.0)
+        self._e2e.append((done - issued) * 1000.0)
         if len(self._ttft) > 64:  # keep the number of pieces small
             self._ttft, self._tpot = [np.concatenate(self._ttft)], [np.concatenate(self._tpot)]
+            self._e2e = [np.concatenate(self._e2e)]
 
     def p99s(self) -> tuple[float | None, float | None]:
         return _p99(self._ttft), _p99(self._tpot)
+
+    def e2e_p99(self) -> float | None:
+        return _p99(self._e2e)
 
 
 def _p99(pieces: list[np.ndarray]) -> float | None:
@@ -202,19 +215,23 @@ def _p99(pieces: list[np.ndarray]) -> float | None:
 def run_shape(settings: Any, scenario: str, mode: str, total_samples: int) -> RunShape:
     """The shape LoadGen's TestSettings (after FromConfig) fix for a test: accuracy issues every sample once;
     Server performance runs `max(min_query_count, qps × min_duration)` queries and at least min_duration;
-    Offline's query size is known when it is issued. A compliance run's audit.config is not read here."""
-    ttft = settings.ttft_latency / 1e6 if scenario != "Offline" and settings.use_token_latencies else None
-    tpot = settings.tpot_latency / 1e6 if scenario != "Offline" and settings.use_token_latencies else None
+    Offline's query size is known when it is issued. A compliance run's audit.config is not read here. A Server
+    test without token latencies is judged on end-to-end latency: its limit is server_target_latency_ns."""
+    streamed = scenario != "Offline"
+    ttft = settings.ttft_latency / 1e6 if streamed and settings.use_token_latencies else None
+    tpot = settings.tpot_latency / 1e6 if streamed and settings.use_token_latencies else None
+    e2e = settings.server_target_latency_ns / 1e6 if streamed and not settings.use_token_latencies else None
     if mode == "accuracy":
-        return RunShape(scenario, mode, expected=total_samples, ttft_limit_ms=ttft, tpot_limit_ms=tpot)
+        return RunShape(scenario, mode, expected=total_samples, ttft_limit_ms=ttft, tpot_limit_ms=tpot,
+                        latency_limit_ms=e2e)
     if mode != "performance":
-        return RunShape(scenario, mode, ttft_limit_ms=ttft, tpot_limit_ms=tpot)
+        return RunShape(scenario, mode, ttft_limit_ms=ttft, tpot_limit_ms=tpot, latency_limit_ms=e2e)
     min_duration = settings.min_duration_ms / 1000.0
     expected = None
     if scenario != "Offline":
         expected = max(int(settings.min_query_count), math.ceil(settings.server_target_qps * min_duration))
     return RunShape(scenario, mode, expected=expected, min_duration_s=min_duration, ttft_limit_ms=ttft,
-                    tpot_limit_ms=tpot)
+                    tpot_limit_ms=tpot, latency_limit_ms=e2e)
 
 
 class ProgressWriter:
@@ -250,13 +267,15 @@ class ProgressWriter:
         elif expected is not None:
             expected = max(expected, clock.issued_count)  # LoadGen may issue more (early stopping, equal issue)
         ttft, tpot = self._latencies.p99s() if shape.scenario != "Offline" else (None, None)
+        e2e = self._latencies.e2e_p99() if shape.latency_limit_ms is not None else None
         return RunProgress(
             scenario=shape.scenario, mode=shape.mode,
             state="done" if final else "starting" if started is None else "running",
             elapsed_s=0.0 if started is None else round(clock.now() - started, 3),
             issued=clock.issued_count, completed=self._latencies.seen, failed=clock.failed_count,
             tokens=self._latencies.tokens, expected=expected, min_duration_s=shape.min_duration_s,
-            ttft_p99_ms=ttft, tpot_p99_ms=tpot, ttft_limit_ms=shape.ttft_limit_ms, tpot_limit_ms=shape.tpot_limit_ms)
+            ttft_p99_ms=ttft, tpot_p99_ms=tpot, ttft_limit_ms=shape.ttft_limit_ms, tpot_limit_ms=shape.tpot_limit_ms,
+            latency_p99_ms=e2e, latency_limit_ms=shape.latency_limit_ms)
 
     def write(self, *, final: bool = False) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")

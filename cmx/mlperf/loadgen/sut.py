@@ -43,7 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.backends.base import Backend, BackendDead, GenRequest, GenResult, Media
+from cmx.mlperf.backends.base import Backend, BackendDead, ChatPrompt, GenRequest, GenResult, Media
 from cmx.mlperf.loadgen.progress import SampleClock
 
 # Once the backend is dead, LoadGen gets this long to return by itself (it does when its schedule had
@@ -67,6 +67,24 @@ class MediaSource(PromptSource, Protocol):
     """A PromptSource whose samples carry media besides their tokens (Whisper's clips)."""
 
     def media(self, i: int) -> tuple[Media, ...]: ...
+
+
+class ChatSource(Protocol):
+    """What the QSL reads for a benchmark whose samples are conversations (Qwen3-VL's messages, its image among
+    them), not token ids: sample i's chat, built when LoadGen loads the sample, as the reference builds it."""
+
+    def __len__(self) -> int: ...
+
+    def chat(self, i: int) -> ChatPrompt: ...
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One loaded sample as the SUT sends it: token ids and media, or a chat."""
+
+    prompt_ids: list[int]
+    media: tuple[Media, ...] = ()
+    chat: ChatPrompt | None = None
 
 
 # the array LoadGen is handed for a sample's result (its n_tokens is the result's, whatever the array holds)
@@ -94,15 +112,25 @@ def token_answer(result: GenResult) -> np.ndarray:
     return int32_tokens(result.token_ids)
 
 
+def text_answer(result: GenResult) -> np.ndarray:
+    """A ResponseEncoder for a benchmark answered with text (Qwen3-VL's reply): its UTF-8 bytes, which the
+    evaluator reads back with `bytes.fromhex(data).decode("utf-8")`."""
+    if result.text is None:
+        raise SutError(f"request {result.id} was answered with token ids, and this benchmark answers LoadGen with "
+                       "the reply's text", hint="run it through an endpoint's chat route (_endpoint)")
+    return np.frombuffer(result.text.encode("utf-8"), dtype=np.uint8)
+
+
 def _address(array: np.ndarray) -> int:
     return int(array.__array_interface__["data"][0])
 
 
 class QSL:
-    """LoadGen's QSL over a PromptSource. `load_samples` caches the prompts (and media, for a MediaSource) of the
-    samples LoadGen will issue (before its timed window), so `issue_queries` only looks them up."""
+    """LoadGen's QSL over a PromptSource (or a ChatSource). `load_samples` caches the prompts (and media, for a
+    MediaSource; the chats, for a ChatSource) of the samples LoadGen will issue (before its timed window), so
+    `issue_queries` only looks them up."""
 
-    def __init__(self, source: PromptSource, performance_sample_count: int,
+    def __init__(self, source: PromptSource | ChatSource, performance_sample_count: int,
                  logger: logging.Logger | None = None) -> None:
         if performance_sample_count < 1:
             raise SutError(f"performance_sample_count must be at least 1, not {performance_sample_count}")
@@ -110,8 +138,9 @@ class QSL:
         self.total_count = len(source)
         self.performance_sample_count = min(performance_sample_count, self.total_count)
         self.log = logger or logging.getLogger(__name__)
-        self._prompts: dict[int, tuple[list[int], tuple[Media, ...]]] = {}
+        self._prompts: dict[int, Sample] = {}
         self._media: Callable[[int], Sequence[Media]] | None = getattr(source, "media", None)  # a MediaSource's
+        self._chat: Callable[[int], ChatPrompt] | None = getattr(source, "chat", None)  # a ChatSource's
         self.handle: Any = None
 
     def load_samples(self, indices: Sequence[int]) -> None:
@@ -126,15 +155,18 @@ class QSL:
 
     def prompt(self, index: int) -> list[int]:
         """Sample `index`'s prompt ids; read from the source if LoadGen did not load it."""
-        return self.sample(index)[0]
+        return self.sample(index).prompt_ids
 
-    def sample(self, index: int) -> tuple[list[int], tuple[Media, ...]]:
-        """Sample `index`'s prompt ids and media; read from the source if LoadGen did not load it."""
+    def sample(self, index: int) -> Sample:
+        """Sample `index`'s prompt ids and media, or its chat; read from the source if LoadGen did not load it."""
         cached = self._prompts.get(index)
         return cached if cached is not None else self._read(index)
 
-    def _read(self, index: int) -> tuple[list[int], tuple[Media, ...]]:
-        return list(self.source.prompt_ids(index)), (tuple(self._media(index)) if self._media is not None else ())
+    def _read(self, index: int) -> Sample:
+        if self._chat is not None:
+            return Sample([], chat=self._chat(index))
+        source: Any = self.source  # a PromptSource: it has no chat
+        return Sample(list(source.prompt_ids(index)), tuple(self._media(index)) if self._media is not None else ())
 
     def construct(self, lg: Any) -> Any:
         if self.handle is not None:
@@ -172,8 +204,9 @@ class _BaseSUT:
         self._idle = threading.Condition()
 
     def request(self, query_id: int, index: int) -> GenRequest:
-        prompt_ids, media = self.qsl.sample(index)
-        return GenRequest(id=query_id, prompt_ids=prompt_ids, max_tokens=self.max_tokens, media=media)
+        sample = self.qsl.sample(index)
+        return GenRequest(id=query_id, prompt_ids=sample.prompt_ids, max_tokens=self.max_tokens, media=sample.media,
+                          chat=sample.chat)
 
     def construct(self) -> Any:
         if self.handle is not None:

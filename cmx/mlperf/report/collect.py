@@ -108,6 +108,9 @@ class ResultRow:
     tiny: bool
     compliant: bool
     samples: SampleTimes | None = field(default=None, compare=False)
+    # a Server test judged on whole answers (no token latencies: Qwen3-VL): its end-to-end latency and the limit
+    latency: Percentiles | None = None
+    latency_limit_ms: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -240,8 +243,8 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
     from cmx.mlperf.rounds import load_round
 
     folder = Path(run["folder"])
-    ttft = tpot = None
-    ttft_limit = tpot_limit = samples_per_second = None
+    ttft = tpot = latency = None
+    ttft_limit = tpot_limit = latency_limit = samples_per_second = None
     try:
         log = read_loadgen_run(folder)
     except LoadgenLogError:
@@ -252,6 +255,8 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
         s = log.settings
         ttft_limit = s.ttft_latency_ns / 1e6 if s.ttft_latency_ns and ttft else None
         tpot_limit = s.tpot_latency_ns / 1e6 if s.tpot_latency_ns and tpot else None
+        if ttft is None and run["scenario"] != "Offline" and s.target_latency_ns:  # judged on whole answers
+            latency, latency_limit = Percentiles.of(log.results.latency), s.target_latency_ns / 1e6
     targets = load_round(facts["round"]).benchmark(facts["benchmark"]).accuracy
     accuracy = {k: float(v) for k, v in (run.get("rouge") or {}).items()}
     return ResultRow(
@@ -264,4 +269,4 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
         accuracy_minimums={b.metric: b.value for b in targets.minimums if b.metric in accuracy},
         accuracy_maximums={b.metric: b.value for b in targets.maximums if b.metric in accuracy},
         short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), compliant=bool(facts.get("compliant")),
-        samples=SampleTimes.read(folder / SAMPLES_CSV))
+        samples=SampleTimes.read(folder / SAMPLES_CSV), latency=latency, latency_limit_ms=latency_limit)

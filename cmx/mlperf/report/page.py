@@ -147,7 +147,7 @@ def _system_lines(system: dict[str, object]) -> list[tuple[str, str]]:
 
 
 HEADER = ("benchmark", "scenario", "mode", "validity", "tokens/s", "samples/s", "TTFT p50 / p90 / p99 (ms)",
-          "TPOT p50 / p90 / p99 (ms)", "accuracy", "run")
+          "TPOT p50 / p90 / p99 (ms)", "latency p50 / p90 / p99 (ms)", "accuracy", "run")
 
 
 def _cells(r: ResultRow) -> list[Cell]:
@@ -156,6 +156,7 @@ def _cells(r: ResultRow) -> list[Cell]:
             Cell(validity, "ok" if r.ok else "bad"),
             Cell(_num(r.tokens_per_second)), Cell(_num(r.samples_per_second, 2)),
             _latency(r.ttft, r.ttft_limit_ms), _latency(r.tpot, r.tpot_limit_ms),
+            _latency(r.latency, r.latency_limit_ms),
             _accuracy(r), Cell(_flags(r), "" if r.compliant else "warn")]
 
 
@@ -195,7 +196,8 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 METRICS = (("tokens/s", lambda r: r.tokens_per_second),
            ("TTFT p99 (ms)", lambda r: r.ttft.p99 if r.ttft else None),
-           ("TPOT p99 (ms)", lambda r: r.tpot.p99 if r.tpot else None))
+           ("TPOT p99 (ms)", lambda r: r.tpot.p99 if r.tpot else None),
+           ("latency p99 (ms)", lambda r: r.latency.p99 if r.latency else None))
 
 
 def _comparison(a: ResultsReport, b: ResultsReport) -> dict[str, object]:

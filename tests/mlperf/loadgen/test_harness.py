@@ -24,7 +24,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cmx.mlperf.backends.base import Audio, BackendDead, GenRequest, GenResult, Sampling, StartInfo, StreamSink
+from cmx.mlperf.backends.base import (
+    Audio,
+    BackendDead,
+    ChatPrompt,
+    GenRequest,
+    GenResult,
+    Sampling,
+    StartInfo,
+    StreamSink,
+)
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 from cmx.mlperf.loadgen.harness import (
     build_backend,
@@ -52,10 +61,13 @@ from cmx.mlperf.loadgen.sut import (
     LoadgenTest,
     OfflineSUT,
     ResponseEncoder,
+    Sample,
     SampleError,
     ServerSUT,
+    SutError,
     int32_tokens,
     make_sut,
+    text_answer,
 )
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import load_round
@@ -207,11 +219,44 @@ def test_the_qsl_never_claims_more_performance_samples_than_it_holds():
 def test_a_media_sources_clips_reach_the_backend_with_their_prompts():
     qsl = QSL(Clips(4), 4)
     qsl.load_samples([2])
-    ids, media = qsl.sample(2)
+    sample = qsl.sample(2)
+    ids, media = sample.prompt_ids, sample.media
     assert ids == [2, 11, 12] and len(media) == 1 and media[0].samples.shape == (2,) and media[0].sample_rate == 16000
     request = make_sut("Offline", None, FakeBackend(), qsl, 16).request(query_id=7, index=3)
     assert request.prompt_ids == [3, 11, 12] and request.media[0].samples.shape == (3,)
-    assert QSL(Prompts(2), 2).sample(1) == ([1, 11, 12], ())  # a PromptSource carries none
+    assert QSL(Prompts(2), 2).sample(1) == Sample([1, 11, 12])  # a PromptSource carries none
+
+
+class Chats:
+    def __init__(self, n: int) -> None:
+        self.n, self.built = n, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def chat(self, i: int) -> ChatPrompt:
+        self.built += 1
+        return ChatPrompt(({"role": "user", "content": f"product {i}"},))
+
+
+def test_a_chat_sources_conversations_are_built_once_when_loaded_and_sent_without_token_ids():
+    source = Chats(4)
+    qsl = QSL(source, 4)
+    qsl.load_samples([1, 2])
+    sut = make_sut("Server", None, FakeBackend(), qsl, 16)
+    request = sut.request(query_id=9, index=2)
+    assert request.chat is not None and request.chat.messages[0]["content"] == "product 2"
+    assert request.prompt_ids == [] and request.media == ()
+    sut.request(query_id=10, index=2)
+    assert source.built == 2  # built when LoadGen loaded samples 1 and 2, not per query
+
+
+def test_a_text_answer_is_its_utf8_bytes_and_token_ids_are_refused():
+    array = text_answer(GenResult(id=1, token_ids=[], text='{"brand": "café"}', count=7))
+    assert array.dtype == np.uint8 and bytes(array).decode("utf-8") == '{"brand": "café"}'
+    assert text_answer(GenResult(id=2, token_ids=[], text="", count=0)).nbytes == 0  # a failed reply, answered empty
+    with pytest.raises(SutError, match="answered with token ids"):
+        text_answer(GenResult(id=3, token_ids=[5, 6]))
 
 
 def test_make_sut_picks_the_streaming_sut_for_server_and_interactive():

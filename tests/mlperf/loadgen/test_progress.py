@@ -67,6 +67,22 @@ def test_progress_reports_counts_rates_p99s_against_the_limits_and_an_eta(tmp_pa
     assert p.detail() == "80/200 samples, 400 tok/s, TTFT p99 102/2000 ms, TPOT p99 24/200 ms, 0:02 elapsed, ETA 0:08"
 
 
+def test_a_test_judged_on_whole_answers_shows_end_to_end_p99_against_its_limit_not_ttft(tmp_path: Path):
+    ticks = Ticks()
+    clock = SampleClock(ticks)
+    for q in range(10):  # unstreamed answers: no first token; the last takes 3 s, the others 1 s
+        ticks.t = 100.0 + q
+        clock.issued([q])
+        ticks.t += 3.0 if q == 9 else 1.0
+        clock.completed(q, 40)
+    shape = RunShape("Server", "performance", expected=20, latency_limit_ms=12000.0)
+    p = ProgressWriter(tmp_path / PROGRESS_JSON, clock, shape).progress()
+    assert (p.ttft_p99_ms, p.tpot_p99_ms, p.latency_limit_ms) == (None, None, 12000.0)
+    assert p.latency_p99_ms == pytest.approx(1000 + 0.91 * 2000, abs=0.1)  # p99 of nine 1 s and one 3 s
+    assert "latency p99 2820/12000 ms" in p.detail() and "TTFT" not in p.detail()
+    assert RunProgress.from_json(p.to_json()) == p
+
+
 def test_each_completed_row_is_read_once_however_often_progress_is_asked(tmp_path: Path):
     clock, ticks = server_clock()
     writer = ProgressWriter(tmp_path / PROGRESS_JSON, clock, RunShape("Server", "performance"))
@@ -159,3 +175,9 @@ def test_the_shape_comes_from_loadgens_settings():
     accuracy = run_shape(settings, "Offline", "accuracy", total_samples=24576)
     assert (accuracy.expected, accuracy.min_duration_s, accuracy.ttft_limit_ms) == (24576, None, None)
     assert run_shape(settings, "Offline", "performance", 24576).expected is None  # known once issued
+    assert server.latency_limit_ms is None  # judged on TTFT and TPOT
+    settings.use_token_latencies = False
+    settings.server_target_latency_ns = 12_000_000_000
+    whole = run_shape(settings, "Server", "performance", total_samples=48289)
+    assert (whole.ttft_limit_ms, whole.tpot_limit_ms, whole.latency_limit_ms) == (None, None, 12000.0)
+    assert run_shape(settings, "Offline", "performance", 48289).latency_limit_ms is None

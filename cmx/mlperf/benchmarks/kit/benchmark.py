@@ -20,7 +20,7 @@ from cmx.mlperf.benchmarks.kit.model import ModelDefaults
 if TYPE_CHECKING:  # base and dataset_step import this package
     from cmx.mlperf.benchmarks.base import Dataset, Generation
     from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
-    from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
+    from cmx.mlperf.loadgen.sut import ChatSource, PromptSource, ResponseEncoder
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class BenchmarkDefaults(ModelDefaults):
     facts: str = "dataset:FACTS"
     interactive: bool = True
     response_dtype: str = "int32"  # the harness answers token ids as int32
+    chat: bool = False  # its samples are conversations for an endpoint's chat route (prompt_source: a ChatSource)
+    server_flags: tuple[str, ...] = ()  # what every `vllm serve` cmx starts for it takes (the reference's flags)
 
     @property
     def loadgen_models(self) -> Mapping[str, str]:
@@ -66,7 +68,7 @@ class BenchmarkDefaults(ModelDefaults):
 
         return format_accuracy_txt(values, log_sha256)
 
-    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource:
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource:
         """The dataset itself: its prompts are token ids already."""
         return dataset
 
