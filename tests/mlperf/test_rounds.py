@@ -56,9 +56,31 @@ def test_the_cpu_extra_installs_the_v6_0_loadgen() -> None:
 
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
     assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b",
-                                                  "gpt-oss-120b", "mixtral-8x7b", "deepseek-r1", "whisper")
+                                                  "gpt-oss-120b", "mixtral-8x7b", "deepseek-r1", "whisper",
+                                                  "qwen3-vl-235b-a22b")
     assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1", "gpt-oss-120b",
-                                                  "whisper")
+                                                  "whisper", "qwen3-vl-235b-a22b")
+
+
+def test_qwen3_vl_is_judged_on_whole_answers_with_the_checkers_target_and_no_compliance_test() -> None:
+    for name, required in (("v6.0", ("Server", "Offline")), ("v6.1", ("Offline",))):
+        qwen = load_round(name).benchmark("qwen3-vl-235b-a22b")
+        assert qwen.scenario_names == ("Offline", "Server") and qwen.required_scenarios == required
+        assert not qwen.token_latencies and qwen.compliance_tests == () and qwen.performance_sample_count == 48289
+        server = qwen.scenario("Server")
+        assert (server.latency, server.target_latency_ms, server.target_latency_max_ms) == (None, 12000, 12000)
+        assert qwen.scenario("Offline").min_query_count == 48289
+        # constants.py: ("F1_HIERARCHICAL", 0.7903 * 0.99)
+        assert [(b.metric, b.value) for b in qwen.accuracy.minimums] == [("f1", 0.7903 * 0.99)]
+
+
+def test_a_server_scenario_needs_one_kind_of_latency_limit(tmp_path: Path) -> None:
+    text = (REPO / "cmx/mlperf/rounds/v6.0.yaml").read_text()
+    both = text.replace("        target_latency_ms: 12000 ", "        ttft_p99_ms: 2000\n        tpot_p99_ms: 100\n"
+                                                             "        target_latency_ms: 12000 ")
+    (tmp_path / "v6.0.yaml").write_text(both)
+    with pytest.raises(RoundError, match="either ttft_p99_ms and tpot_p99_ms or target_latency_ms"):
+        read_round_file(tmp_path / "v6.0.yaml")
 
 
 def test_whisper_is_offline_only_with_test01_and_the_checkers_accuracy_target() -> None:

@@ -239,9 +239,15 @@ def _token_problems(run: LoadgenRun, bench: Benchmark) -> list[str]:
 
 def _latency_limit_problems(run: LoadgenRun, round_: Round, rules: ScenarioRules) -> list[str]:
     """The round's own p99 limits, checked by cmx: the official checker reads an Interactive
-    run as a Server run and applies the Server limits to it."""
+    run as a Server run and applies the Server limits to it. A run judged on whole answers: its p99 latency."""
     limits, r = rules.latency, run.results
-    if limits is None or run.scenario != "Server":
+    if run.scenario != "Server":
+        return []
+    whole = rules.target_latency_ms
+    if whole is not None and r.latency.p99_ns is not None and r.latency.p99_ns > whole * 1_000_000:
+        return [f"latency p99 {_ms(r.latency.p99_ns)} is over the {round_.name} {rules.name} limit of {whole:g} ms "
+                "(end to end)."]
+    if limits is None:
         return []
     out = []
     if r.ttft and r.ttft.p99_ns is not None and r.ttft.p99_ns >= limits.ttft_p99_ns:

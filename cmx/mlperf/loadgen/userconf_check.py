@@ -165,7 +165,8 @@ def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: Scena
     if key in ("performance_issue_unique", "performance_issue_same") and value:
         return f"{key} = {value:g} is a compliance-test setting, not for a submission run"
     if key == "use_token_latencies" and value != (1 if bench.token_latencies else 0):
-        return f"use_token_latencies = {value:g}: {bench.name} must measure token latencies (1)"
+        return (f"use_token_latencies = {value:g}: {bench.name} must measure token latencies (1)" if bench.token_latencies
+                else f"use_token_latencies = {value:g}: {bench.name} is judged on whole answers (0)")
     if key in ("infer_token_latencies", "token_latency_scaling_factor"):
         return f"{key} is open-only (LoadGen infers token latencies only for gptj)"
     if key == "ttft_latency" and latency and value != latency.ttft_p99_ms:
@@ -175,6 +176,9 @@ def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: Scena
     if key == "target_latency" and rules.loadgen_scenario == "Server" and bench.token_latencies and value != 0:
         return (f"target_latency = {value:g} ms: {bench.name} is judged on TTFT and TPOT (mlperf.conf sets 0); "
                 "the Server target_latency is open-only")
+    if key == "target_latency" and rules.target_latency_ms is not None and value > rules.target_latency_ms:
+        return (f"target_latency = {value:g} ms is over the {r} limit of {rules.target_latency_ms:g} ms for {name} "
+                "(end to end, p99)")
     if key == "target_latency_percentile" and rules.loadgen_scenario == "Server" and value != 99:
         return f"target_latency_percentile = {value:g}: the Server percentile is 99 (open-only key)"
     return None

@@ -31,6 +31,7 @@ CHECKER_PATTERNS: dict[str, str] = {
     "gsm8k": r".*'gsm8k':\s([\d.]+).*",  # ACC_PATTERN gsm8k_accuracy
     "mbxp": r".*'mbxp':\s([\d.]+).*",    # ACC_PATTERN mbxp_accuracy
     "accuracy": r"Word Error Rate\:.*, accuracy=([0-9\.]+)%",  # ACC_PATTERN ACCURACY (whisper)
+    "f1": r'\{.*"f1":\s*([\d\.]+).*\}',  # ACC_PATTERN F1_HIERARCHICAL (qwen3-vl-235b-a22b)
 }
 # not read by the checker; the same shape, so that accuracy.txt round-trips
 _COUNT_PATTERNS: dict[str, str] = {
@@ -47,11 +48,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
                  "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE",
                  "exact_match": "exact_match", "gsm8k": "gsm8k_accuracy", "mbxp": "mbxp_accuracy",
-                 "accuracy": "ACCURACY"}
+                 "accuracy": "ACCURACY", "f1": "F1_HIERARCHICAL"}
 LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum",
           "gen_len": "generated length (characters)", "tokens_per_sample": "tokens per sample",
           "exact_match": "exact match (%)", "gsm8k": "GSM8K exact match (%)", "mbxp": "MBXP pass@1 (%)",
-          "accuracy": "100 - word error rate (%)"}
+          "accuracy": "100 - word error rate (%)", "f1": "category hierarchical F1"}
 
 
 class BoundLike(Protocol):
@@ -125,6 +126,14 @@ def _number(key: str, text: str) -> float | int:
     if key in _INTEGER_KEYS and value.is_integer() and text.isdigit():
         return int(text)
     return value
+
+
+def hash_lines(text: str) -> list[str]:
+    """Every `hash=` value of accuracy.txt, in order. The checker reads only the first, and only that it is there;
+    the log's sha256 is the one truncate_accuracy_log.py appends, which is not the first where the evaluator writes
+    a hash of its own (Qwen3-VL's, of its result line)."""
+    return [m.group(1) for line in io.StringIO(text, newline=None).readlines()
+            if (m := re.match(HASH_PATTERN, line))]
 
 
 def read_accuracy_txt(path: Path | str) -> dict[str, float | int | str]:

@@ -111,6 +111,11 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
     except RoundError:
         raise TuneError(f"{name} has no {scenario} scenario in round {round_name}: no rules or latency limits to "
                         "tune it against", hint=f"its scenarios are {', '.join(rules_bench.scenario_names)}") from None
+    if rules.target_latency_ms is not None:
+        raise TuneError(f"{name} {scenario} is judged on whole answers' latency (p99 under {rules.target_latency_ms:g} "
+                        "ms end to end), and cmx tune searches against TTFT and TPOT limits only",
+                        hint=f"set --input target_qps_{scenario.lower()}=QPS by hand between runs; each run's summary "
+                             "shows its latency p99 against the limit")
     input_name = f"target_qps_{scenario.lower()}"
     start = request.start_qps if request.start_qps is not None else step.inputs.get(input_name)
     if start is None and rules.latency is not None:

@@ -122,6 +122,19 @@ def test_accuracy_txt_is_the_evaluators_result_and_its_hash_then_the_logs():
     assert [float(m.group(1)) for m in matched if m] == [0.75]
 
 
+def test_cmx_reads_the_f1_as_the_checker_does_and_finds_the_logs_hash_among_the_hash_lines():
+    from cmx.mlperf.rounds import load_round
+    from cmx.mlperf.scoring.accuracy_txt import hash_lines, meets_targets, parse_accuracy_txt
+
+    text = format_accuracy_txt({"f1": 0.7788}, "b" * 64)
+    values = parse_accuracy_txt(text)
+    assert values["f1"] == 0.7788 and values["hash"] != "b" * 64  # the checker's first hash= is the result's own
+    assert hash_lines(text)[-1] == "b" * 64
+    targets = load_round("v6.1").benchmark("qwen3-vl-235b-a22b").accuracy
+    assert meets_targets(values, targets) and not meets_targets(parse_accuracy_txt(
+        format_accuracy_txt({"f1": 0.79}, "b" * 64)), targets)
+
+
 def test_a_text_log_is_read_byte_by_byte(tmp_path: Path):
     from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
 

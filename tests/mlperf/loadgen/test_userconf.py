@@ -134,6 +134,16 @@ def test_latency_keys_that_change_the_rounds_limits_are_noncompliant() -> None:
     assert "TTFT limit of 450 ms" in findings[0].reason
 
 
+def test_a_benchmark_judged_on_whole_answers_may_not_loosen_its_latency_or_turn_token_latencies_on() -> None:
+    text = ("qwen3-vl-235b-a22b.Server.target_latency = 20000\nqwen3-vl-235b-a22b.Server.use_token_latencies = 1\n"
+            "qwen3-vl-235b-a22b.Server.target_qps = 5\n")
+    findings = noncompliant_keys(text, V60, "qwen3-vl-235b-a22b", "Server")
+    assert [f.key for f in findings] == ["target_latency", "use_token_latencies"]
+    assert "limit of 12000 ms" in findings[0].reason and "judged on whole answers (0)" in findings[1].reason
+    assert noncompliant_keys("qwen3-vl-235b-a22b.Server.target_latency = 8000\n", V60, "qwen3-vl-235b-a22b",
+                             "Server") == []  # a stricter target is the submitter's choice
+
+
 def test_seed_lines_in_a_user_conf_are_reported_as_ignored() -> None:
     findings = noncompliant_keys("*.*.qsl_rng_seed = 1\n", V60, "llama2-70b-99", "Offline")
     assert len(findings) == 1 and "ignored in user.conf" in findings[0].reason
