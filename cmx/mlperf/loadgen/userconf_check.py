@@ -165,8 +165,8 @@ def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: Scena
     if key in ("performance_issue_unique", "performance_issue_same") and value:
         return f"{key} = {value:g} is a compliance-test setting, not for a submission run"
     if key == "use_token_latencies" and value != (1 if bench.token_latencies else 0):
-        return (f"use_token_latencies = {value:g}: {bench.name} must measure token latencies (1)" if bench.token_latencies
-                else f"use_token_latencies = {value:g}: {bench.name} is judged on whole answers (0)")
+        wanted = "must measure token latencies (1)" if bench.token_latencies else "is judged on whole answers (0)"
+        return f"use_token_latencies = {value:g}: {bench.name} {wanted}"
     if key in ("infer_token_latencies", "token_latency_scaling_factor"):
         return f"{key} is open-only (LoadGen infers token latencies only for gptj)"
     if key == "ttft_latency" and latency and value != latency.ttft_p99_ms:
