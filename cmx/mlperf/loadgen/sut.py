@@ -144,9 +144,21 @@ class QSL:
         self.handle: Any = None
 
     def load_samples(self, indices: Sequence[int]) -> None:
+        """Cache the samples. One that cannot be read (an image that does not decode) is not cached and is logged
+        here, since this runs inside LoadGen, where an exception must not escape; building its request reads it
+        again and fails that sample with the reason."""
+        unreadable = 0
         for i in indices:
             if i not in self._prompts:
-                self._prompts[i] = self._read(i)
+                try:
+                    self._prompts[i] = self._read(i)
+                except Exception as exc:  # noqa: BLE001 - LoadGen's callback; the SUT's request raises it again
+                    if not unreadable:
+                        self.log.error("sample %d cannot be loaded: %s", i, exc)
+                    unreadable += 1
+        if unreadable:
+            self.log.error("%d of %d samples could not be loaded; each fails when LoadGen issues it", unreadable,
+                           len(indices))
         self.log.debug("QSL loaded %d samples (%d cached)", len(indices), len(self._prompts))
 
     def unload_samples(self, indices: Sequence[int]) -> None:
@@ -318,8 +330,14 @@ class OfflineSUT(_BaseSUT):
 
     def _run(self, batch: list[tuple[int, int]]) -> None:
         pending = {query_id for query_id, _ in batch}
+        requests = []
+        for query_id, index in batch:  # a sample that cannot be read (its image does not decode) fails alone
+            try:
+                requests.append(self.request(query_id, index))
+            except Exception as exc:  # noqa: BLE001 - LoadGen must hear of every sample
+                pending.discard(query_id)
+                self._fail(query_id, exc)
         try:
-            requests = [self.request(query_id, index) for query_id, index in batch]
             self.log.info("Offline: %d samples to the backend", len(requests))
             for result in self.backend.generate(requests):
                 self._answer(result, pending)

@@ -161,8 +161,17 @@ class Clips(Prompts):
         return (Audio(np.zeros(i, dtype=np.float32), 16000),)
 
 
+class Unreadable(Prompts):
+    """Prompts whose sample 3 cannot be read (as an image that does not decode)."""
+
+    def prompt_ids(self, i: int) -> list[int]:
+        if i == 3:
+            raise ValueError("row 3's image cannot be decoded")
+        return super().prompt_ids(i)
+
+
 def run_loadgen(tmp_path: Path, scenario: str, mode: str, backend: FakeBackend, samples: int = 20,
-                encode: ResponseEncoder | None = None):
+                encode: ResponseEncoder | None = None, source: Prompts | None = None):
     """One real LoadGen test of the SUT on the fake backend, settings set by hand (no FromConfig)."""
     import mlperf_loadgen as lg
 
@@ -179,7 +188,7 @@ def run_loadgen(tmp_path: Path, scenario: str, mode: str, backend: FakeBackend, 
     log = lg.LogSettings()
     log.log_output.outdir = str(tmp_path)
     log.enable_trace = False
-    qsl = QSL(Prompts(samples), samples, LOG)
+    qsl = QSL(source or Prompts(samples), samples, LOG)
     backend.start()
     sut = make_sut(scenario, lg, backend, qsl, max_tokens=16, logger=LOG, encode=encode)
     sut.start()
@@ -278,6 +287,16 @@ def test_offline_hands_the_whole_query_to_the_backend_and_logs_int32_tokens_with
         assert record.tokens == expected
         assert record.token_count == len(expected)
         assert record.token_data is None  # Offline sends no first token
+
+
+@needs_loadgen
+@pytest.mark.parametrize("scenario", ["Offline", "Server"])
+def test_a_sample_that_cannot_be_loaded_fails_alone_and_names_why(tmp_path: Path, scenario: str):
+    sut, _ = run_loadgen(tmp_path, scenario, "accuracy", FakeBackend(), source=Unreadable(20))
+    assert [e.message for e in sut.errors] == ["row 3's image cannot be decoded"]
+    assert sut.completed == 20  # LoadGen heard of every sample, the unreadable one answered empty
+    records = {r.qsl_idx: r for r in read_accuracy_log(tmp_path / "mlperf_log_accuracy.json")}
+    assert records[3].data == b"" and records[4].tokens == answer(GenRequest(id=0, prompt_ids=[4, 11, 12]))
 
 
 @needs_loadgen
