@@ -113,6 +113,7 @@ class AppConfig:
     api_key: Secret | None = None              # the endpoint's; handed to the harness in its environment only
     server_log_dir: Path | None = None         # where the vllm serve cmx starts logs (default: results_dir)
     server_log: Path | None = None             # set by `serving` when cmx started the server
+    server_python_path: tuple[Path, ...] = ()  # first on that server's PYTHONPATH (a CPU torchvision, for a VLM)
     timeout_s: float | None = None
     eos_token_id: int | None = None  # the model's, for TEST06's EOS check (None: Llama 2's)
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
@@ -208,7 +209,7 @@ def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Run
     runs: list[RunSummary] = []
     for hc, result in zip(tests, results, strict=False):  # fewer results: the backend died, the last says so
         summary = score(config, round_, result, hc.output, evaluate=evaluate, verify=verify)
-        log.info("%s", format_row(summary))
+        log.info("%s", format_row(summary, whole_answers=not round_.benchmark(config.benchmark).token_latencies))
         runs.append(summary)
     write_cmx_run(config, round_, scenario, conf, runs)
     return runs
@@ -231,7 +232,8 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
     return RunSummary(scenario=result.scenario, mode=result.mode, folder=str(output), validity=validity,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
                       tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details),
-                      loadgen_validity=result.loadgen_validity, latency_p99_ms=result.latency_p99_ms)
+                      loadgen_validity=result.loadgen_validity, latency_p99_ms=result.latency_p99_ms,
+                      samples_per_second=result.samples_per_second)
 
 
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,
@@ -350,21 +352,35 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
         return
     from cmx.mlperf.backends.machine import read_model_facts
     from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
+    from cmx.mlperf.benchmarks import benchmark_for
 
     e = config.engine
     options = e.options(config.device)
     log_path = (config.server_log_dir or config.results_dir) / "vllm-server.log"
-    # a speech model's samples go to its transcription route, which tokenizes and reads audio files
+    bench = benchmark_for(config.benchmark)
+    # a speech model's samples go to its transcription route, which tokenizes and reads audio files; a chat
+    # benchmark's to the chat route, which applies the chat template
     speech = read_model_facts(config.model).audio_decoder_start is not None
     if speech:
         require_audio_decoder()
     server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
                                      served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
-                                     skip_tokenizer_init=not speech, sampling=config.sampling)
+                                     skip_tokenizer_init=not (speech or bench.chat), sampling=config.sampling,
+                                     extra_args=bench.server_flags, python_path=config.server_python_path)
     with VllmServer(server_config, log) as server:
         log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
         yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)
     log.info("stopped vllm serve at %s", server.url)
+
+
+def refuse_in_process_chat(config: AppConfig) -> None:
+    """A benchmark whose samples are conversations runs through an endpoint's chat route only."""
+    from cmx.mlperf.benchmarks import benchmark_for
+
+    if config.backend != "endpoint" and benchmark_for(config.benchmark).chat:
+        raise AppConfigError(f"{config.benchmark}'s samples are conversations (chat messages with an image), which "
+                             "only an endpoint's chat route takes, not vLLM in the harness process",
+                             hint="add _endpoint: cmx starts vllm serve for the model, or give --input endpoint_url")
 
 
 def require_audio_decoder() -> None:
@@ -386,6 +402,7 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
     log = logger or logging.getLogger(__name__)
     round_ = load_round(config.round)
     round_.benchmark(config.benchmark)  # an unknown benchmark fails before anything runs
+    refuse_in_process_chat(config)
     for scenario in config.scenarios:  # so does a missing target_qps
         scenario_user_conf(config, round_, scenario)
     # and an earlier run's folder, unless it holds a failed attempt: that one is set aside (each checked first)
@@ -401,7 +418,8 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
                                  logger=logger, on_progress=on_progress)
             if any(STOPPED_EARLY in r.details for r in runs):
                 break
-    table = format_table(runs, short=config.short or config.tiny, notes=sampling_notes(config))
+    table = format_table(runs, short=config.short or config.tiny, notes=sampling_notes(config),
+                         whole_answers=not round_.benchmark(config.benchmark).token_latencies)
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")
     result = AppResult(config.results_dir, runs, table)

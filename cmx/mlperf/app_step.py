@@ -159,7 +159,9 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
         backend=ctx.variation("backend"), endpoint=endpoint_settings(ctx), api_key=i["endpoint_api_key"],
         server_log_dir=ctx.workdir, eos_token_id=model.get("eos_token_id"),
         timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model),
-        sampling=chosen_sampling(i, bench.generation.sampling), reference_sampling=bench.generation.sampling)
+        sampling=chosen_sampling(i, bench.generation.sampling), reference_sampling=bench.generation.sampling,
+        # a vision model's server on a CPU: torchvision without its compiled ops (get-torchvision-python-only)
+        server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else ())
 
 
 class ProgressLines:

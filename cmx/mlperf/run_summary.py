@@ -26,24 +26,25 @@ class RunSummary:
     details: dict[str, Any] = field(default_factory=dict)  # the harness's: backend, engines, server
     loadgen_validity: str | None = None
     latency_p99_ms: float | None = None  # a Server test judged on whole answers (Qwen3-VL): LoadGen's p99
+    samples_per_second: float | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "latency p99 ms", "accuracy",
-          "tok/sample")
-_LATENCY = HEADER.index("latency p99 ms")  # shown only where a test was judged on whole answers
+HEADER = ("scenario", "mode", "result", "tokens/s", "TTFT p99 ms", "TPOT p99 ms", "accuracy", "tok/sample")
+# a benchmark judged on whole answers (no token latencies: Qwen3-VL) has no token rates to show
+WHOLE_ANSWERS_HEADER = ("scenario", "mode", "result", "samples/s", "latency p99 ms", "accuracy")
 # the metrics of the accuracy column: every one the round has a target for, but tokens per sample (its own column)
 _OWN_COLUMN = ("tokens_per_sample",)
 
 
-def format_row(r: RunSummary) -> str:
-    return "  ".join(_cells(r))
+def format_row(r: RunSummary, *, whole_answers: bool = False) -> str:
+    return "  ".join(_cells(r, whole_answers))
 
 
-def _cells(r: RunSummary) -> tuple[str, ...]:
+def _cells(r: RunSummary, whole_answers: bool = False) -> tuple[str, ...]:
     rouge = r.rouge or {}  # the accuracy metrics with a target (ROUGE, exact match, ...), as accuracy.txt gave them
     rouges = " ".join(f"{k} {v:.2f}" for k, v in rouge.items() if k not in _OWN_COLUMN) or "-"
     shown = r.validity if r.ok else recorded_validity(r.validity, True)
@@ -52,24 +53,27 @@ def _cells(r: RunSummary) -> tuple[str, ...]:
         verdict = f"FAILED ({len(r.problems)} problem(s); LoadGen said VALID)"  # every sample answered
     if r.mode != "performance":  # LoadGen's VALID/INVALID speaks of performance only
         verdict = "OK" if r.ok else f"FAILED ({len(r.problems)} problem(s))"
-    return (r.scenario, r.mode, verdict, _num(r.tokens_per_second if r.mode == "performance" else None),
-            _num(r.ttft_p99_ms if r.mode == "performance" else None),
-            _num(r.tpot_p99_ms if r.mode == "performance" else None),
-            _num(r.latency_p99_ms if r.mode == "performance" else None), rouges,
+    perf = r.mode == "performance"
+    if whole_answers:
+        return (r.scenario, r.mode, verdict, _num(r.samples_per_second if perf else None, 2),
+                _num(r.latency_p99_ms if perf else None), rouges)
+    return (r.scenario, r.mode, verdict, _num(r.tokens_per_second if perf else None),
+            _num(r.ttft_p99_ms if perf else None), _num(r.tpot_p99_ms if perf else None), rouges,
             _num(rouge.get("tokens_per_sample")))
 
 
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
-def format_table(runs: Sequence[RunSummary], *, short: bool = False, notes: Sequence[str] = ()) -> str:
-    """The rows under their header, then a NOT COMPLIANT line for a short run and each of `notes`. The end-to-end
-    latency column is there only where a test was judged on it (a Server test without token latencies)."""
-    rows = [HEADER, *(_cells(r) for r in runs)]
-    if all(r.latency_p99_ms is None for r in runs):
-        rows = [row[:_LATENCY] + row[_LATENCY + 1:] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+def format_table(runs: Sequence[RunSummary], *, short: bool = False, notes: Sequence[str] = (),
+                 whole_answers: bool = False) -> str:
+    """The rows under their header, then a NOT COMPLIANT line for a short run and each of `notes`. A benchmark
+    judged on `whole_answers` (its round has no token latencies for it) shows samples/s and the end-to-end p99
+    instead of tokens/s, TTFT and TPOT."""
+    header = WHOLE_ANSWERS_HEADER if whole_answers else HEADER
+    rows = [header, *(_cells(r, whole_answers) for r in runs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     if short:
         lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")

@@ -176,6 +176,31 @@ def _whisper_after(run: TinyRun) -> None:
         "endpoint", "transcription", True)
 
 
+def _qwen3_vl_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    assert 0.0 <= values["f1"] <= 1.0 and facts["tiny"] is True
+    # the replies, as UTF-8 text with the server's token counts: noise from a random model, each a reply
+    records = read_accuracy_log(folder / "accuracy" / "mlperf_log_accuracy.json", item_size=1)
+    assert sorted(r.qsl_idx for r in records) == list(range(64))
+    assert all(r.data.decode("utf-8") is not None for r in records) and any(r.data for r in records)
+    backend = facts["backend"]
+    assert (backend["kind"], backend["token_ids_source"], backend["started_by_cmx"]) == ("endpoint", "chat", True)
+    assert facts["sampling"] == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "seed": None}  # generation_config's
+    performance = next(r for r in facts["runs"] if r["mode"] == "performance")
+    assert performance["details"]["refused_requests"] == 0
+    if folder.name == "Server":  # judged on whole answers: the end-to-end p99 against 12 s, no TTFT
+        assert 0 < performance["latency_p99_ms"] < 12000 and performance["ttft_p99_ms"] is None
+        assert read_loadgen_run(folder / "performance" / "run_1").settings.target_latency_ns == 12_000_000_000
+
+
+def _qwen3_vl_after(run: TinyRun) -> None:
+    table = (run.results / "summary.txt").read_text()
+    assert "samples/s" in table and "latency p99 ms" in table and "TTFT" not in table, table
+    packaged = run.submission / "open" / "cmx-test" / "results" / "cpu-box" / "qwen3-vl-235b-a22b"
+    assert sorted(p.name for p in packaged.iterdir()) == ["Offline", "Server"]
+    accuracy_txt = (packaged / "Offline" / "accuracy" / "accuracy.txt").read_text()
+    assert accuracy_txt.startswith('Results\n\n{"f1": ') and accuracy_txt.count("hash=") == 2
+
+
 HF = "fetches https://huggingface.co"
 APPS = (
     App("app-mlperf-inference-llama2", "llama2-70b-99",
@@ -255,6 +280,19 @@ APPS = (
         inputs=("rows=16", "submitter=cmx-test", f"system_file={SYSTEM_FILE}"),
         accuracy_keys=frozenset({"accuracy", "wer", "hash"}),  # the checker's ACCURACY pattern finds a value
         scenario_checks=_whisper_scenario, after=_whisper_after),
+    App("app-mlperf-inference-qwen3-vl", "qwen3-vl-235b-a22b",
+        plans=("app mlperf inference qwen3-vl _rocm", "app mlperf inference qwen3-vl _cuda"), verbose=True,
+        plan_says=("app-mlperf-inference-qwen3-vl _{device} _offline _valid _full _endpoint",
+                   "get-ml-model-qwen3-vl _full", HF, "revision = '710c13861be6c466e66de3f484069440b8f31389'",
+                   "get-dataset-qwen3-vl _full", "revision = 'd5c517c509f5aca99053897ef1de797d6d7e5aa5'",
+                   "tensor_parallel_size = 8  (variation)", "max_model_len = 32768  (variation)"),
+        plan_never=("_tiny", "torchvision"),  # the CPU's torchvision is the CPU's only
+        tiny="app mlperf inference qwen3-vl _cpu _tiny _short _submission",
+        # the run: both scenarios, performance and accuracy, through the vllm serve cmx starts
+        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "submitter=cmx-test",
+                f"system_file={SYSTEM_FILE}"),
+        scenarios=("Offline", "Server"), accuracy_keys=frozenset({"f1", "hash"}),
+        scenario_checks=_qwen3_vl_scenario, after=_qwen3_vl_after),
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in

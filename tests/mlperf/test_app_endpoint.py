@@ -41,6 +41,15 @@ def test_an_endpoint_url_with_the_in_process_backend_is_refused(tmp_path: Path):
         config(tmp_path, endpoint=EndpointSettings(url="http://gw:8000/v1"))
 
 
+def test_a_chat_benchmark_is_refused_in_process_before_anything_runs(tmp_path: Path):
+    from cmx.mlperf.app import run_app
+
+    chat = config(tmp_path, benchmark="qwen3-vl-235b-a22b", target_qps={"Offline": 1.0})
+    with pytest.raises(AppConfigError, match="only an endpoint's chat route takes") as info:
+        run_app(chat, runner=lambda *a, **k: pytest.fail("a test ran"))
+    assert "_endpoint" in (info.value.hint or "") and not chat.results_dir.exists()
+
+
 def test_cmx_plan_refuses_an_endpoint_url_without_endpoint_before_any_step_runs(builtin: Home):
     for verb in ("plan", "run"):
         proc = builtin.cmx(verb, "app mlperf inference llama2 _cpu _tiny", "--input", "endpoint_url=http://gw:8000/v1")

@@ -237,14 +237,15 @@ def test_an_empty_table_still_has_its_header():
                                         "ms", "accuracy", "tok/sample"]
 
 
-def test_a_server_test_judged_on_whole_answers_shows_its_end_to_end_p99_in_its_own_column():
+def test_a_benchmark_judged_on_whole_answers_shows_samples_per_second_and_the_end_to_end_p99():
     from cmx.mlperf.run_summary import RunSummary
 
-    run = RunSummary(scenario="Server", mode="performance", folder="f", validity="VALID", tokens_per_second=812.0,
-                     ttft_p99_ms=None, tpot_p99_ms=None, rouge=None, problems=[], latency_p99_ms=4210.5)
-    header, row = format_table([run]).splitlines()
-    assert "latency p99 ms" in header and row.split()[:7] == ["Server", "performance", "VALID", "812.0", "-", "-",
-                                                              "4210.5"]
+    run = RunSummary(scenario="Server", mode="performance", folder="f", validity="VALID", tokens_per_second=None,
+                     ttft_p99_ms=None, tpot_p99_ms=None, rouge=None, problems=[], latency_p99_ms=4210.5,
+                     samples_per_second=0.99)
+    header, row = format_table([run], whole_answers=True).splitlines()
+    assert header.split() == ["scenario", "mode", "result", "samples/s", "latency", "p99", "ms", "accuracy"]
+    assert row.split() == ["Server", "performance", "VALID", "0.99", "4210.5", "-"]
 
 
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):

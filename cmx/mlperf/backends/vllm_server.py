@@ -72,6 +72,8 @@ class VllmServerConfig:
         no text in the answers: the in-process backend's way). Off by default, as a user's
         `vllm serve` runs.
     extra_args: more flags, appended last.
+    python_path: folders put first on the server's PYTHONPATH (a CPU profile's torchvision without its compiled
+        ops, for a vision model: cmx.tools.torchvision_cpu).
     sampling: what the clients will sample with, for the engine arguments a sampling needs (`for_sampling`);
         the requests carry the sampling itself.
     """
@@ -93,6 +95,7 @@ class VllmServerConfig:
     python: str = sys.executable
     extra_args: tuple[str, ...] = ()
     sampling: Sampling = GREEDY
+    python_path: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,10 @@ class VllmServer(StartStop):
                            max_model_len=cfg.max_model_len, skip_tokenizer_init=cfg.skip_tokenizer_init,
                            extra_args=cfg.extra_args)
         environ = server_environment(env, defaults, unset, os.environ, cfg.api_key)
+        if cfg.python_path:
+            environ["PYTHONPATH"] = os.pathsep.join([*map(str, cfg.python_path),
+                                                     *filter(None, [environ.get("PYTHONPATH")])])
+            env = {**env, "PYTHONPATH": environ["PYTHONPATH"]}  # shown in the log and the record
         cfg.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log.info("vLLM server: %s (environment %s, defaults %s, unset %s; log %s)", " ".join(argv), env,
                       defaults, list(unset), cfg.log_path)

@@ -14,6 +14,7 @@ import json
 import logging
 from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -59,7 +60,7 @@ def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 def test_the_benchmarks_are_found_by_family_and_by_mlperf_name():
     assert IDS == ["deepseek-r1", "gpt-oss-120b", "llama2-70b", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b",
-                   "whisper"]
+                   "qwen3-vl-235b-a22b", "whisper"]
     assert benchmark_for("llama2-70b-99.9").family == "llama2-70b"
     assert benchmark_for("llama3.1-8b").names == ("llama3.1-8b",)
     with pytest.raises(UnknownBenchmark, match="no benchmark is called 'llama3-8b'") as info:
@@ -98,10 +99,14 @@ def test_its_tiny_dataset_is_what_its_loader_reads(tiny: tuple[Benchmark, ModelF
     for mode in ("performance", "accuracy"):
         data = dataset_for_test(bench, path, mode)
         assert len(data) == ROWS and len(data.limit(4)) == 4
-        prompts = bench.prompt_source(data, model.path)  # what the QSL reads: the dataset, or Whisper's clips
+        # what the QSL reads: the dataset, Whisper's clips, or Qwen3-VL's conversations
+        prompts: Any = bench.prompt_source(data, model.path)
         assert len(prompts) == ROWS
         for i in range(len(data)):
-            assert prompts.prompt_ids(i) and all(isinstance(t, int) for t in prompts.prompt_ids(i))
+            if bench.chat:
+                assert prompts.chat(i).messages
+            else:
+                assert prompts.prompt_ids(i) and all(isinstance(t, int) for t in prompts.prompt_ids(i))
             assert isinstance(data.reference(i), str) and data.reference(i)
 
 
@@ -109,12 +114,21 @@ def test_its_scorer_writes_the_accuracy_txt_the_checker_reads(tiny: tuple[Benchm
                                                               tmp_path: Path):
     bench, model, path = tiny
     data = bench.load_dataset(path)
-    prompts, encode = bench.prompt_source(data, model.path), bench.response_encoder(model.path)
-    # a tiny run's accuracy log: each sample "answers" with the first ids of its own prompt (real ids of the
-    # tokenizer), as the benchmark answers LoadGen (int32 ids, or Whisper's labels)
+    prompts: Any = bench.prompt_source(data, model.path)
+    encode = bench.response_encoder(model.path)
+
+    def answer(i: int) -> GenResult:
+        """Sample i "answers" with the first ids of its own prompt (real ids of the tokenizer), or, for a chat
+        benchmark, with a reply naming its true category."""
+        if bench.chat:
+            reply = json.dumps({"category": data.reference(i), "brand": "b", "is_secondhand": False})
+            return GenResult(i, [], text=reply, count=9)
+        return GenResult(i, prompts.prompt_ids(i)[1:9])
+
+    # a tiny run's accuracy log, answered as the benchmark answers LoadGen (int32 ids, Whisper's labels, text)
     records = [{"seq_id": i, "qsl_idx": i,
-                "data": (encode(GenResult(i, ids)) if encode else array("i", ids)).tobytes().hex()}
-               for i in range(len(data)) for ids in [prompts.prompt_ids(i)[1:9]]]
+                "data": (encode(result) if encode else array("i", result.token_ids)).tobytes().hex()}
+               for i in range(len(data)) for result in [answer(i)]]
     (tmp_path / ACCURACY_LOG).write_text(json.dumps(records))
     values = read_accuracy_txt(evaluate_accuracy(tmp_path, path, model.path, benchmark=bench.names[0]))
     for name in bench.names:

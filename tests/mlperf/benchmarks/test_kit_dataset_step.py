@@ -107,3 +107,27 @@ def test_every_benchmark_states_its_dataset_facts() -> None:
         facts = bench.dataset_facts()
         assert facts.samples > 0 and (facts.default_name is None or "/" not in facts.default_name), bench.family
     logging.getLogger(__name__).debug("checked %d benchmarks", len(all_benchmarks()))
+
+
+def test_a_hub_dataset_is_downloaded_at_its_commit_each_file_checked_then_read(tmp_path: Path) -> None:
+    from cmx.mlperf.benchmarks.qwen3_vl.tiny import make_tiny_catalogue
+    from cmx.secrets import Secret
+    from tests.hf_server import COMMIT, TOKEN, HubSite, serve
+
+    made = make_tiny_catalogue(tmp_path / "made", rows=6)
+    files = {str(p.relative_to(made.path)): p.read_bytes() for p in sorted(made.path.rglob("*.parquet"))}
+    files["README.md"] = b"# a catalogue\n"
+    site_files = serve(HubSite(files=files, lfs=set(files) - {"README.md"}, repo="datasets/Shopify/product-catalogue"))
+    site = next(site_files)
+    try:
+        ctx = step(tmp_path / "full", tmp_path, "full", repo="datasets/Shopify/product-catalogue", revision=COMMIT,
+                   endpoint=site.url, token=Secret(TOKEN), include=None)
+        out = dataset_step(ctx, "qwen3-vl-235b-a22b")
+    finally:
+        site_files.close()
+    folder = tmp_path / "full" / "work" / "product-catalogue"
+    assert out == {"path": folder, "rows": 6, "is_tiny": False}
+    assert {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} == set(files)
+    assert all(path.startswith("/api/datasets/") or "/resolve/" in path
+               for path in site.requests_for("/")), site.requests_for("/")
+    assert "has 6 samples, not the 48289 of the official dataset" in logged(tmp_path / "full")

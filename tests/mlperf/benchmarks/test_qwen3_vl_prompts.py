@@ -9,13 +9,14 @@ import base64
 import hashlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 
+from cmx.mlperf.backends.base import ChatPrompt
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.qwen3_vl.prompts import (
     PRODUCT_SCHEMA,
-    chat_body,
     chat_messages,
     image_data_url,
     system_prompt,
@@ -73,11 +74,37 @@ def test_an_image_that_does_not_decode_or_is_missing_is_refused_naming_the_row()
         image_data_url(b"", "row 8")
 
 
-def test_the_messages_and_body_are_the_references():
+def test_the_messages_are_the_references_and_the_body_sends_the_benchmarks_sampling_and_no_bound():
+    from cmx.mlperf.backends.openai_api import chat_body
+    from cmx.mlperf.benchmarks.qwen3_vl import BENCHMARK
+
     messages = chat_messages("t", "d", ["A"], "data:image/PNG;base64,AA==")
     assert [m["role"] for m in messages] == ["system", "user"] and messages[0]["content"] == system_prompt()
     assert [p["type"] for p in messages[1]["content"]] == ["text", "image_url"]
-    body = chat_body(messages, "Qwen/Qwen3-VL-235B-A22B-Instruct")
-    assert "max_tokens" not in body and "max_completion_tokens" not in body
-    assert {k: body[k] for k in ("temperature", "top_p", "response_format")} == dict.fromkeys(
-        ("temperature", "top_p", "response_format"))
+    body = chat_body(ChatPrompt(tuple(messages)), "Qwen/Qwen3-VL-235B-A22B-Instruct", BENCHMARK.generation.sampling)
+    assert "max_tokens" not in body and "max_completion_tokens" not in body and "response_format" not in body
+    # the model's generation_config.json, which the reference's null fields leave the server to apply
+    assert {k: body[k] for k in ("temperature", "top_p", "top_k")} == {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
+
+
+def test_a_products_chat_is_built_from_its_row_and_a_bad_image_names_the_row(tmp_path: Path):
+    from cmx.mlperf.benchmarks.qwen3_vl.dataset import load_catalogue
+    from cmx.mlperf.benchmarks.qwen3_vl.prompts import ProductPrompts
+    from cmx.mlperf.benchmarks.qwen3_vl.tiny import make_tiny_catalogue
+
+    catalogue = load_catalogue(make_tiny_catalogue(tmp_path / "cat", rows=4).path)
+    prompts = ProductPrompts(catalogue)
+    chat = prompts.chat(2)
+    product = catalogue.product(2)
+    assert len(prompts) == 4 and chat.max_tokens is None
+    assert chat.messages[1]["content"][0]["text"] == user_text(product.title, product.description,
+                                                                product.categories)
+    assert chat.messages[1]["content"][1]["image_url"]["url"].startswith("data:image/")
+
+    class Broken(type(catalogue)):  # type: ignore[misc]
+        def image(self, i: int) -> bytes:
+            return b"\xff\xd8 not a jpeg"
+
+    broken = Broken(catalogue.path, catalogue._table)
+    with pytest.raises(DatasetError, match=r"row 1 of .* image cannot be decoded"):
+        ProductPrompts(broken).chat(1)

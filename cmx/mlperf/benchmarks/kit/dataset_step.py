@@ -3,6 +3,8 @@
 Every get-dataset-* recipe has the inputs url, sha256 (where a file is checksummed), filename (where
 the dataset is one file), token, retries, rows and seed, the `size` group (`full`, `tiny`) and a
 `model` dep whose tokenizer the tiny set is tokenized with; its run.py is `dataset_step(ctx, FAMILY)`.
+A dataset kept on the Hugging Face Hub (Qwen3-VL's product catalogue: `DatasetFacts.hub`) has the inputs repo,
+revision, include and endpoint in place of url, and is downloaded at its pinned commit, each file checked.
 The benchmark, found through the registry, says what its real dataset is (`dataset_facts()`),
 generates the tiny one and reads both, so the checks after a download are the ones the harness and
 the accuracy script rely on.
@@ -38,6 +40,7 @@ class DatasetFacts:
     suffix: str = ".pkl"             # of the one file an R2 listing must hold when no name is given
     tiny_rows: int | None = None     # the tiny set's default size, when it is not `samples`
     whole_listing: bool = False      # every file of the R2 listing, into the folder `default_name`
+    hub: bool = False                # a Hugging Face dataset repository (inputs repo, revision), into `default_name`
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,9 @@ def dataset_step(ctx: StepContext, family: str) -> dict[str, object]:
         raise StepError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to the tiny dataset only: the "
                         f"real one has its {facts.samples} samples",
                         hint="add _tiny to the query, or drop those inputs")
-    if facts.whole_listing:
+    if facts.hub:
+        path = _download_hub(ctx, ctx.workdir / (facts.default_name or family))
+    elif facts.whole_listing:
         path = _download_listing(ctx, ctx.workdir / (facts.default_name or family))
     else:
         path = _download(ctx, name, facts)
@@ -145,6 +150,20 @@ def _download_listing(ctx: StepContext, dest: Path) -> Path:
         fetch_r2_file(url, relative.name, ctx.scratch / relative.name, ctx.scratch / "metadata", token=token,
                       retries=retries, on_progress=bar.update, log=ctx.log).moved_to(target)
     return dest
+
+
+def _download_hub(ctx: StepContext, dest: Path) -> Path:
+    """The dataset repository `repo` (datasets/ORG/NAME) at the commit `revision`: the files `include` selects (all by
+    default), each checked against the Hub's sha256 or git blob id, into `dest`."""
+    from cmx.tools import huggingface as hf
+
+    repo, revision, endpoint, token = (ctx.inputs[k] for k in ("repo", "revision", "endpoint", "token"))
+    hf.require_commit(endpoint, repo, revision, token=token)
+    files = hf.select_files(hf.list_files(endpoint, repo, revision, token=token), ctx.inputs["include"], repo=repo,
+                            revision=revision)
+    bar = ctx.progress(sum(f.size for f in files), f"download {repo}")
+    return hf.download_repo(endpoint, repo, revision, dest, token=token, files=files, scratch=ctx.scratch,
+                            retries=ctx.inputs["retries"], on_progress=bar.update, log=ctx.log)
 
 
 def _only_file(ctx: StepContext, url: str, suffix: str) -> str:

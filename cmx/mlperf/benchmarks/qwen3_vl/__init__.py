@@ -1,6 +1,68 @@
 """qwen3-vl-235b-a22b: Shopify's product catalogue (a product's title, description and image) answered by
 Qwen3-VL-235B-A22B-Instruct as a JSON object, scored by the category's hierarchical F1 (multimodal/qwen3-vl in
-mlcommons/inference). Being built (issue 23): so far its scorer (accuracy.py), its request (prompts.py), its dataset
-(dataset.py) and a tiny catalogue in the real format (tiny.py).
-The package defines no `BENCHMARK` yet, so the kit does not list it and no app runs it.
+mlcommons/inference).
+
+Its samples are conversations, not token ids: each goes to an endpoint's chat route (`vllm serve` started by
+cmx, or the user's), and the reply's UTF-8 bytes are the answer LoadGen logs, with the server's token count.
+It is judged on whole answers: no token latencies, the Server p99 end to end under 12 s.
+
+The modules: accuracy (the evaluator's hierarchical F1 and its accuracy.txt), prompts (the reference's messages,
+the image re-encoded as it does, and the QSL's ProductPrompts), dataset (the catalogue's Parquet files), model
+(the checkpoint folder), tiny (a generated catalogue), tiny_model (a random Qwen3-VL MoE). `BENCHMARK` imports them
+when called.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cmx.mlperf.backends.base import Sampling
+from cmx.mlperf.benchmarks.base import Generation
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.kit.model import ModelSpec
+from cmx.mlperf.benchmarks.qwen3_vl.model import MODEL
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cmx.mlperf.benchmarks.base import Dataset
+    from cmx.mlperf.loadgen.sut import ChatSource, ResponseEncoder
+
+# The reference sends no max_tokens: a reply is bounded by the server's context, --max-model-len 32768
+# (scripts/slurm/benchmark.sh); the harness's max_tokens is that bound, for the record
+MAX_MODEL_LEN = 32768
+# No sampling in the request: the model's generation_config.json (README: temperature 0.7, top_p 0.8, top_k 20)
+SAMPLING = Sampling(temperature=0.7, top_p=0.8, top_k=20)
+
+
+@dataclass(frozen=True)
+class Qwen3VL(BenchmarkDefaults):
+    family: str = "qwen3-vl-235b-a22b"
+    names: tuple[str, ...] = ("qwen3-vl-235b-a22b",)  # constants.py MODEL_CONFIG['v6.0'/'v6.1']['models']
+    loadgen_model: str = "qwen3-vl-235b-a22b"  # loadgen/mlperf.conf: qwen3-vl-235b-a22b.*
+    interactive: bool = False  # v6.1's Interactive is the endpoint client's: mlperf.conf has no -interactive model
+    chat: bool = True
+    response_dtype: str = "uint8"  # the reply's UTF-8 bytes
+    # the reference's `vllm serve` flags besides TP and max-model-len (README, scripts/slurm/benchmark.sh): no video
+    # (prefix caching is off in every server cmx starts)
+    server_flags: tuple[str, ...] = ("--limit-mm-per-prompt.video=0",)
+    generation: Generation = Generation(max_tokens=MAX_MODEL_LEN, sampling=SAMPLING)
+    model: ModelSpec = MODEL
+    loader: str = "dataset:load_catalogue"
+    tiny_dataset: str = "tiny:tiny_dataset"
+
+    def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
+        return self.part("accuracy:format_accuracy_txt")(values, log_sha256)
+
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> ChatSource:
+        return self.part("prompts:ProductPrompts")(dataset)
+
+    def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
+        from cmx.mlperf.loadgen.sut import text_answer
+
+        return text_answer
+
+
+BENCHMARK = Qwen3VL()

@@ -25,12 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
 from cmx.mlperf.benchmarks.kit.samples import check_limit
 
 ROWS = 48289  # constants.py dataset-size; mlperf.conf performance_sample_count_override and Offline min_query_count
 SPLITS = ("train", "test")  # the reference's split="train+test", in that order
 COLUMNS = ("product_title", "product_description", "product_image", "potential_product_categories",
            "ground_truth_category", "ground_truth_brand", "ground_truth_is_secondhand")
+# the Hub's repository at its pinned commit (the recipe's repo and revision), into a folder of this name
+FACTS = DatasetFacts(ROWS, what="product-catalogue-format", default_name="product-catalogue", hub=True, tiny_rows=64)
 _SHARD = re.compile(r"^(?P<split>[a-z]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet$")
 _HINT = "it is not Shopify/product-catalogue as the Hub serves it (Parquet files of its train and test splits)"
 
@@ -111,7 +114,7 @@ class ProductCatalogue:
 
     def prompt_ids(self, i: int) -> list[int]:
         raise DatasetError("a Qwen3-VL sample is chat messages, not token ids",
-                           hint="send it through the chat SUT (prompts.chat_messages)")
+                           hint="send it through the chat SUT (prompts.ProductPrompts)")
 
     def limit(self, n: int) -> ProductCatalogue:
         check_limit(n, self._rows, self.path)
@@ -161,5 +164,5 @@ def row_counts(paths: Sequence[Path]) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
 
 
-__all__ = ["COLUMNS", "ROWS", "SPLITS", "Product", "ProductCatalogue", "load_catalogue", "row_counts",
+__all__ = ["COLUMNS", "FACTS", "ROWS", "SPLITS", "Product", "ProductCatalogue", "load_catalogue", "row_counts",
            "rows_without_image", "split_files"]

@@ -13,8 +13,10 @@ system message is 1,656 characters; a test pins its sha256.
   with Pillow's default settings (JPEG at quality 75), then sent as a base64 data URL whose type is
   Pillow's format name, upper-case (`data:image/JPEG;base64,...`). The original file's bytes are
   not sent.
-- The body sets no max_tokens and leaves every sampling field null, so that the server takes the
-  model's generation_config.json (temperature 0.7, top_p 0.8, top_k 20), as the reference's does.
+- The reference's body sets no max_tokens and leaves every sampling field null, so that the server takes
+  the model's generation_config.json (temperature 0.7, top_p 0.8, top_k 20). cmx's chat route
+  (cmx.mlperf.backends.openai_api.chat_body) sends no max_tokens either, and sends those values, the
+  benchmark's sampling, so that no server default chooses.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from cmx.mlperf.backends.base import ChatPrompt
 from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.qwen3_vl.dataset import ProductCatalogue
 
 # schema.py ProductMetadata: its fields, and the docstrings pydantic turns into descriptions
 PRODUCT_SCHEMA: dict[str, Any] = {
@@ -123,20 +127,33 @@ def image_data_url(image: bytes, where: str) -> str:
     return f"data:image/{fmt};base64,{base64.b64encode(out.getvalue()).decode('ascii')}"
 
 
-def chat_messages(title: str, description: str, categories: Sequence[str], image_url: str) -> list[dict[str, Any]]:
-    """The two messages: the system prompt as a string, then the user's text part and image part."""
+def chat_messages(title: str, description: str, categories: Sequence[str], image_url: str, *,
+                  system: str | None = None) -> list[dict[str, Any]]:
+    """The two messages: the system prompt as a string (`system`: made once by the caller), then the user's text part
+    and image part."""
     return [
-        {"role": "system", "content": system_prompt()},
+        {"role": "system", "content": system if system is not None else system_prompt()},
         {"role": "user", "content": [{"type": "text", "text": user_text(title, description, categories)},
                                      {"type": "image_url", "image_url": {"url": image_url}}]},
     ]
 
 
-def chat_body(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
-    """The /v1/chat/completions body the reference's OpenAI client sends: no max_tokens, no guided decoding, and
-    the sampling fields null (the server then takes the model's generation_config.json)."""
-    return {"messages": messages, "model": model, "frequency_penalty": None, "presence_penalty": None,
-            "response_format": None, "temperature": None, "top_p": None}
+class ProductPrompts:
+    """The QSL's samples (a ChatSource): product i's two messages, its image re-encoded when LoadGen loads the
+    sample, as the reference formats each sample when its QSL loads it."""
+
+    def __init__(self, catalogue: ProductCatalogue) -> None:
+        self.catalogue = catalogue
+        self._system = system_prompt()
+
+    def __len__(self) -> int:
+        return len(self.catalogue)
+
+    def chat(self, i: int) -> ChatPrompt:
+        product = self.catalogue.product(i)
+        url = image_data_url(self.catalogue.image(i), f"row {i} of {self.catalogue.path}")
+        return ChatPrompt(tuple(chat_messages(product.title, product.description, product.categories, url,
+                                              system=self._system)))
 
 
-__all__ = ["PRODUCT_SCHEMA", "chat_body", "chat_messages", "image_data_url", "system_prompt", "user_text"]
+__all__ = ["PRODUCT_SCHEMA", "ProductPrompts", "chat_messages", "image_data_url", "system_prompt", "user_text"]

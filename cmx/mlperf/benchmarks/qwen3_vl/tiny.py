@@ -87,4 +87,10 @@ def make_tiny_catalogue(dest: Path, rows: int = 64, seed: int = 0) -> TinyCatalo
     return TinyCatalogue(Path(dest), rows)
 
 
-__all__ = ["CANDIDATES", "TinyCatalogue", "make_tiny_catalogue"]
+def tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> TinyCatalogue:
+    """BENCHMARK.make_tiny_dataset: the products are text and images, so the tokenizer is not needed."""
+    del tokenizer_dir
+    return make_tiny_catalogue(dest, rows, seed)
+
+
+__all__ = ["CANDIDATES", "TinyCatalogue", "make_tiny_catalogue", "tiny_dataset"]

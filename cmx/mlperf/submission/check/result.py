@@ -91,9 +91,15 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
             _compliance_verdict(paths, root, found, test, bench_name, round_.benchmark(bench_name).accuracy.metrics)
         mine += found if closed else [replace(p, severity=WARNING) for p in found]
     problems += mine
-    metric = perf.results.tokens_per_second if perf else None
+    # the checker's result: tokens/s for the LLMs; samples/s (Offline) or completed queries/s for a benchmark
+    # without token latencies (constants.py RESULT_FIELD_NEW and UNIT_DICT)
+    if round_.benchmark(bench_name).token_latencies:
+        metric, units = (perf.results.tokens_per_second if perf else None), "Tokens/s"
+    else:
+        metric = perf.results.samples_per_second if perf else None
+        units = "Samples/s" if folder.scenario == "Offline" else "Queries/s"
     return ResultRow(division=sub.division, submitter=sub.name, system=folder.system, benchmark=folder.benchmark,
-                     scenario=folder.scenario, path=relative(folder.path, root), metric=metric, units="Tokens/s",
+                     scenario=folder.scenario, path=relative(folder.path, root), metric=metric, units=units,
                      validity=perf.results.validity if perf else None, accuracy=accuracy,
                      problems=sum(1 for p in mine if p.severity == ERROR), system_facts=system,
                      weight_data_types=str(measured.get("weight_data_types") or ""))
