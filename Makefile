@@ -56,7 +56,8 @@ lint: $(STAMP)  ## ruff and mypy; fails on any finding
 	$(VENV)/bin/mypy --config-file pyproject.toml
 
 # BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b, llama3.1-405b, mixtral-8x7b,
-# deepseek-r1, gpt-oss-120b or whisper (Offline only; its demo also runs TEST01, whisper's compliance test)
+# deepseek-r1, gpt-oss-120b, whisper (Offline only; its demo also runs TEST01, whisper's compliance test) or qwen3-vl
+# (through the vllm serve cmx starts: its samples are chats with an image)
 BENCH           ?= llama2
 comma           := ,
 DEMO_SCENARIOS  := $(if $(filter whisper,$(BENCH)),Offline,Offline$(comma)Server)

@@ -14,7 +14,8 @@ from cmx.cli.common import echo_json
 RESULTS is the results_dir of an `app mlperf inference ...` run, or the one a
 `cmx tune` wrote (it prints it: its confirm run, and its probes). The page has
 one row per LoadGen test (validity; tokens/s and samples/s; TTFT and TPOT
-p50/p90/p99 against the round's limits; accuracy against the closed
+p50/p90/p99 against the round's limits, or the end-to-end latency for a
+benchmark judged on whole answers; accuracy against the closed
 division's targets; whether the run was short, tiny, compliant), plots of
 every sample's token latencies and of throughput over time (from the
 harness's cmx_samples.csv), and how the run was made: the command, cmx,

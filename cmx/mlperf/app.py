@@ -418,7 +418,7 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
                                  logger=logger, on_progress=on_progress)
             if any(STOPPED_EARLY in r.details for r in runs):
                 break
-    table = format_table(runs, short=config.short or config.tiny, notes=sampling_notes(config),
+    table = format_table(runs, short=config.short or config.tiny, notes=(*sampling_notes(config), *refusal_notes(runs)),
                          whole_answers=not round_.benchmark(config.benchmark).token_latencies)
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")
@@ -426,6 +426,13 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
     if not result.ok:
         raise failure(runs, config.results_dir)
     return result
+
+
+def refusal_notes(runs: Sequence[RunSummary]) -> tuple[str, ...]:
+    """A line per test whose server refused requests (a chat benchmark's: answered empty, as its reference answers
+    them, and scored as unparsable replies)."""
+    return tuple(f"{r.scenario} {r.mode}: the server refused {n} request(s), answered empty and scored as unparsable "
+                 "(see harness.log)" for r in runs if (n := r.details.get("refused_requests")))
 
 
 def sampling_notes(config: AppConfig) -> tuple[str, ...]:

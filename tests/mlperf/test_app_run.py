@@ -248,6 +248,19 @@ def test_a_benchmark_judged_on_whole_answers_shows_samples_per_second_and_the_en
     assert row.split() == ["Server", "performance", "VALID", "0.99", "4210.5", "-"]
 
 
+def test_requests_a_server_refused_are_noted_under_the_table():
+    from cmx.mlperf.app import refusal_notes
+    from cmx.mlperf.run_summary import RunSummary
+
+    def run(mode: str, refused: int) -> RunSummary:
+        return RunSummary(scenario="Offline", mode=mode, folder="f", validity="VALID", tokens_per_second=None,
+                          ttft_p99_ms=None, tpot_p99_ms=None, rouge=None, problems=[],
+                          details={"refused_requests": refused})
+
+    assert refusal_notes([run("performance", 0), run("accuracy", 3)]) == (
+        "Offline accuracy: the server refused 3 request(s), answered empty and scored as unparsable (see harness.log)",)
+
+
 def test_engine_options_reach_the_harness_command_line(tmp_path: Path):
     from cmx.mlperf.app import harness_config
     from cmx.mlperf.loadgen.harness import parse_args

@@ -255,7 +255,8 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
         s = log.settings
         ttft_limit = s.ttft_latency_ns / 1e6 if s.ttft_latency_ns and ttft else None
         tpot_limit = s.tpot_latency_ns / 1e6 if s.tpot_latency_ns and tpot else None
-        if ttft is None and run["scenario"] != "Offline" and s.target_latency_ns:  # judged on whole answers
+        if ttft is None and run["scenario"] != "Offline" and run["mode"] == "performance" and s.target_latency_ns:
+            # a Server test judged on whole answers
             latency, latency_limit = Percentiles.of(log.results.latency), s.target_latency_ns / 1e6
     targets = load_round(facts["round"]).benchmark(facts["benchmark"]).accuracy
     accuracy = {k: float(v) for k, v in (run.get("rouge") or {}).items()}
