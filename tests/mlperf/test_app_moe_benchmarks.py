@@ -1,4 +1,4 @@
-"""The tiny end-to-end runs of the mixture-of-experts apps (mixtral-8x7b, deepseek-r1, gpt-oss-120b): rows of
+"""The tiny end-to-end runs of the mixture-of-experts apps (mixtral-8x7b, deepseek-r1, gpt-oss-120b, qwen3-vl): rows of
 test_app_benchmarks.py's table, checked as that file checks the dense models' rows, in a file of their own so
 that make test's e2e pass (a file per worker) runs the two halves side by side.
 """
