@@ -327,15 +327,8 @@ class EndpointBackend(BackendDefaults):
         the language of silence may fail (vLLM's asserts that a random model's guess is a language)."""
         if self.config.chat:  # conversations only, on both paths; their answers are text with the server's count
             self.token_ids_source = "chat"
-            requests = [GenRequest(id=-(i + 1), prompt_ids=[], chat=WARMUP_CHAT)
-                        for i in range(max(1, self.config.warmup_requests))]
-            for _ in self.generate(requests):
-                pass
-            sink = QueueSink()
-            self.submit(requests[0], sink)
-            if isinstance(item := sink.queue.get(), BaseException):
-                raise item
-            return len(requests) + 1
+            return self._on_both_paths([GenRequest(id=-(i + 1), prompt_ids=[], chat=WARMUP_CHAT)
+                                        for i in range(max(1, self.config.warmup_requests))])
         start = speech_decoder_start(self.config.tokenizer)
         if start is not None:
             assert self.config.tokenizer is not None
@@ -361,13 +354,17 @@ class EndpointBackend(BackendDefaults):
                 self.log.warning("the server returns no token ids: its text is re-tokenized with %s, each count "
                                  "checked against the server's usage.completion_tokens", self.config.tokenizer)
                 self._use_tokenizer()
+        return self._on_both_paths(requests) + (wanted != "tokenizer")
+
+    def _on_both_paths(self, requests: list[GenRequest]) -> int:
+        """`requests` as one Offline batch, then the first again through submit() (Server's path); their number."""
         for _ in self.generate(requests):
             pass
         sink = QueueSink()
         self.submit(requests[0], sink)
         if isinstance(item := sink.queue.get(), BaseException):
             raise item
-        return len(requests) + 1 + (wanted != "tokenizer")
+        return len(requests) + 1
 
     def _use_tokenizer(self) -> None:
         assert self.config.tokenizer is not None

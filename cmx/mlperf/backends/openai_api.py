@@ -111,19 +111,10 @@ def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stre
         "prompt": token_ids_list(request.prompt_ids),
         "max_tokens": request.max_tokens,
         "min_tokens": request.min_tokens,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "top_k": sampling.top_k,
-        "min_p": 0.0,
-        "presence_penalty": 0.0,
-        "frequency_penalty": 0.0,
-        "repetition_penalty": 1.0,
+        **sampling_fields(sampling),
         "ignore_eos": False,
-        "n": 1,
         "stream": stream,
     }
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed
     if server_token_ids:
         body["return_token_ids"] = True
     else:
@@ -131,6 +122,17 @@ def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stre
     if stream:
         body["stream_options"] = {"include_usage": True}  # the token count, in a last chunk
     return body
+
+
+def sampling_fields(sampling: Sampling) -> dict[str, Any]:
+    """`sampling` in full, every penalty neutral, one choice, and the seed where it has one: what every request body
+    carries, so that no server default (generation_config.json) chooses a token."""
+    fields: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+                              "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+                              "repetition_penalty": 1.0, "n": 1}
+    if sampling.seed is not None:
+        fields["seed"] = sampling.seed
+    return fields
 
 
 def chat_body(chat: ChatPrompt, model: str, sampling: Sampling) -> dict[str, Any]:
@@ -141,23 +143,10 @@ def chat_body(chat: ChatPrompt, model: str, sampling: Sampling) -> dict[str, Any
     generation_config.json; its benchmark's sampling is those values (temperature 0.7, top_p 0.8, top_k 20), sent
     here, so that a server started with other defaults (vLLM's `--generation-config vllm`) still samples as the
     reference's did, and a user's override reaches the server."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": list(chat.messages),
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "top_k": sampling.top_k,
-        "min_p": 0.0,
-        "presence_penalty": 0.0,
-        "frequency_penalty": 0.0,
-        "repetition_penalty": 1.0,
-        "n": 1,
-        "stream": False,
-    }
+    body: dict[str, Any] = {"model": model, "messages": list(chat.messages), **sampling_fields(sampling),
+                            "stream": False}
     if chat.max_tokens is not None:
         body["max_tokens"] = chat.max_tokens
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed
     return body
 
 
