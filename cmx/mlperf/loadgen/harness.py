@@ -276,7 +276,7 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
         before = dict(backend.details())
         qsl = QSL(plugin.prompt_source(dataset, config.model), bench.performance_sample_count, logger)
         sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock,
-                       plugin.response_encoder(config.model))
+                       plugin.response_encoder(config.model), first_tokens=bool(settings.use_token_latencies))
         test = LoadgenTest(lambda: lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings,
                                                                log_settings(lg, config.output), str(audit)))
         began = time.monotonic()

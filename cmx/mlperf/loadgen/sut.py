@@ -280,10 +280,14 @@ class _BaseSUT:
             if not self._take(query_id):
                 return
             self.errors.append(SampleError(query_id, str(error)))
+            self._before_empty_answer(query_id)
             self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
             self.clock.failed(query_id)
         # after the backend died, every sample fails the same way: its line says it once
         (self.log.debug if self.dead is not None else self.log.error)("sample %#x failed: %s", query_id, error)
+
+    def _before_empty_answer(self, query_id: int) -> None:
+        """What LoadGen needs before a failed sample's empty answer (with the lock held): nothing, but for Server."""
 
     def _backend_died(self, error: BackendDead) -> bool:
         """Record the backend's death (the first report of it); whether this was the first."""
@@ -360,7 +364,19 @@ class OfflineSUT(_BaseSUT):
 
 class ServerSUT(_BaseSUT):
     """Server and Interactive: each sample to `Backend.submit` at once; this object is the sink. Once the
-    backend is dead, samples are failed here and never reach it."""
+    backend is dead, samples are failed here and never reach it.
+
+    `first_tokens`: LoadGen measures token latencies (use_token_latencies). Then every sample needs its
+    FirstTokenComplete before its completion, a failed one too: an accuracy run's log reads each sample's
+    first-token record, and LoadGen crashes (a segfault) on one that was never given. A failed sample is
+    given an empty one. A benchmark judged on whole answers (Qwen3-VL) sends none."""
+
+    def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
+                 logger: logging.Logger | None = None, clock: SampleClock | None = None,
+                 encode: ResponseEncoder | None = None, *, first_tokens: bool = True) -> None:
+        super().__init__(lg, backend, qsl, max_tokens, logger, clock, encode)
+        self.first_tokens = first_tokens
+        self._first_sent: set[int] = set()  # in flight, with their first token given to LoadGen (under the lock)
 
     def start(self) -> None:
         """Nothing to start: the streaming backend owns the thread the callbacks run on."""
@@ -386,10 +402,18 @@ class ServerSUT(_BaseSUT):
             if request_id not in self._in_flight:  # failed already (the backend died): LoadGen is done with it
                 return
             self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(request_id, _address(first), first.nbytes, 1)])
+            self._first_sent.add(request_id)
             self.clock.first_token(request_id)
 
     def on_done(self, result: GenResult) -> None:
         self._complete(result)
+        with self._idle:
+            self._first_sent.discard(result.id)
+
+    def _before_empty_answer(self, query_id: int) -> None:
+        if self.first_tokens and query_id not in self._first_sent:
+            self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
+        self._first_sent.discard(query_id)
 
     def on_error(self, request_id: int, error: BaseException) -> None:
         if isinstance(error, BackendDead) and self._backend_died(error):
@@ -458,11 +482,12 @@ class LoadgenTest:
 
 def make_sut(scenario: str, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
              logger: logging.Logger | None = None, clock: SampleClock | None = None,
-             encode: ResponseEncoder | None = None) -> OfflineSUT | ServerSUT:
+             encode: ResponseEncoder | None = None, *, first_tokens: bool = True) -> OfflineSUT | ServerSUT:
     """The SUT for a benchmark scenario (Offline; Server and Interactive stream); `encode` is the benchmark's
-    answer to LoadGen (int32 token ids unless it says otherwise)."""
+    answer to LoadGen (int32 token ids unless it says otherwise); `first_tokens`: LoadGen measures token
+    latencies (ServerSUT)."""
     if scenario == "Offline":
         return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock, encode)
     if scenario in ("Server", "Interactive"):
-        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock, encode)
+        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock, encode, first_tokens=first_tokens)
     raise SutError(f"unknown scenario {scenario!r}", hint="Offline, Server or Interactive")

@@ -96,7 +96,8 @@ def run_probe(lg: Any, spec: ProbeSpec, backend: Any, dataset: Any, qps: float, 
     writer = ProgressWriter(progress, clock, shape).start() if progress is not None else None
     samples = min(spec.length.samples, len(dataset))
     qsl = QSL(dataset, samples, logger)
-    sut = make_sut(spec.rules.name, lg, backend, qsl, spec.max_tokens, logger, clock)
+    sut = make_sut(spec.rules.name, lg, backend, qsl, spec.max_tokens, logger, clock,
+                   first_tokens=spec.bench.token_latencies)
     began = time.monotonic()
     try:
         sut.start()

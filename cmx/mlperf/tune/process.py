@@ -262,7 +262,8 @@ def confirm_run(lg: Any, hc: HarnessConfig, settings: Any, spec: ProbeSpec, back
     writer = ProgressWriter(hc.output.parent / PROGRESS_JSON, clock,  # the tune folder, where the caller looks
                             run_shape(settings, hc.scenario, hc.mode, len(dataset))).start()
     qsl = QSL(dataset, spec.bench.performance_sample_count, logger)
-    sut = make_sut(hc.scenario, lg, backend, qsl, hc.max_tokens, logger, clock)
+    sut = make_sut(hc.scenario, lg, backend, qsl, hc.max_tokens, logger, clock,
+                   first_tokens=bool(settings.use_token_latencies))
     began = time.monotonic()
     try:
         sut.start()

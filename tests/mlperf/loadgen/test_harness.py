@@ -300,6 +300,17 @@ def test_a_sample_that_cannot_be_loaded_fails_alone_and_names_why(tmp_path: Path
 
 
 @needs_loadgen
+def test_a_failed_server_sample_gets_an_empty_first_token_so_loadgen_can_log_its_accuracy(tmp_path: Path):
+    # LoadGen's accuracy log reads every Server sample's first-token record when it measures token latencies:
+    # a failed sample without one crashed it (a segfault)
+    sut, run = run_loadgen(tmp_path, "Server", "accuracy", FakeBackend(fail=frozenset({3})))
+    assert [e.message for e in sut.errors] == ["engine failed"]
+    assert [e.value for e in run.errors] == ["n_tokens argument missing or attempted to record 0 as number of tokens"]
+    records = {r.qsl_idx: r for r in read_accuracy_log(tmp_path / "mlperf_log_accuracy.json")}
+    assert records[3].data == b"" and records[3].token_data == b""
+
+
+@needs_loadgen
 def test_a_benchmarks_encoder_answers_loadgen_and_n_tokens_stays_the_generated_count(tmp_path: Path):
     def as_int64_text(result: GenResult) -> np.ndarray:  # Whisper-like: something else than the token ids
         return np.asarray([t % 7 for t in result.token_ids[:-1]], dtype="<i8")
