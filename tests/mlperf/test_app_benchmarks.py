@@ -59,8 +59,6 @@ class App:
     scenario_checks: Callable[[Path, dict[str, Any], dict[str, Any]], None] | None = None  # (folder, values, facts)
     after: Callable[[TinyRun], None] | None = None
     moe: bool = False  # a mixture of experts: its e2e row is test_app_moe_benchmarks.py's
-    # runs alone (make test's serial pass): by default, a row with a Server run, judged on its latencies
-    alone: bool | None = None
 
     def __str__(self) -> str:
         return self.recipe.removeprefix("app-mlperf-inference-")
@@ -188,17 +186,14 @@ def _qwen3_vl_scenario(folder: Path, values: dict[str, Any], facts: dict[str, An
     assert (backend["kind"], backend["token_ids_source"], backend["started_by_cmx"]) == ("endpoint", "chat", True)
     assert facts["sampling"] == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "seed": None}  # generation_config's
     performance = next(r for r in facts["runs"] if r["mode"] == "performance")
-    assert performance["details"]["refused_requests"] == 0
-    if folder.name == "Server":  # judged on whole answers: the end-to-end p99 against 12 s, no TTFT
-        assert 0 < performance["latency_p99_ms"] < 12000 and performance["ttft_p99_ms"] is None
-        assert read_loadgen_run(folder / "performance" / "run_1").settings.target_latency_ns == 12_000_000_000
+    assert performance["details"]["refused_requests"] == 0 and performance["samples_per_second"] > 0
 
 
 def _qwen3_vl_after(run: TinyRun) -> None:
     table = (run.results / "summary.txt").read_text()
-    assert "samples/s" in table and "latency p99 ms" in table and "TTFT" not in table, table
+    assert "samples/s" in table and "TTFT" not in table, table
     packaged = run.submission / "open" / "cmx-test" / "results" / "cpu-box" / "qwen3-vl-235b-a22b"
-    assert sorted(p.name for p in packaged.iterdir()) == ["Offline", "Server"]
+    assert sorted(p.name for p in packaged.iterdir()) == ["Offline"]
     accuracy_txt = (packaged / "Offline" / "accuracy" / "accuracy.txt").read_text()
     assert accuracy_txt.startswith('Results\n\n{"f1": ') and accuracy_txt.count("hash=") == 2
 
@@ -290,14 +285,12 @@ APPS = (
                    "tensor_parallel_size = 8  (variation)", "max_model_len = 32768  (variation)"),
         plan_never=("_tiny", "torchvision"),  # the CPU's torchvision is the CPU's only
         tiny="app mlperf inference qwen3-vl _cpu _tiny _short _submission",
-        # the issue's run: both scenarios, performance and accuracy, through the vllm serve cmx starts
-        inputs=("scenarios=Offline,Server", "modes=performance,accuracy", "submitter=cmx-test",
-                f"system_file={SYSTEM_FILE}"),
-        scenarios=("Offline", "Server"), accuracy_keys=frozenset({"f1", "hash"}),
-        scenario_checks=_qwen3_vl_scenario, after=_qwen3_vl_after,
-        # a mixture of experts; its Server limit is 12 s end to end, ten times its p99 on two busy cores (about
-        # 1.2 s at 4 queries/s), so it runs beside the other e2e tests, not alone
-        moe=True, alone=False),
+        # through the vllm serve cmx starts, its chat route and the CPU's torchvision. Offline only: a VALID Server
+        # run needs 480 queries, minutes for the tiny model on two busy cores; tests/mlperf/test_app_chat.py runs
+        # qwen3-vl's Server (judged on whole answers) in seconds against a chat server of its own
+        inputs=("scenarios=Offline", "modes=performance,accuracy", "submitter=cmx-test", f"system_file={SYSTEM_FILE}"),
+        accuracy_keys=frozenset({"f1", "hash"}), scenario_checks=_qwen3_vl_scenario, after=_qwen3_vl_after,
+        moe=True),  # a mixture of experts
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in
@@ -344,10 +337,9 @@ def test_every_app_takes_the_sampling_inputs_with_the_references_as_default(app:
 def e2e_rows(moe: bool) -> list[Any]:
     """The rows whose tiny run a file's e2e test makes: the dense models' here, the mixtures of experts' in
     test_app_moe_benchmarks.py (make test's e2e pass keeps a file on one worker: two files share the two).
-    A row with a Server run is judged on its latencies: it runs alone (make test's serial pass), unless it says
-    otherwise (`alone`)."""
-    return [pytest.param(a, marks=[pytest.mark.serial] if ("Server" in a.scenarios if a.alone is None else a.alone)
-                         else []) for a in APPS if a.moe == moe]
+    A row with a Server run is judged on its latencies: it runs alone (make test's serial pass)."""
+    return [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios else [])
+            for a in APPS if a.moe == moe]
 
 
 @needs_vllm
