@@ -25,11 +25,18 @@ NO_SEED = -1  # --input sampling_seed=-1: draw unseeded (vLLM's own spelling of 
 
 
 def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]:
-    """The scenarios a variation names: one, or (`all-scenarios`) every one the round has for the benchmark."""
-    names = round_.benchmark(benchmark).scenario_names
+    """The scenarios a variation names: one, or (`all-scenarios`) every one LoadGen can run for the benchmark in
+    the round. A scenario only MLCommons' endpoint client measures (v6.1 Qwen3-VL Interactive) is refused."""
+    bench = round_.benchmark(benchmark)
+    names = bench.loadgen_scenario_names
     if choice == "all-scenarios":
         return names
     wanted = choice.capitalize()
+    if wanted in bench.scenario_names and wanted not in names:
+        raise AppConfigError(f"{benchmark} {wanted} in {round_.name} is measured by MLCommons' endpoint client "
+                             "(inference-endpoint), not by LoadGen, so cmx cannot run it",
+                             hint=f"run it with that client; `cmx check` reads its result folder. LoadGen runs "
+                                  f"{', '.join(names)}")
     if wanted not in names:
         raise AppConfigError(f"{benchmark} has no {wanted} scenario in {round_.name}",
                              hint=f"its scenarios are {', '.join(names)}")

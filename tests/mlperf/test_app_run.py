@@ -181,6 +181,10 @@ def test_an_earlier_successful_runs_folder_is_refused_before_anything_runs(tmp_p
 def test_variation_names_map_to_scenarios_modes_and_a_system_folder():
     assert scenarios_for("all-scenarios", V60, "llama2-70b-99") == ("Offline", "Server", "Interactive")
     assert scenarios_for("server", V60, "llama2-70b-99") == ("Server",)
+    v61 = load_round("v6.1")
+    assert scenarios_for("all-scenarios", v61, "qwen3-vl-235b-a22b") == ("Offline", "Server")
+    with pytest.raises(AppConfigError, match="measured by MLCommons' endpoint client"):
+        scenarios_for("interactive", v61, "qwen3-vl-235b-a22b")
     assert modes_for("valid") == ("performance", "accuracy", "test06")
     assert modes_for("compliance") == ("test06",)
     with pytest.raises(AppConfigError):

@@ -125,6 +125,10 @@ def user_conf(round_: Round, benchmark: Benchmark | str, scenario: str, *,
         if mode not in MODE_VALUES:
             raise UserConfError(f"unknown mode {mode!r}", hint="performance or accuracy")
         values["mode"] = MODE_VALUES[mode]
+    if rules.min_query_count and short is None:
+        # the round's minimum Offline query: LoadGen sizes the query from target_qps x min_duration, which on
+        # a small system falls below it (gpt-oss-120b: mlperf.conf sets none, the checker wants 6396)
+        values["min_query_count"] = rules.min_query_count
     if short is not None:
         values.update(_short_values(short))
     for key, value in (overrides or {}).items():

@@ -105,6 +105,12 @@ class ScenarioRules:
     # mlperf.conf's target_latency, the p99 end-to-end limit of a Server-like run of a benchmark without token
     # latencies (Qwen3-VL: 12 s); None where TTFT and TPOT judge instead
     target_latency_ms: float | None = None
+    # a scenario only MLCommons' endpoint client measures (v6.1 Qwen3-VL Interactive: mlperf.conf has no
+    # -interactive model, so LoadGen cannot run it); cmx checks such results and refuses to run them
+    endpoints_only: bool = False
+    # where the scenario has its own accuracy set (v6.1 Qwen3-VL Interactive: 8,000 rows, F1 >= 0.7878 x 0.99)
+    accuracy_sample_count: int | None = None
+    accuracy: AccuracyTargets | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,19 @@ class Benchmark:
     @property
     def scenario_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.scenarios)
+
+    @property
+    def loadgen_scenario_names(self) -> tuple[str, ...]:
+        """The scenarios LoadGen can run (all but the endpoint client's own)."""
+        return tuple(s.name for s in self.scenarios if not s.endpoints_only)
+
+    def accuracy_for(self, scenario: str) -> AccuracyTargets:
+        """The accuracy targets of one scenario: its own where it has its own accuracy set, else the benchmark's."""
+        return self.scenario(scenario).accuracy or self.accuracy
+
+    def accuracy_samples_for(self, scenario: str) -> int:
+        """Samples an accuracy run of `scenario` covers."""
+        return self.scenario(scenario).accuracy_sample_count or self.accuracy_sample_count
 
     def scenario(self, name: str) -> ScenarioRules:
         for rules in self.scenarios:
@@ -308,7 +327,8 @@ def _parse_round(top: _Reader) -> Round:
 
 def _parse_benchmark(name: str, b: _Reader) -> Benchmark:
     datacenter, acc = b.sub("datacenter"), b.sub("accuracy")
-    scenarios = tuple(_parse_scenario(s_name, s) for s_name, s in b.sub("scenarios").items())
+    factor = b.get("accuracy_factor", float)
+    scenarios = tuple(_parse_scenario(s_name, s, factor) for s_name, s in b.sub("scenarios").items())
     bench = Benchmark(
         name=name,
         dataset_size=b.get("dataset_size", int),
@@ -319,7 +339,7 @@ def _parse_benchmark(name: str, b: _Reader) -> Benchmark:
         required_scenarios=tuple(datacenter.get("required", list)),
         one_of_scenarios=tuple(tuple(group) for group in datacenter.get("one_of", list, [])),
         compliance_tests=tuple(b.get("compliance", list, [])),
-        accuracy=_parse_accuracy(acc, b.get("accuracy_factor", float)),
+        accuracy=_parse_accuracy(acc, factor),
         accuracy_sample_count=b.get("accuracy_sample_count", int, 0),
     )
     for reader in (datacenter, acc, b):
@@ -332,7 +352,7 @@ def _parse_benchmark(name: str, b: _Reader) -> Benchmark:
     return bench
 
 
-def _parse_scenario(name: str, s: _Reader) -> ScenarioRules:
+def _parse_scenario(name: str, s: _Reader, factor: float) -> ScenarioRules:
     if name not in SCENARIOS:
         raise RoundError(f"{s.where}: unknown scenario {name!r} (known: {', '.join(SCENARIOS)})", where=s.path)
     ttft, tpot = s.get("ttft_p99_ms", (int, float), None), s.get("tpot_p99_ms", (int, float), None)
@@ -345,6 +365,10 @@ def _parse_scenario(name: str, s: _Reader) -> ScenarioRules:
         latency=LatencyLimits(ttft, tpot) if ttft is not None and tpot is not None else None,
         target_latency_max_ms=s.get("target_latency_max_ms", (int, float), None),
         target_latency_ms=s.get("target_latency_ms", (int, float), None),
+        endpoints_only=s.get("endpoints_only", bool, False),
+        accuracy_sample_count=s.get("accuracy_sample_count", int, None),
+        accuracy=AccuracyTargets(minimums=_bounds(s.sub("accuracy_minimums"), factor))
+        if "accuracy_minimums" in s.data else None,
     )
     s.done()
     if rules.loadgen_scenario not in LOADGEN_SCENARIOS:

@@ -30,9 +30,9 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def test_official_offline_conf_is_one_target_qps_line_and_compliant() -> None:
+def test_official_offline_conf_is_target_qps_and_the_rounds_query_size_and_compliant() -> None:
     conf = user_conf(V60, "llama2-70b-99", "Offline", target_qps=12.5)
-    assert _lines(conf.text) == ["llama2-70b.Offline.target_qps = 12.5"]
+    assert _lines(conf.text) == ["llama2-70b.Offline.target_qps = 12.5", "llama2-70b.Offline.min_query_count = 24576"]
     assert conf.compliant and noncompliant_keys(conf.text, V60, "llama2-70b-99", "Offline") == []
 
 
