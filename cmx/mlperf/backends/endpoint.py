@@ -59,7 +59,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.backends.base import (
     GREEDY,
@@ -100,6 +100,9 @@ from cmx.mlperf.backends.openai_api import (
 )
 from cmx.secrets import Secret
 
+if TYPE_CHECKING:
+    from cmx.mlperf.backends.endpoint_workers import WorkerPool
+
 # Offline: requests in flight at once. Enough to keep any one server's batch full (vLLM's
 # max_num_seqs is 256 to 1024 in the published MLPerf set-ups); requests beyond the server's
 # batch wait in its queue, where they cost a socket and nothing else.
@@ -139,6 +142,8 @@ class EndpointConfig:
     warmup_requests: non-streaming warm-up requests in start() (one streaming request follows).
     sampling: how every request (warm-up included) chooses its tokens, sent in each request body.
     chat: the samples are conversations (the benchmark's ChatSource): warm up through the chat route.
+    workers: 0 does the HTTP on a thread of this process; N > 0 in N worker processes (endpoint_workers), for
+        more requests and streamed tokens a second than one process parses. Text completions only.
     """
 
     url: str
@@ -151,6 +156,7 @@ class EndpointConfig:
     warmup_requests: int = 4
     sampling: Sampling = GREEDY
     chat: bool = False
+    workers: int = 0
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -158,6 +164,9 @@ class EndpointConfig:
                                hint="give the API's base, e.g. http://127.0.0.1:8000/v1")
         if self.max_concurrency < 1:
             raise BackendError(f"max_concurrency must be at least 1, not {self.max_concurrency}")
+        if self.workers < 0:
+            raise BackendError(f"workers must be 0 (in-process) or more, not {self.workers}",
+                               hint="give the number of client worker processes, e.g. the client's cores")
         if self.request_timeout_s <= 0:
             raise BackendError(f"request_timeout_s must be positive, not {self.request_timeout_s}")
         if self.token_ids not in TOKEN_IDS_SOURCES:
@@ -209,6 +218,7 @@ class EndpointBackend(BackendDefaults):
         self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing streams share
         self._speech: TextTokens | None = None  # a speech model's vocabulary (its prompts' language), once started
         self._refused = 0  # chats the server refused, answered empty (on the loop only)
+        self._pool: WorkerPool | None = None  # config.workers > 0: the worker processes, once started
 
     @property
     def url(self) -> str:
@@ -247,6 +257,8 @@ class EndpointBackend(BackendDefaults):
             server, max_model_len = loop.call(self._probe())
             connected = time.monotonic()
             warmups = self._warm_up(max_model_len)
+            if self.config.workers:
+                warmups += self._start_workers(max_model_len)
         except BaseException:
             self.stop()
             raise
@@ -258,7 +270,8 @@ class EndpointBackend(BackendDefaults):
                       public_url(self.url), self.model, server["software"] or "an unnamed server",
                       server["version"] or "", output, warmups, warmed - connected)
         engine = {"url": public_url(self.url), "model": self.model, "server": server,
-                  "max_concurrency": self.config.max_concurrency, "request_timeout_s": self.config.request_timeout_s}
+                  "max_concurrency": self.config.max_concurrency, "request_timeout_s": self.config.request_timeout_s,
+                  "client_workers": self.config.workers}
         # the engine's limits as the server states them (vLLM's /v1/models gives max_model_len; no
         # OpenAI route gives max_num_seqs): cmx's own engine settings are not what a server it
         # did not start runs with
@@ -356,6 +369,22 @@ class EndpointBackend(BackendDefaults):
                 self._use_tokenizer()
         return self._on_both_paths(requests) + (wanted != "tokenizer")
 
+    def _start_workers(self, max_model_len: int | None) -> int:
+        """Start the worker processes (what start() found goes with them) and warm each up; the warm-up requests."""
+        from cmx.mlperf.backends.endpoint_workers import WorkerPool, WorkerSetup
+
+        if self.token_ids_source in ("chat", "transcription"):
+            raise BackendError(f"client worker processes ({self.config.workers}) send text completions only, not "
+                               f"{'chats' if self.token_ids_source == 'chat' else 'transcriptions'}",
+                               hint="run this benchmark with client_workers=0 (the HTTP in the harness process)")
+        assert self.model is not None
+        setup = WorkerSetup(config=replace(self.config, api_key=None), model=self.model,
+                            tokenizer=self._tokens.folder if self._tokens is not None else None, index=0)
+        key = self.config.api_key.reveal() if self.config.api_key else None
+        self._pool = WorkerPool(setup, key, self.config.workers, self.log).start()
+        count = max(self.config.warmup_requests, self.config.workers)  # one at least for each worker
+        return self._on_both_paths(warmup_requests(count, max_model_len or DEFAULT_MAX_MODEL_LEN))
+
     def _on_both_paths(self, requests: list[GenRequest]) -> int:
         """`requests` as one Offline batch, then the first again through submit() (Server's path); their number."""
         for _ in self.generate(requests):
@@ -386,6 +415,8 @@ class EndpointBackend(BackendDefaults):
         if not requests:
             return iter(())
         refuse_media(requests, speech=self._speech is not None)
+        if self._pool is not None:
+            return self._pool.generate(requests, self.config.max_concurrency)
         batch = _Batch(total=len(requests))
         future = loop.submit(self._run_batch(longest_first(requests), batch))
         return self._results(batch, future)
@@ -530,6 +561,9 @@ class EndpointBackend(BackendDefaults):
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
         """Send one streaming request and return at once (the request starts on the backend's loop)."""
         refuse_media([request], speech=self._speech is not None, streamed=True)
+        if self._pool is not None:
+            self._pool.submit(request, sink)
+            return
         self._started().spawn(self._stream(request, sink))
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
@@ -607,10 +641,35 @@ class EndpointBackend(BackendDefaults):
         except aiohttp.ClientError:
             return None
 
+    # -- in a worker process (endpoint_workers) -------------------------------------------------------
+
+    async def attach(self, model: str, tokens: TextTokens | None) -> None:
+        """Serve completions on the running event loop, without start()'s thread, probe and warm-up: a worker
+        process's use, with what the started backend found (the model; the tokenizer where ids are re-tokenized)."""
+        self.model, self._tokens = model, tokens
+        self.token_ids_source = "server" if tokens is None else "tokenizer"
+        await self._open_session()
+
+    async def completion(self, request: GenRequest, sink: StreamSink | None) -> GenResult:
+        """One text completion on the running loop: streamed, its first token to `sink`, or (None) not streamed."""
+        if sink is not None:
+            return await self._stream_request(request, sink)
+        result = await self._complete(request)
+        assert result is not None  # only a probe gives None
+        return result
+
+    async def detach(self) -> None:
+        """Close what attach() opened."""
+        await self._close_session()
+
     # -- stop -----------------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Cancel the requests in flight (no callback), close the connections and end the loop."""
+        """Stop the worker processes (if any), cancel the requests in flight (no callback), close the connections
+        and end the loop."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.close()
