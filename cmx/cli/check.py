@@ -20,6 +20,13 @@ the round's rules say but that checker misses (INVALID results, the
 Interactive 450/40 ms limits). It prints a table of results, then one line per
 problem: path, [rule], what was found, what to do.
 
+With --round v6.1, a scenario folder without LoadGen logs is read as a result
+of MLCommons' endpoint client ("Loadgen++": config.yaml,
+performance/result_summary.json, accuracy/accuracy_results.json), as the
+official checker reads it, and stricter where the rules ask more (measured
+duration, failed samples, the Offline query size); docs/submission.md lists
+its rules.
+
 Exit status: 0 when nothing would fail, 1 when a problem would (warnings
 do not count). With --expect, 0 when the rules broken are exactly the ones
 listed (how CI checks a smoke run's tree: `make demo` expects the three rules

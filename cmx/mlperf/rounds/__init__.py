@@ -198,6 +198,8 @@ class Round:
     layout: Layout
     submission: SubmissionRules
     benchmarks: tuple[Benchmark, ...]
+    # benchmarks whose results MLCommons' endpoint client may make (constants.py ENDPOINTS_ALLOWED_MODELS, v6.1)
+    endpoints_benchmarks: tuple[str, ...] = ()
 
     @property
     def loadgen_requirement(self) -> str:
@@ -319,7 +321,12 @@ def _parse_round(top: _Reader) -> Round:
         submission=SubmissionRules(**{k: tuple(str(v) for v in sub.get(k, list)) for k in (
             "system_fields", "system_fields_may_be_empty", "status_values", "system_types", "measurements_fields")}),
         benchmarks=tuple(_parse_benchmark(name, reader) for name, reader in top.sub("benchmarks").items()),
+        endpoints_benchmarks=tuple(str(b) for b in top.get("endpoints_benchmarks", list, [])),
     )
+    unknown = set(parsed.endpoints_benchmarks) - set(parsed.benchmark_names)
+    if unknown:
+        raise RoundError(f"endpoints_benchmarks names benchmarks the round does not have: {sorted(unknown)}",
+                         where=top.path)
     for reader in (loadgen, seeds, layout, sub, top):
         reader.done()
     return parsed

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.rounds import Round, load_round
+from cmx.mlperf.submission.check.endpoints import check_client_result, is_client_folder
 from cmx.mlperf.submission.check.layout import (
     ResultFolder,
     Submitter,
@@ -50,7 +51,9 @@ def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:
         submitter_files(sub, root, round_, problems)
         folders = result_folders(sub, root, round_, problems)
         systems = {name: _system(sub, name, root, round_, problems) for name in sorted({f.system for f in folders})}
-        rows += [check_result(f, root, round_, systems[f.system], problems) for f in folders]
+        for f in folders:
+            check = check_client_result if is_client_folder(f.path) else check_result
+            rows.append(check(f, root, round_, systems[f.system], problems))
         if sub.division != "open":
             problems += _scenario_problems(sub, folders, root, round_)
     # stable: errors first, each group in the tree's order; within them, what is missing comes before the

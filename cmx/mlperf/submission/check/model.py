@@ -38,11 +38,14 @@ class ResultRow:
     path: str
     metric: float | None            # tokens/s (Offline), completed tokens/s (Server, Interactive)
     units: str
-    validity: str | None            # LoadGen's VALID / INVALID
+    validity: str | None            # LoadGen's VALID / INVALID (see harness)
     accuracy: dict[str, float]      # ROUGE1, ROUGE2, ROUGEL, TOKENS_PER_SAMPLE as found
     problems: int                   # errors located in this result's folders
     weight_data_types: str = ""     # from measurements.json
     system_facts: dict[str, Any] = field(default_factory=dict)
+    # what made the result: LoadGen, or MLCommons' endpoint client (v6.1), whose VALID is cmx's verdict on its
+    # performance rules (duration, completion, latency limits), as the client writes none
+    harness: str = "loadgen"
 
     @property
     def compliant(self) -> bool:

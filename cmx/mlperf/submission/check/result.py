@@ -74,7 +74,7 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
                             "run the official checker for the power rules (cmx neither measures nor packages power)",
                             WARNING))
     _file_set(paths.accuracy, ACCURACY_FILES, (), root, mine)
-    measured = _measurement_files(paths, root, round_, mine)
+    measured = measurement_files(paths, root, round_, mine)
     perf = _loadgen(paths.performance, root, round_, bench_name, folder.scenario, mine)
     if perf is not None:
         _network_sut(perf, system, root, mine)
@@ -123,10 +123,12 @@ def _file_set(folder: Path, required: tuple[str, ...], optional: tuple[str, ...]
                            f"this folder holds exactly {', '.join(required)}: remove it"))
 
 
-def _measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[Problem]) -> dict[str, Any]:
-    """user.conf, README.md and the measurements JSON beside them; returns the JSON ({} when unusable)."""
+def measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[Problem], *,
+                      user_conf: bool = True) -> dict[str, Any]:
+    """user.conf (a LoadGen result's), README.md and the measurements JSON beside them; returns the JSON ({} when
+    unusable)."""
     folder = paths.measurements_dir
-    for name in (USER_CONF, README):
+    for name in (USER_CONF, README) if user_conf else (README,):
         path = folder / name
         if not path.is_file():
             out.append(Problem(relative(path, root), "layout.missing-file", "missing",
