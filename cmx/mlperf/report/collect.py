@@ -6,7 +6,9 @@ test's folder with LoadGen's logs, accuracy.txt, and the harness's per-sample `c
 `cmx tune` writes the same tree for its confirm run, with `cmx_tune.json` (its probes) beside
 cmx_run.json: each becomes a TuneRecord. Nothing here is computed anew: the figures are LoadGen's
 (its summary and detail logs), the accuracy the evaluator's accuracy.txt, the limits and targets
-the round's, the probes what the tune recorded.
+the round's, the probes what the tune recorded. `cmx pareto` writes `<system>/<benchmark>/pareto/cmx_pareto.json`
+(cmx.mlperf.pareto.record): each becomes a ParetoCurve, and a folder may hold only those, or be the pareto
+folder itself.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from cmx.mlperf.app import is_set_aside
 from cmx.mlperf.loadgen.harness_config import recorded_validity
 from cmx.mlperf.loadgen.log import Latencies, LoadgenLogError, read_loadgen_run
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV
+from cmx.mlperf.pareto.record import CMX_PARETO_JSON, ParetoRecord, find_records, read_record
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.tune.record import CMX_TUNE_JSON
 from cmx.mlperf.tune.search import Probe
@@ -196,6 +199,23 @@ def _known(cls: type, data: dict[str, Any]) -> Any:
 
 
 @dataclass(frozen=True)
+class ParetoCurve:
+    """A `cmx pareto` curve and the cmx_pareto.json it was read from."""
+
+    path: Path
+    record: ParetoRecord
+
+    @classmethod
+    def read(cls, path: Path) -> ParetoCurve:
+        try:
+            return cls(path=path, record=read_record(path))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ReportError(f"{path} is not a Pareto record cmx can read ({type(err).__name__}: {err})",
+                              hint=f"{CMX_PARETO_JSON} is written by `cmx pareto`; remove the file if it is not one") \
+                from None
+
+
+@dataclass(frozen=True)
 class ResultsReport:
     """A results folder's tests, its tunes, and where they came from (the command, cmx, the software, the system)."""
 
@@ -207,20 +227,25 @@ class ResultsReport:
     system: dict[str, Any]
     round: str
     tunes: tuple[TuneRecord, ...] = ()
+    pareto: tuple[ParetoCurve, ...] = ()
 
 
 def collect(results_dir: Path) -> ResultsReport:
-    """Every test and tune under `results_dir`, in the order the run made them; ReportError when there is none."""
+    """Every test, tune and Pareto curve under `results_dir`, tests in the order the run made them; ReportError when
+    there is none."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ReportError(f"{results_dir} is not a folder", hint="give the results_dir a benchmark run wrote")
     # a failed attempt a re-run set aside is kept beside the new run's folder, but is no result of the run
     runs = sorted(p for p in results_dir.rglob(CMX_RUN_JSON) if not is_set_aside(p.parent))
     tunes = tuple(TuneRecord.read(p) for p in sorted(results_dir.rglob(CMX_TUNE_JSON)) if not is_set_aside(p.parent))
-    if not runs and not tunes:
-        raise ReportError(f"no benchmark results under {results_dir} (no {CMX_RUN_JSON} or {CMX_TUNE_JSON} in any "
-                          "folder)", hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
-                                          "results/demo) or of a `cmx tune` (it prints it)")
+    pareto = tuple(ParetoCurve.read(p) for p in find_records(results_dir))
+    if not runs and not tunes and not pareto:
+        raise ReportError(f"no benchmark results under {results_dir} (no {CMX_RUN_JSON}, {CMX_TUNE_JSON} or "
+                          f"{CMX_PARETO_JSON} in any folder)",
+                          hint="give the results_dir of an `app mlperf inference ...` run (the demo's is "
+                               "results/demo), of a `cmx tune` (it prints it), or of a `cmx pareto` (its results "
+                               "folder, or the pareto folder in it)")
     tests: list[ResultRow] = []
     origin: RunOrigin | None = None
     round_name = ""
@@ -231,12 +256,14 @@ def collect(results_dir: Path) -> ResultsReport:
         round_name = round_name or facts.get("round", "")
         tests += [_record(facts, run) for run in facts.get("runs", [])]
     round_name = round_name or next((t.round for t in tunes if t.round), "")
-    if origin is None:  # a tune with no confirm run has only its own record of the command
-        return ResultsReport(path=results_dir, tests=tuple(tests), command=next((t.command for t in tunes), ""),
-                             cmx_version="", software={}, system={}, round=round_name, tunes=tunes)
+    if origin is None:  # a tune with no confirm run, or a folder of Pareto curves, has only its own record of it
+        command = next((t.command for t in tunes), "") or next(
+            (c.record.command for c in pareto if c.record.command and not runs), "")
+        return ResultsReport(path=results_dir, tests=tuple(tests), command=command, cmx_version="", software={},
+                             system={}, round=round_name, tunes=tunes, pareto=pareto)
     return ResultsReport(path=results_dir, tests=tuple(tests), command=origin.command_line,
                          cmx_version=origin.cmx_version, software=dict(origin.software), system=dict(origin.system),
-                         round=round_name, tunes=tunes)
+                         round=round_name, tunes=tunes, pareto=pareto)
 
 
 def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:

@@ -10,8 +10,24 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.report.collect import Percentiles, ResultRow, ResultsReport, TuneConfirm, TuneRecord, collect
-from cmx.mlperf.report.plots import comparison, latency_distribution, throughput_over_time, tune_probes
+from cmx.mlperf.pareto.record import LABEL, OFFICIAL_CLIENT_LABEL, AccuracyGate, ParetoRecord, Point
+from cmx.mlperf.report.collect import (
+    ParetoCurve,
+    Percentiles,
+    ResultRow,
+    ResultsReport,
+    TuneConfirm,
+    TuneRecord,
+    collect,
+)
+from cmx.mlperf.report.plots import (
+    comparison,
+    latency_distribution,
+    pareto_by_concurrency,
+    pareto_steps,
+    throughput_over_time,
+    tune_probes,
+)
 from cmx.mlperf.tune.search import Probe
 from cmx.templates import render
 
@@ -47,9 +63,10 @@ def write_report(results: Path, out: Path, *, other: Path | None = None) -> Path
     """Write the page for `results` (and, given `other`, its comparison with it) to `out`; return `out`."""
     a = collect(results)
     b = collect(other) if other is not None else None
-    page = render(TEMPLATE, esc=html.escape, header=HEADER, tune_header=TUNE_HEADER, title=_title(a, b),
-                  reports=[_section(r) for r in (a, b) if r],
-                  comparison=_comparison(a, b) if b else None)
+    page = render(TEMPLATE, esc=html.escape, header=HEADER, tune_header=TUNE_HEADER, pareto_header=PARETO_HEADER,
+                  probe_header=PROBE_HEADER, title=_title(a, b), reports=[_section(r) for r in (a, b) if r],
+                  pareto_overlay=_pareto_overlay(a, b) if b else [],
+                  comparison=_comparison(a, b) if b and (a.tests or b.tests) else None)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
@@ -74,7 +91,95 @@ def _section(report: ResultsReport) -> dict[str, object]:
             "rows": [_cells(r) for r in report.tests], "problems": [(r.label, p) for r in report.tests
                                                                     for p in r.problems],
             "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures,
-            "tunes": [_tune(t) for t in report.tunes]}
+            "tunes": [_tune(t) for t in report.tunes], "pareto": [_pareto(c) for c in report.pareto]}
+
+
+PARETO_HEADER = ("concurrency", "region", "role", "system tokens/s", "tokens/s per user", "TTFT p90 (ms)",
+                 "TPOT p90 (ms)", "tokens/s per kW", "issued / completed / failed", "window (s) / the rules' minimum",
+                 "accuracy gate")
+PROBE_HEADER = ("concurrency", "system tokens/s", "TPOT p90 (ms)", "seconds")
+C_MAX_SOURCES = {"probes": "found by cmx's knee search (the probes below: where throughput stops growing)",
+                 "declared": "declared with --max-concurrency"}
+CLIENTS = {"cmx": "cmx's endpoint client", "inference-endpoint": "MLCommons' client (inference-endpoint)"}
+
+
+def _pareto(curve: ParetoCurve) -> dict[str, object]:
+    """A Pareto curve's section: its label, how it was laid out and run, its plots, and one row per point."""
+    r = curve.record
+    name = f"{r.system} {r.benchmark}"
+    figures = [Figure(f"{name}: {title}", svg) for title, svg in
+               (("system tokens/s against tokens/s per user, a step per point", pareto_steps([r])),
+                ("system tokens/s by concurrency", pareto_by_concurrency([r]))) if svg]
+    return {"name": name, "path": str(curve.path), "label": _label(r),
+            "summary": _pareto_summary(r), "problems": list(r.problems), "command": r.command, "figures": figures,
+            "probes": [[f"{p.concurrency}", _num(p.system_tps, 1), _ms(p.tpot_p90_ms), f"{p.seconds:.1f}"]
+                       for p in r.probes],
+            "rows": [_point_row(p) for p in (*r.steps, *([r.offline_point] if r.offline_point else []))]}
+
+
+def _label(r: ParetoRecord) -> str:
+    """The record's own label; one from before the label was written gets the one its client calls for."""
+    return r.label or (LABEL if r.client == "cmx" else OFFICIAL_CLIENT_LABEL)
+
+
+def _pareto_summary(r: ParetoRecord) -> list[tuple[str, Cell]]:
+    regions = ", ".join(f"{region} {lo}" + (f"-{hi}" if hi != lo else "") for region, (lo, hi) in r.regions.items())
+    return [("concurrency", Cell(f"C_min {r.c_min}, C_max {r.c_max}: C_max "
+                                 + C_MAX_SOURCES.get(r.c_max_source, r.c_max_source))),
+            ("regions", Cell(regions or "-")),
+            ("client", Cell(f"{r.client} ({CLIENTS[r.client]})" if r.client in CLIENTS else r.client)),
+            ("length", Cell("short: seconds per point: a smoke test, not the rules' 600/1,200 s", "warn") if r.short
+             else Cell("the rules' durations (600 s low_latency, 1,200 s the others)")),
+            ("power", Cell(_power(r))),
+            ("accuracy gate", _gate_verdict(r)),
+            ("took", Cell(f"{r.seconds:.0f} s" if r.seconds else "-"))]
+
+
+def _power(r: ParetoRecord) -> str:
+    if r.provisioned_kw is None:
+        return "no system_power file: no tokens/s per kW"
+    source = ", ".join(x for x in (r.power_file, r.power_method) if x)
+    return f"provisioned {r.provisioned_kw:g} kW" + (f" ({source})" if source else "")
+
+
+def _gate_verdict(r: ParetoRecord) -> Cell:
+    gated = [p.concurrency for p in r.points if p.accuracy is not None]
+    at = "at concurrency " + ", ".join(str(c) for c in gated)
+    if r.accuracy_passed is None:
+        return Cell("none ran", "warn")
+    if r.accuracy_passed:
+        return Cell(f"PASS {at}", "ok")
+    failed = [str(p.concurrency) for p in r.points if p.accuracy is not None and not p.accuracy.passed]
+    return Cell(f"FAIL {at} (failed at {', '.join(failed)})", "bad")
+
+
+def _point_row(p: Point) -> list[Cell]:
+    window = f"{p.window_s:.0f} / {p.min_duration_s:.0f}" + ("" if p.duration_met else " (short)")
+    return [Cell(str(p.concurrency) if not p.offline else "Offline"), Cell(p.region), Cell(p.role),
+            Cell(_num(p.system_tps, 1)), Cell(_num(p.tps_per_user, 1)), Cell(_ms(p.ttft_p90_ms)),
+            Cell(_ms(p.tpot_p90_ms)), Cell(_num(p.system_tps_per_kw, 1)),
+            Cell(f"{p.issued:,} / {p.completed:,} / {p.failed:,}", _ok(p.failed == 0)),
+            Cell(window, "" if p.duration_met else "warn"), _gate(p.accuracy)]
+
+
+def _gate(gate: AccuracyGate | None) -> Cell:
+    if gate is None:
+        return Cell("-")
+    metrics = ", ".join(f"{metric} {value:.4g}" for metric, value in gate.metrics.items())
+    if gate.passed:
+        return Cell(f"{metrics}: PASS", "ok")
+    return Cell(f"{metrics}: FAIL: " + "; ".join(why.rstrip(".") for why in gate.shortfalls), "bad")
+
+
+def _pareto_overlay(a: ResultsReport, b: ResultsReport) -> list[Figure]:
+    """With OTHER: both folders' curves on one chart (each named A or B by its folder), when both hold one."""
+    if not a.pareto or not b.pareto:
+        return []
+    curves = [(f"{side} ({report.path})", c.record) for side, report in (("A", a), ("B", b)) for c in report.pareto]
+    names, records = [n for n, _ in curves], [r for _, r in curves]
+    return [Figure(f"Pareto curves of A and B: {title}", svg) for title, svg in
+            (("system tokens/s against tokens/s per user", pareto_steps(records, names)),
+             ("system tokens/s by concurrency", pareto_by_concurrency(records, names))) if svg]
 
 
 TUNE_HEADER = ("run", "target qps", "LoadGen", "early stop", "TTFT p99 (ms)", "TTFT projected (ms)", "TPOT p99 (ms)",

@@ -2,13 +2,15 @@
 
 Each function returns one `<svg>` element, or None when the data for it is not there (an
 Offline test has no token latencies; a results folder from before the harness wrote
-cmx_samples.csv has no per-sample times; a tune that ran no probe has none to draw).
+cmx_samples.csv has no per-sample times; a tune that ran no probe has none to draw; a Pareto
+curve none of whose points has both throughputs).
 """
 
 from __future__ import annotations
 
 import io
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cmx.errors import CmxError
+from cmx.mlperf.pareto.record import CHOICE, HIGH, LOW, MARGIN, MEDIUM, ULTRA_LOW, ParetoRecord, Point
 from cmx.mlperf.report.collect import ResultRow, SampleTimes, TuneConfirm, TuneRecord
 from cmx.mlperf.tune.search import Probe
 
@@ -218,4 +221,125 @@ def comparison(labels: Sequence[str], a: Sequence[float | None], b: Sequence[flo
     ax.invert_yaxis()
     ax.set_xlabel(what)
     ax.legend(loc="lower right", frameon=False)
+    return _svg(fig)
+
+
+# a Pareto point's colour and marker by its region (point.yaml's names); any other region is drawn grey
+REGION_STYLE: dict[str, tuple[str, str]] = {ULTRA_LOW: ("#9467bd", "v"), LOW: ("#1f77b4", "s"),
+                                            MEDIUM: ("#2ca02c", "o"), HIGH: ("#ff7f0e", "^"),
+                                            MARGIN: ("#8c564b", "D"), CHOICE: ("#e377c2", "P")}
+OTHER_REGION = ("#7f7f7f", "X")
+CURVE_COLOURS = ("#222222", "#17becf", "#bcbd22", "#d62728")
+CURVE_STYLES = ("-", "--", "-.", ":")
+
+
+def step_envelope(points: Sequence[Point]) -> list[tuple[float, float]]:
+    """The curve's corners, by tokens/s per user from the highest: at each, the most system tokens/s any point
+    at that interactivity or higher reached, y(x) = max{system_tps_i : tps_per_user_i >= x}. Drawn as steps
+    (matplotlib's where="post" on these, in this order), each value holds down to the next point's x: a point
+    is a discrete step, nothing is interpolated. Points without both figures (Offline) make no step."""
+    measured = sorted(((p.tps_per_user, p.system_tps) for p in points
+                       if p.tps_per_user is not None and p.system_tps is not None), key=lambda xy: -xy[0])
+    corners: list[tuple[float, float]] = []
+    best = float("-inf")
+    for x, y in measured:
+        best = max(best, y)
+        corners.append((x, best))
+    return corners
+
+
+def curve_name(record: ParetoRecord) -> str:
+    return f"{record.system} {record.benchmark} ({record.client} client)"
+
+
+def pareto_steps(records: Sequence[ParetoRecord], names: Sequence[str] = ()) -> str | None:
+    """Each record's curve as a step function of system tokens/s against tokens/s per user, its points marked by
+    region (hollow where the accuracy gate failed) and numbered with their concurrency, its Offline point a
+    dashed ceiling; `names` prefix each curve's legend entry (A, B). The title carries a cmx client's label."""
+    drawn = [(r, step_envelope(r.steps)) for r in records]
+    if not any(corners for _, corners in drawn):
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN * 1.5))
+    regions: dict[str, tuple[str, str]] = {}
+    for n, (record, corners) in enumerate(drawn):
+        colour, style = CURVE_COLOURS[n % len(CURVE_COLOURS)], CURVE_STYLES[n % len(CURVE_STYLES)]
+        name = (f"{names[n]}: " if n < len(names) else "") + curve_name(record)
+        if corners:
+            (line,) = ax.step(*zip(*corners, strict=True), where="post", color=colour, ls=style, lw=1.5,
+                              label=name, zorder=2)
+            line.set_gid(f"pareto-steps-{n}")  # the tests read the curve back from the SVG by this id
+        regions |= _pareto_points(ax, record)
+        offline = record.offline_point
+        if offline is not None and offline.system_tps is not None:
+            ax.axhline(offline.system_tps, color=colour, ls=(0, (5, 3)), lw=1, alpha=0.7, gid=f"pareto-offline-{n}")
+            ax.text(0.01, offline.system_tps, "Offline", transform=ax.get_yaxis_transform(), va="bottom",
+                    fontsize=7, color=colour)
+    _region_legend(ax, regions, any(_gate_failed(p) for r in records for p in r.steps))
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("tokens/s per user (1000 / TPOT p90 ms)")
+    ax.set_ylabel("system output tokens/s")
+    fig.suptitle("Pareto curve: system tokens/s against tokens/s per user")
+    label = next((r.label for r in records if r.client == "cmx" and r.label), "")
+    if label:
+        ax.set_title("\n".join(textwrap.wrap(label, 110)), fontsize=7, color="#a50e0e")
+    return _svg(fig)
+
+
+def _pareto_points(ax: Axes, record: ParetoRecord) -> dict[str, tuple[str, str]]:
+    """Mark each step point by its region, hollow where its gate failed, annotated with its concurrency; return the
+    regions drawn and their style."""
+    shown: dict[str, tuple[str, str]] = {}
+    for p in record.steps:
+        if p.tps_per_user is None or p.system_tps is None:
+            continue
+        colour, marker = shown[p.region] = REGION_STYLE.get(p.region, OTHER_REGION)
+        ax.scatter([p.tps_per_user], [p.system_tps], marker=marker, s=36, zorder=3, linewidths=1.2,
+                   edgecolors=colour, facecolors="none" if _gate_failed(p) else colour)
+        ax.annotate(str(p.concurrency), (p.tps_per_user, p.system_tps), textcoords="offset points", xytext=(4, 4),
+                    fontsize=7)
+    return shown
+
+
+def _gate_failed(p: Point) -> bool:
+    return p.accuracy is not None and not p.accuracy.passed
+
+
+def _region_legend(ax: Axes, regions: dict[str, tuple[str, str]], gate_failed: bool) -> None:
+    """The curves' legend, then one entry per region drawn and, where one is drawn, for a failed gate's hollow
+    point, right of the axes."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels()
+    for region, (colour, marker) in regions.items():
+        handles.append(Line2D([], [], ls="", marker=marker, color=colour))
+        labels.append(region)
+    if gate_failed:
+        handles.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="#555555"))
+        labels.append("accuracy gate failed")
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)
+
+
+def pareto_by_concurrency(records: Sequence[ParetoRecord], names: Sequence[str] = ()) -> str | None:
+    """Each curve's points as system tokens/s against concurrency (log scale), with its Offline point dashed."""
+    series = [(r, [(p.concurrency, p.system_tps) for p in r.steps if p.system_tps is not None]) for r in records]
+    if not any(xy for _, xy in series):
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
+    for n, (record, xy) in enumerate(series):
+        colour, style = CURVE_COLOURS[n % len(CURVE_COLOURS)], CURVE_STYLES[n % len(CURVE_STYLES)]
+        if xy:
+            ax.plot(*zip(*xy, strict=True), color=colour, ls=style, marker="o", ms=4, lw=1.2,
+                    label=(f"{names[n]}: " if n < len(names) else "") + curve_name(record))
+        offline = record.offline_point
+        if offline is not None and offline.system_tps is not None:
+            ax.axhline(offline.system_tps, color=colour, ls=(0, (5, 3)), lw=1, alpha=0.7)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("system output tokens/s")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)
+    ax.set_title("system tokens/s by concurrency (Offline dashed)")
     return _svg(fig)
