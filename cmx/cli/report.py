@@ -11,8 +11,10 @@ from cmx.cli.common import echo_json
 
 @click.command("report", help="""Write a benchmark's results as one HTML page, or compare two.
 
-RESULTS is the results_dir of an `app mlperf inference ...` run, or the one a
-`cmx tune` wrote (it prints it: its confirm run, and its probes). The page has
+RESULTS is the results_dir of an `app mlperf inference ...` run, the one a
+`cmx tune` wrote (it prints it: its confirm run, and its probes), or the one a
+`cmx pareto` wrote (its <system>/<benchmark>/pareto/cmx_pareto.json curves), or
+a pareto folder itself. The page has
 one row per LoadGen test (validity; tokens/s and samples/s; TTFT and TPOT
 p50/p90/p99 against the round's limits, or the end-to-end latency for a
 benchmark judged on whole answers; accuracy against the closed
@@ -20,8 +22,12 @@ division's targets; whether the run was short, tiny, compliant), plots of
 every sample's token latencies and of throughput over time (from the
 harness's cmx_samples.csv), and how the run was made: the command, cmx,
 vLLM, torch and LoadGen versions, the system. A tune's probes are plotted
-against their target QPS and listed, the chosen QPS marked. With OTHER, the page holds
-both and a table of each metric of B against A with the ratio B/A.
+against their target QPS and listed, the chosen QPS marked. A Pareto curve
+(MLPerf Endpoints v1.0 methodology) is drawn as a step function of system
+tokens/s against tokens/s per user, with its label (run by cmx's client, not a
+compliant Endpoints submission), its regions, C_min/C_max, power, accuracy gate
+and a row per point. With OTHER, the page holds both and a table of each metric
+of B against A with the ratio B/A; when both hold curves, one chart overlays them.
 
 The page needs no network to view: its plots are inline SVG drawn with
 matplotlib (`pip install 'cmx[report]'`), its styles in the page.
@@ -30,6 +36,7 @@ matplotlib (`pip install 'cmx[report]'`), its styles in the page.
     cmx report results/demo
     cmx report results/demo --out /tmp/demo.html
     cmx report results/run-a results/run-b --out compare.html
+    cmx report results/pareto/my-box/llama3.1-8b/pareto
 """)
 @click.argument("results", type=click.Path(path_type=Path, file_okay=False))
 @click.argument("other", required=False, type=click.Path(path_type=Path, file_okay=False))
