@@ -100,7 +100,7 @@ def make_backend(model: Path, streaming: bool, max_tokens: int, log: logging.Log
 def fixed_length_sut(base: type) -> type:
     """`base` (OfflineSUT or ServerSUT) asking for exactly max_tokens per sample (min_tokens =
     max_tokens), and recording the tokens it returned and the samples LoadGen issued."""
-    from cmx.mlperf.backends.base import GenRequest
+    from cmx.mlperf.backends.base import GenRequest, GenResult
 
     class FixedLength(base):  # type: ignore[misc, valid-type]  # a base chosen at run time: mypy needs a static class
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -114,10 +114,10 @@ def fixed_length_sut(base: type) -> type:
             return GenRequest(id=query_id, prompt_ids=self.qsl.prompt(index), max_tokens=self.max_tokens,
                               min_tokens=self.max_tokens)
 
-        def _complete(self, query_id: int, token_ids: Any) -> None:
-            self.tokens += len(token_ids)
-            self.lengths.add(len(token_ids))
-            super()._complete(query_id, token_ids)
+        def _complete(self, result: GenResult) -> None:
+            self.tokens += result.n_tokens
+            self.lengths.add(result.n_tokens)
+            super()._complete(result)
 
     return FixedLength
 
