@@ -223,9 +223,13 @@ def endpoint_settings(ctx: StepContext) -> EndpointSettings | None:
                                  hint="add _endpoint to the query (the default, _vllm, runs vLLM in-process)")
         return None
     if not i["endpoint_url"]:
+        if i["client_workers"]:
+            raise AppConfigError("--input client_workers needs --input endpoint_url: the server cmx starts itself "
+                                 "is driven from the harness process",
+                                 hint="give the server's URL (endpoint_url), or drop client_workers")
         return None
     return EndpointSettings(url=i["endpoint_url"], model=i["endpoint_model"], request_timeout_s=i["request_timeout_s"],
-                            max_concurrency=i["max_concurrency"])
+                            max_concurrency=i["max_concurrency"], workers=i["client_workers"])
 
 
 def origin(ctx: StepContext, model: Mapping[str, Any]) -> RunOrigin:

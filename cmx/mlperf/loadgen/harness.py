@@ -89,7 +89,8 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
         e = config.endpoint
         return EndpointBackend(EndpointConfig(url=e.url, model=e.model, api_key=Secret(key) if key else None,
                                               request_timeout_s=e.request_timeout_s,
-                                              max_concurrency=e.max_concurrency, tokenizer=config.model,
+                                              max_concurrency=e.max_concurrency, workers=e.workers,
+                                              tokenizer=config.model,
                                               sampling=config.sampling, chat=benchmark_for(config.benchmark).chat),
                                logger)
     from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig

@@ -81,7 +81,8 @@ class EndpointSettings:
     """An OpenAI-compatible server to send the samples to (cmx.mlperf.backends.endpoint).
 
     url: the API's base (http://HOST:PORT/v1); model: the served name (None: the only one it serves);
-    request_timeout_s: the most one request may take; max_concurrency: Offline requests in flight.
+    request_timeout_s: the most one request may take; max_concurrency: Offline requests in flight;
+    workers: client worker processes doing the HTTP (0: a thread of the harness process; endpoint_workers).
     The API key travels in the environment (API_KEY_ENV), never here.
     """
 
@@ -89,6 +90,7 @@ class EndpointSettings:
     model: str | None = None
     request_timeout_s: float = 600.0
     max_concurrency: int = 256
+    workers: int = 0
 
 
 API_KEY_ENV = "CMX_ENDPOINT_API_KEY"

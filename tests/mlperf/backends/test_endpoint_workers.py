@@ -191,3 +191,17 @@ def test_ctrl_c_leaves_no_worker_process(tmp_path: Path):
 def test_a_negative_number_of_workers_is_refused():
     with pytest.raises(BackendError, match="workers must be 0"):
         EndpointConfig(url="http://127.0.0.1:1/v1", workers=-1)
+
+
+def test_the_harness_gives_the_endpoint_backend_its_client_workers(tmp_path: Path):
+    import logging
+
+    from cmx.mlperf.loadgen.harness import build_backend
+    from cmx.mlperf.loadgen.harness_config import EndpointSettings, HarnessConfig
+
+    config = HarnessConfig(model=tmp_path, dataset=tmp_path / "orca.pkl", scenario="Server", mode="performance",
+                           user_conf=tmp_path / "user.conf", output=tmp_path / "out",
+                           endpoint=EndpointSettings(url="http://127.0.0.1:9/v1", workers=3))
+    backend = build_backend(config, logging.getLogger("t"))
+    assert isinstance(backend, EndpointBackend) and backend.config.workers == 3
+    assert HarnessConfig.from_json(config.to_json()).endpoint == config.endpoint
