@@ -224,6 +224,11 @@ class EndpointBackend(BackendDefaults):
     def url(self) -> str:
         return api_base(self.config.url)
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """The client worker processes' ids, once started (none in-process): to measure what the client costs."""
+        return self._pool.pids if self._pool is not None else []
+
     # -- start ------------------------------------------------------------------------------------------
 
     async def _open_session(self) -> None:
