@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.execute.request import PlanResult, RunRequest, Runtime
     from cmx.execute.result import RunResult
     from cmx.k8s.deploy import K8sDeployment
+    from cmx.mlperf.pareto.record import ParetoRecord as ParetoRecord  # re-exported: `cmx pareto` types with it
+    from cmx.mlperf.pareto.verb import ParetoResult
     from cmx.mlperf.submission.check import CheckReport
     from cmx.mlperf.tune.verb import TuneResult
     from cmx.recipe.model import DepSpec as DepSpec  # re-exported, as DockerSpec and Variation: `cmx show` names them
@@ -57,6 +59,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     **{n: ("cmx.sweep.run", n) for n in ("SweepRequest", "SweepResult")},
     "TuneRequest": ("cmx.mlperf.tune.step", "TuneRequest"),
     **{n: ("cmx.mlperf.tune.verb", n) for n in ("TuneResult", "TuneAnswer", "Confirm")},
+    **{n: ("cmx.mlperf.pareto.verb", n) for n in ("ParetoResult",)},
+    "ParetoRequest": ("cmx.mlperf.pareto.step", "ParetoRequest"),
+    "ParetoRecord": ("cmx.mlperf.pareto.record", "ParetoRecord"),
     "SourceInfo": ("cmx.registry.verbs", "SourceInfo"),
     "reporter": ("cmx.execute.progress", "make_reporter"),  # "live", "plain", "none"; "auto" picks
     "redacted_command": ("cmx.execute.record", "redact_argv"),
@@ -67,10 +72,10 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [*_LAZY, "Secret", "Settings", "load_settings", "to_json", "index", "find", "show", "plan", "run", "tune",
-           "lock", "lock_plan", "replay_docker", "docker_file", "docker_container", "run_docker", "deploy_k8s",
-           "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather", "cache_entries", "cache_entry",
-           "cache_select", "cache_remove", "cache_gc", "cache_verify", "registry_sources", "registry_update",
-           "report", "check"]
+           "pareto", "lock", "lock_plan", "replay_docker", "docker_file", "docker_container", "run_docker",
+           "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather", "cache_entries",
+           "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify", "registry_sources",
+           "registry_update", "report", "check"]
 
 
 def __getattr__(name: str) -> Any:
@@ -179,6 +184,30 @@ def tune(query: str, *, scenario: str, settings: Settings | None = None, reporte
     run_options = _given({k: v for k, v in options.items() if k not in own})
     return tune_verb(RunRequest(query, **run_options), TuneRequest(scenario, **asked),
                      _runtime(settings, reporter, environ, fetch), invocation)
+
+
+def pareto(query: str, *, settings: Settings | None = None, reporter: Reporter | None = None,
+           environ: Mapping[str, str] | None = None, fetch: Fetcher | None = _announce_fetch, invocation: str = "cmx",
+           **options: Any) -> ParetoResult:
+    """`cmx pareto`: an MLPerf Endpoints v1.0 curve of an app query's served model (cmx.mlperf.pareto.verb).
+    `options`: ParetoRequest's (max_concurrency, system_power, cooling) and RunRequest's (inputs, context, jobs,
+    argv, install_missing)."""
+    from dataclasses import fields
+
+    from cmx.extras import require_extra
+
+    require_extra("mlperf", "cmx pareto", "numpy")
+    from cmx.execute.request import RunRequest
+    from cmx.mlperf.pareto.step import ParetoRequest
+    from cmx.mlperf.pareto.verb import pareto as pareto_verb
+
+    own = {f.name for f in fields(ParetoRequest)}
+    asked = {k: v for k, v in options.items() if k in own}
+    if asked.get("system_power"):
+        asked["system_power"] = Path(asked["system_power"]).absolute()
+    run_options = _given({k: v for k, v in options.items() if k not in own})
+    return pareto_verb(RunRequest(query, **run_options), ParetoRequest(**asked),
+                       _runtime(settings, reporter, environ, fetch), invocation)
 
 
 # --- locks ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "jobs": ("jobs", "List the Slurm jobs cmx submitted: state and result folders."),
     "sweep": ("sweep", "Run a query once per value of one input and tabulate the results."),
     "tune": ("tune", "Find the highest target QPS that stays VALID (Offline: the throughput) and write it."),
+    "pareto": ("pareto", "Draw an MLPerf Endpoints v1.0 Pareto curve of a served model (cmx's client)."),
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
     "report": ("report", "Write a benchmark's results as one HTML page, or compare two."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),

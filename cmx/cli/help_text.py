@@ -38,6 +38,8 @@ TOP_HELP = (
     '  sweep     Run a query once per value of one input and tabulate the results.\n'
     '  tune      Find the highest target QPS that stays VALID (Offline: the\n'
     '            throughput) and write it.\n'
+    '  pareto    Draw an MLPerf Endpoints v1.0 Pareto curve of a served model\n'
+    "            (cmx's client).\n"
     '  check     Check an MLPerf submission tree and say what to fix.\n'
     "  report    Write a benchmark's results as one HTML page, or compare two.\n"
     '  cache     Inspect and clean the content-addressed cache.\n'

@@ -344,9 +344,10 @@ def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, A
 
 
 @contextmanager
-def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
+def serving(config: AppConfig, log: logging.Logger, *, tokenizer: bool = False) -> Iterator[AppConfig]:
     """The config to run: as given, or, for the endpoint backend without a URL, pointed at a `vllm serve` of
-    the model that cmx starts here (the device profile's engine arguments) and always stops when the block ends."""
+    the model that cmx starts here (the device profile's engine arguments) and always stops when the block ends.
+    `tokenizer`: the server tokenizes text prompts too (MLCommons' client sends text), where cmx sends token ids."""
     if config.backend != "endpoint" or config.endpoint is not None:
         yield config
         return
@@ -365,8 +366,9 @@ def serving(config: AppConfig, log: logging.Logger) -> Iterator[AppConfig]:
         require_audio_decoder()
     server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
                                      served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
-                                     skip_tokenizer_init=not (speech or bench.chat), sampling=config.sampling,
-                                     extra_args=bench.server_flags, python_path=config.server_python_path)
+                                     skip_tokenizer_init=not (speech or bench.chat or tokenizer),
+                                     sampling=config.sampling, extra_args=bench.server_flags,
+                                     python_path=config.server_python_path)
     with VllmServer(server_config, log) as server:
         log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
         yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)

@@ -1,0 +1,374 @@
+"""`cmx pareto`'s step: the curve, run on the app step's ctx in place of the app (as `cmx tune` runs its search).
+
+`pareto_target` refuses, before any dep is built, a query that is not an MLPerf app of an Endpoints
+benchmark (llama3.1-8b, gpt-oss-120b, deepseek-r1), that does not run through an endpoint (`_endpoint`:
+cmx's own vllm serve, or --input endpoint_url), or that names no device.
+
+`pareto_step` starts the server (or uses the URL) and one endpoint backend, then:
+
+1. C_max: the declared one (--max-concurrency), or probes: short fixed-concurrency runs at 32, 64, 128,
+   ... while each doubling still gains 10 % of system tokens/s; C_max is the last that gained (at least
+   64: the rules need it above 32). C_min is the lowest point's, 1.
+2. The points (regions.plan_points): 1 + 3 + 3 at fixed concurrency, each for its region's minimum
+   (600 s ultra-low, 1,200 s the others; `_short`: seconds), then the Offline point (whole passes at
+   once). Each point's requests go to `r<N>/requests.jsonl`, its figures to cmx_pareto.json.
+3. The accuracy gate: right after the performance run of each of the four mandatory points and of the
+   Offline point, the accuracy set once through at the same concurrency, scored by the benchmark's
+   evaluator against the round's closed targets.
+4. With --input system_power=FILE, tokens/s per kW at every point.
+5. One config per point for MLCommons' client (client_config.py); where the client is installed, the
+   points are measured by it instead of cmx's loop, from those configs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cmx.errors import CmxError
+from cmx.mlperf.pareto.metrics import PointFigures, RequestRecord, figures
+from cmx.mlperf.pareto.record import (
+    LABEL,
+    OFFICIAL_CLIENT_LABEL,
+    OFFLINE,
+    OFFLINE_DIR,
+    PARETO_DIR,
+    AccuracyGate,
+    ParetoRecord,
+    Point,
+    Probe,
+    write_record,
+)
+from cmx.mlperf.pareto.regions import OTHER_SECONDS, PlannedPoint, plan_points, structure_problems
+from cmx.mlperf.pareto.runner import Answer, PointRun, request_builder, run_offline, run_point
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
+    from cmx.mlperf.app import AppConfig
+    from cmx.mlperf.backends.base import Backend
+    from cmx.resolve.plan import Step
+
+ENDPOINTS_BENCHMARKS = ("llama3.1-8b", "gpt-oss-120b", "deepseek-r1")   # MLPerf Endpoints v1.0's
+SHORT_POINT_S = 3.0
+SHORT_PROBE_S = 2.0
+SHORT_ACCURACY_ROWS = 32
+PROBE_S = 60.0
+PROBE_START, PROBE_CAP = 32, 4096
+OFFLINE_ORDERING = 0.98      # the Offline point's system_tps against the C_max point's (rules §5.7)
+KNEE_GAIN = 1.10             # a doubling that gains less than 10 % of system tokens/s has passed the knee
+SEED = 2747215439041700203   # the sample draw's seed: v6.1's sample_index_rng_seed (the rules' seed set is MLCommons')
+
+
+class ParetoError(CmxError):
+    """A curve cannot be run as asked (not an Endpoints benchmark, no endpoint, no device) or could not be run."""
+
+
+@dataclass(frozen=True)
+class ParetoRequest:
+    max_concurrency: int | None = None     # C_max declared; None: probed
+    system_power: Path | None = None
+    cooling: str | None = None
+
+    def options(self) -> tuple[str, ...]:
+        out: list[str] = []
+        if self.max_concurrency is not None:
+            out += ["--max-concurrency", str(self.max_concurrency)]
+        if self.system_power is not None:
+            out += ["--system-power", shlex.quote(str(self.system_power))]
+        if self.cooling:
+            out += ["--cooling", self.cooling]
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class ParetoTarget:
+    family: str
+    benchmark: str
+    round: str
+
+
+def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any]) -> ParetoTarget:
+    """Check the plan's root step can draw a curve; ParetoError says why not."""
+    from cmx.mlperf.benchmarks import all_benchmarks
+
+    recipe = step.recipe
+    bench = next((b for b in all_benchmarks() if b.family in recipe.tags), None)
+    if bench is None or "round" not in step.inputs:
+        raise ParetoError(f"{recipe.name} is not an MLPerf benchmark app", hint="give an app query: `cmx find app "
+                                                                              "mlperf inference` lists them")
+    name = bench.names[0]
+    if name not in ENDPOINTS_BENCHMARKS:
+        raise ParetoError(f"{name} is not an MLPerf Endpoints v1.0 benchmark",
+                          hint=f"Endpoints v1.0 has {', '.join(ENDPOINTS_BENCHMARKS)}")
+    if "endpoint" not in step.variations:
+        raise ParetoError("a Pareto curve measures a served endpoint: the query does not run through one",
+                          hint="add _endpoint (cmx starts vllm serve), with --input endpoint_url=URL for a server of "
+                               "your own")
+    devices = {v.name for group in recipe.groups.values() for v in group if any(k == "device" for k, _ in v.context)}
+    if devices and not set(query_variations) & devices and "device" not in context:
+        raise ParetoError("the query names no device: a curve measures one machine's server",
+                          hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
+    return ParetoTarget(family=bench.family, benchmark=name, round=str(step.inputs["round"]))
+
+
+def pareto_step(ctx: StepContext, target: ParetoTarget, request: ParetoRequest) -> dict[str, Any]:
+    """The curve on the app step's ctx; its outputs (cmx_pareto.json's content and where it is)."""
+    from cmx.mlperf.app import harness_config, serving
+    from cmx.mlperf.app_step import app_config
+    from cmx.mlperf.loadgen.harness import build_backend
+    from cmx.mlperf.pareto.client_config import client_command
+
+    config = app_config(ctx, target.family)
+    folder = config.results_dir / config.system / config.benchmark / PARETO_DIR
+    if folder.exists() and any(folder.iterdir()):
+        raise ParetoError(f"{folder} already holds a curve", hint="remove it, or give --input results_dir=DIR")
+    power = _power(request)
+    command = client_command()
+    began = time.monotonic()
+    bar = ctx.progress(None, "pareto")
+    with serving(config, ctx.log, tokenizer=command is not None) as served:
+        harness = harness_config(served, "Server", "performance", folder / "unused.conf")
+        backend = build_backend(harness, ctx.log)
+        backend.start()
+        try:
+            curve = _Curve(served, target, backend, folder, ctx.log, lambda text: bar.update(0, None, text),
+                           client=command)
+            record = curve.run(request, power)
+        finally:
+            backend.stop()
+    record = _with(record, command=shlex.join(ctx.run_argv) or "cmx pareto", seconds=time.monotonic() - began)
+    path = write_record(record, folder)
+    return {**record.to_json(), "record": str(path), "folder": str(folder),
+            "results_dir": str(config.results_dir)}
+
+
+def _with(record: ParetoRecord, **changes: Any) -> ParetoRecord:
+    from dataclasses import replace
+
+    return replace(record, **changes)
+
+
+def _power(request: ParetoRequest) -> Any:
+    if request.system_power is None:
+        return None
+    from cmx.mlperf.pareto.power import read_system_power
+
+    return read_system_power(request.system_power, request.cooling)
+
+
+class _Curve:
+    """The points of one curve on one started backend."""
+
+    def __init__(self, config: AppConfig, target: ParetoTarget, backend: Backend, folder: Path,
+                 log: logging.Logger, say: Callable[[str], None], *, client: str | None) -> None:
+        from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
+        from cmx.mlperf.rounds import load_round
+
+        self.config, self.target, self.backend, self.folder, self.log, self.say = config, target, backend, folder, \
+            log, say
+        self.client = client
+        self.plugin = benchmark_for(config.benchmark)
+        self.rules = load_round(target.round).benchmark(config.benchmark)
+        perf = dataset_for_test(self.plugin, config.dataset, "performance")
+        acc = dataset_for_test(self.plugin, config.dataset, "accuracy")
+        self.perf = perf.limit(config.rows) if config.rows is not None else perf
+        acc = acc.limit(config.rows) if config.rows is not None else acc
+        # a smoke test runs the gate on a few rows: it shows the gate works, and cannot pass it
+        self.acc = acc.limit(SHORT_ACCURACY_ROWS) if config.short and len(acc) > SHORT_ACCURACY_ROWS else acc
+        self.build = request_builder(self.plugin.prompt_source(self.perf, config.model), config.max_tokens, 2)
+        self.build_acc = request_builder(self.plugin.prompt_source(self.acc, config.model), config.max_tokens, 2)
+
+    def seconds(self, planned_min_s: float) -> float:
+        return SHORT_POINT_S if self.config.short else planned_min_s
+
+    def run(self, request: ParetoRequest, power: Any) -> ParetoRecord:
+        probes: list[Probe] = []
+        if request.max_concurrency is not None:
+            c_max, source = request.max_concurrency, "declared"
+        else:
+            probes = self.probe()
+            c_max, source = knee(probes), "probes"
+        regions, planned = plan_points(c_max)
+        points = [self.point(p, power) for p in planned]
+        points.append(self.offline(power))
+        problems = structure_problems(regions, [p.concurrency for p in planned], offline=True)
+        problems += [f"{_where(p)} ran {p.window_s:.1f} s, under the rules' {p.min_duration_s:g} s" for p in points
+                     if not p.duration_met]
+        problems += [f"{p.failed} requests failed at {_where(p)}" for p in points if p.failed]
+        problems += offline_ordering(points, c_max)
+        gates = [p for p in points if p.accuracy is not None and not p.accuracy.passed]
+        problems += [f"the accuracy gate failed at {_where(p)}: {'; '.join(p.accuracy.shortfalls)}" for p in gates
+                     if p.accuracy is not None]
+        return ParetoRecord(
+            benchmark=self.config.benchmark, system=self.config.system,
+            client="inference-endpoint" if self.client else "cmx",
+            label=OFFICIAL_CLIENT_LABEL if self.client else LABEL, short=self.config.short, c_min=regions.c_min,
+            c_max=c_max, c_max_source=source, regions=regions.named(), points=tuple(points), probes=tuple(probes),
+            provisioned_kw=power.kw if power else None, power_file=power.path if power else None,
+            power_method=power.method if power else None, problems=tuple(problems),
+            extra={"seed": SEED, "rows": len(self.perf), "accuracy_rows": len(self.acc),
+                   "max_tokens": self.config.max_tokens, "endpoint": self.config.endpoint.url
+                   if self.config.endpoint else None,
+                   "window": "cmx's: from the first completion to the last issue (not the rules' steady-state "
+                             "detector)"})
+
+    # --- C_max -----------------------------------------------------------------------------------------
+    def probe(self) -> list[Probe]:
+        out: list[Probe] = []
+        c = PROBE_START
+        seconds = SHORT_PROBE_S if self.config.short else PROBE_S
+        while c <= PROBE_CAP:
+            self.say(f"probe at concurrency {c}")
+            began = time.monotonic()
+            answers = run_point(self.backend, PointRun(c, seconds, len(self.perf), seed=SEED, whole_passes=False),
+                                self.build)
+            f = figures([a.record for a in answers])
+            out.append(Probe(concurrency=c, system_tps=f.system_tps or 0.0, tpot_p90_ms=f.tpot_p90_ms,
+                             seconds=time.monotonic() - began))
+            self.log.info("probe at concurrency %d: %.1f tokens/s", c, f.system_tps or 0.0)
+            if len(out) >= 3 and not _gained(out[-2], out[-1]):
+                break
+            c *= 2
+        return out
+
+    # --- points ------------------------------------------------------------------------------------------
+    def point(self, planned: PlannedPoint, power: Any) -> Point:
+        from cmx.mlperf.pareto.client_config import write_client_config
+
+        name = f"r{planned.concurrency}"
+        where = self.folder / name
+        seconds = self.seconds(planned.min_duration_s)
+        self.say(f"concurrency {planned.concurrency} ({planned.region}): {seconds:g} s")
+        config_path = write_client_config(self._client_point(planned.concurrency, planned.min_duration_s, where))
+        if self.client:
+            from cmx.mlperf.pareto.official import run_client
+
+            f = run_client(self.client, config_path, where / "client_report")
+        else:
+            answers = run_point(self.backend, PointRun(planned.concurrency, seconds, len(self.perf), seed=SEED,
+                                                       whole_passes=not self.config.short), self.build)
+            _write_requests(where / "requests.jsonl", answers)
+            f = figures([a.record for a in answers])
+        gate = self.accuracy(planned.concurrency, where) if planned.accuracy else None
+        return _point(planned.concurrency, planned.region, planned.role, name, f, planned.min_duration_s, power, gate)
+
+    def offline(self, power: Any) -> Point:
+        where = self.folder / OFFLINE_DIR
+        seconds = self.seconds(OTHER_SECONDS)
+        self.say(f"Offline: whole passes of {len(self.perf)} samples for {seconds:g} s")
+        from cmx.mlperf.pareto.client_config import write_client_config
+
+        write_client_config(self._client_point(None, int(OTHER_SECONDS), where))
+        answers = run_offline(self.backend, len(self.perf), seconds, self.build)
+        _write_requests(where / "requests.jsonl", answers)
+        f = figures([a.record for a in answers], streamed=False)
+        gate = self.accuracy(None, where)
+        return _point(len(self.perf), OFFLINE, OFFLINE, OFFLINE_DIR, f, OTHER_SECONDS, power, gate)
+
+    def _client_point(self, concurrency: int | None, min_s: float, where: Path) -> Any:
+        from cmx.mlperf.pareto.client_config import ClientPoint
+
+        e = self.config.endpoint
+        assert e is not None, "serving() gives an endpoint"
+        return ClientPoint(concurrency=concurrency, min_duration_ms=int(min_s * 1000), url=e.url,
+                           model=e.model or str(self.config.model),
+                           max_new_tokens=self.config.max_tokens, prompts=self._prompts(), folder=where)
+
+    def _prompts(self) -> Path:
+        path = self.folder / "prompts.jsonl"
+        if not path.is_file():
+            from transformers import AutoTokenizer
+
+            from cmx.mlperf.pareto.client_config import write_prompts
+
+            tokenizer = AutoTokenizer.from_pretrained(str(self.config.tokenizer))
+            source: Any = self.plugin.prompt_source(self.perf, self.config.model)
+            write_prompts(path, len(self.perf), source.prompt_ids,
+                          lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
+        return path
+
+    # --- the accuracy gate -------------------------------------------------------------------------------
+    def accuracy(self, concurrency: int | None, where: Path) -> AccuracyGate:
+        from cmx.mlperf.loadgen.sut import token_answer
+        from cmx.mlperf.scoring.accuracy_txt import meets_targets
+
+        rows = len(self.acc)
+        self.say(f"accuracy at {'Offline' if concurrency is None else f'concurrency {concurrency}'}: {rows} rows")
+        began = time.monotonic()
+        if concurrency is None:
+            answers = run_offline(self.backend, rows, 0.0, self.build_acc)
+        else:
+            answers = run_point(self.backend, PointRun(concurrency, 0.0, rows, accuracy=True), self.build_acc)
+        encode = self.plugin.response_encoder(self.config.model) or token_answer
+        log = where / "accuracy" / "mlperf_log_accuracy.json"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        entries = [{"seq_id": n, "qsl_idx": a.record.index, "data": encode(a.result).tobytes().hex().upper(),
+                    "token_count": a.result.n_tokens} for n, a in enumerate(answers) if a.result is not None]
+        log.write_text(json.dumps(entries), encoding="utf-8")
+        values = self.plugin.score(log, self.acc, self.config.tokenizer)
+        shortfalls = list(meets_targets(values, self.rules.accuracy))
+        if len(entries) < rows:
+            shortfalls.insert(0, f"{rows - len(entries)} of {rows} accuracy samples failed")
+        numbers = {k: float(v) for k, v in values.items() if isinstance(v, (int, float))}
+        (where / "accuracy" / "accuracy.json").write_text(json.dumps({"metrics": numbers, "shortfalls": shortfalls},
+                                                                     indent=2), encoding="utf-8")
+        return AccuracyGate(metrics=numbers, shortfalls=tuple(shortfalls), samples=len(entries),
+                            seconds=time.monotonic() - began)
+
+
+def knee(probes: Sequence[Probe]) -> int:
+    """C_max from the probes: the last concurrency whose doubling still gained 10 % (at least 64, above 32)."""
+    best = probes[0].concurrency if probes else PROBE_START * 2
+    for before, after in itertools.pairwise(probes):
+        if not _gained(before, after):
+            break
+        best = after.concurrency
+    return max(best, PROBE_START * 2)
+
+
+def offline_ordering(points: Sequence[Point], c_max: int) -> list[str]:
+    """The rules' check of a dedicated Offline run: at least 0.98 of the C_max point's system tokens/s."""
+    top = next((p for p in points if p.concurrency == c_max and not p.offline), None)
+    off = next((p for p in points if p.offline), None)
+    if top is None or off is None or top.system_tps is None or off.system_tps is None:
+        return []
+    if off.system_tps >= OFFLINE_ORDERING * top.system_tps:
+        return []
+    return [f"the Offline point's {off.system_tps:.1f} tokens/s is under {OFFLINE_ORDERING:g} x the C_max point's "
+            f"{top.system_tps:.1f}"]
+
+
+def _where(p: Point) -> str:
+    return "the Offline point" if p.offline else f"concurrency {p.concurrency}"
+
+
+def _gained(before: Probe, after: Probe) -> bool:
+    return after.system_tps >= before.system_tps * KNEE_GAIN
+
+
+def _point(concurrency: int, region: str, role: str, folder: str, f: PointFigures, min_s: float, power: Any,
+           gate: AccuracyGate | None) -> Point:
+    return Point(concurrency=concurrency, region=region, role=role, folder=folder, system_tps=f.system_tps,
+                 tps_per_user=f.tps_per_user if role != OFFLINE else None,
+                 ttft_p90_ms=f.ttft_p90_ms, tpot_p90_ms=f.tpot_p90_ms,
+                 system_tps_per_kw=f.system_tps / power.kw if power and f.system_tps is not None else None,
+                 issued=f.issued, completed=f.completed, failed=f.failed, output_tokens=f.output_tokens,
+                 window_s=f.window_s, duration_s=f.duration_s, min_duration_s=min_s, whole_run_tps=f.whole_run_tps,
+                 accuracy=gate)
+
+
+def _write_requests(path: Path, answers: Sequence[Answer]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for a in answers:
+            out.write(json.dumps(asdict(a.record)) + "\n")
+
+
+__all__ = ["ParetoError", "ParetoRequest", "ParetoTarget", "RequestRecord", "knee", "pareto_step", "pareto_target"]
