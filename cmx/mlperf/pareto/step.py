@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from cmx.resolve.plan import Step
 
 ENDPOINTS_BENCHMARKS = ("llama3.1-8b", "gpt-oss-120b", "deepseek-r1")   # MLPerf Endpoints v1.0's
-SHORT_POINT_S = 3.0
-SHORT_PROBE_S = 2.0
+SHORT_POINT_S = 2.0
+SHORT_PROBE_S = 1.5
 SHORT_ACCURACY_ROWS = 32
 PROBE_S = 60.0
 PROBE_START, PROBE_CAP = 32, 4096

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import random
 import re
 import shutil
@@ -16,6 +14,7 @@ from cmx import api
 from cmx.mlperf.app import run_app
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV, SampleClock
 from cmx.mlperf.report.collect import ReportError, collect
+from tests.browser import NO_BROWSER, opened
 from tests.conftest import Home
 from tests.mlperf.test_app_run import Recorded, app_config, fake_evaluate, fake_verify
 
@@ -122,39 +121,18 @@ def test_the_cli_writes_the_page_and_says_where(results: Path, home: Home, tmp_p
     assert missing.returncode != 0 and "is not a folder" in missing.stderr
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# CI installs both (.ci/browser-setup.sh, the dev extra) and sets CMX_REQUIRE_BROWSER=1: a missing one fails there
-_NO_BROWSER = ("Debian's chromium is not installed (.ci/browser-setup.sh)" if CHROMIUM is None else
-               "playwright is not installed (the dev extra)" if importlib.util.find_spec("playwright") is None else
-               None)
-if _NO_BROWSER and os.environ.get("CMX_REQUIRE_BROWSER") == "1":
-    raise RuntimeError(f"CMX_REQUIRE_BROWSER=1 but {_NO_BROWSER}")
-
-
 @pytest.mark.e2e
-@pytest.mark.skipif(_NO_BROWSER is not None, reason=_NO_BROWSER or "")
+@pytest.mark.skipif(NO_BROWSER is not None, reason=NO_BROWSER or "")
 def test_the_page_renders_in_a_real_browser_with_every_plot_and_no_console_error(results: Path, tmp_path: Path):
-    from playwright import sync_api
-
     from tests.mlperf.report.tunes import write_tune
 
     write_tune(tmp_path / "tune", results_dir=results, system="tuned-box")  # a tune's confirm run and probes too
-    page_path = api.report(results, tmp_path / "report.html")
-    errors: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_path.as_uri())
-            tune_plots = page.eval_on_selector_all("section.tune figure svg", "els => els.length")
-            sizes = page.eval_on_selector_all(
-                "figure svg", "els => els.map(e => [e.getBoundingClientRect().width, "
-                              "e.getBoundingClientRect().height, e.querySelectorAll('path, line, text').length])")
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        finally:
-            browser.close()
+    with opened(api.report(results, tmp_path / "report.html")) as (page, errors):
+        tune_plots = page.eval_on_selector_all("section.tune figure svg", "els => els.length")
+        sizes = page.eval_on_selector_all(
+            "figure svg", "els => els.map(e => [e.getBoundingClientRect().width, "
+                          "e.getBoundingClientRect().height, e.querySelectorAll('path, line, text').length])")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert errors == []
     assert len(sizes) == 6 and tune_plots == 1  # Server: 2, Offline: 1, the tune's confirm run: 2, its probes: 1
     assert all(w > 200 and h > 100 and shapes > 10 for w, h, shapes in sizes), sizes

@@ -17,8 +17,9 @@ from cmx import api
 from cmx.mlperf.pareto.record import CMX_PARETO_JSON, LABEL, PARETO_DIR
 from cmx.mlperf.report.collect import ReportError, collect
 from cmx.mlperf.report.plots import pareto_steps, step_envelope
+from tests.browser import NO_BROWSER, opened
 from tests.mlperf.report.paretos import BENCHMARK, FAILED, STEPS, SYSTEM, curve, point, with_power, write_pareto
-from tests.mlperf.report.test_report import _NO_BROWSER, CHROMIUM, make_results
+from tests.mlperf.report.test_report import make_results
 
 pytest.importorskip("matplotlib")
 
@@ -143,29 +144,17 @@ def test_two_folders_with_curves_share_one_overlay_chart_above_their_sections(pa
 
 
 @pytest.mark.e2e
-@pytest.mark.skipif(_NO_BROWSER is not None, reason=_NO_BROWSER or "")
+@pytest.mark.skipif(NO_BROWSER is not None, reason=NO_BROWSER or "")
 def test_the_pareto_page_renders_in_a_real_browser_with_its_label_and_curve_and_no_console_error(
         pareto: Path, tmp_path: Path):
-    from playwright import sync_api
-
-    page_path = api.report(pareto, tmp_path / "report.html")
-    errors: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_path.as_uri())
-            label_shown = page.locator("section.pareto .label-note").is_visible()
-            sizes = page.eval_on_selector_all(
-                "section.pareto figure svg",
-                "els => els.map(e => [e.getBoundingClientRect().width, e.getBoundingClientRect().height, "
-                "e.querySelectorAll('path, text').length])")
-            steps_box = page.locator("#pareto-steps-0").bounding_box()
-            page.screenshot(path=str(tmp_path / "pareto.png"), full_page=True)
-        finally:
-            browser.close()
+    with opened(api.report(pareto, tmp_path / "report.html")) as (page, errors):
+        label_shown = page.locator("section.pareto .label-note").is_visible()
+        sizes = page.eval_on_selector_all(
+            "section.pareto figure svg",
+            "els => els.map(e => [e.getBoundingClientRect().width, e.getBoundingClientRect().height, "
+            "e.querySelectorAll('path, text').length])")
+        steps_box = page.locator("#pareto-steps-0").bounding_box()
+        page.screenshot(path=str(tmp_path / "pareto.png"), full_page=True)
     assert errors == [] and label_shown
     assert len(sizes) == 2 and all(w > 200 and h > 100 and shapes > 10 for w, h, shapes in sizes), sizes
     assert steps_box and steps_box["width"] > 100 and steps_box["height"] > 50  # the curve itself is laid out
