@@ -161,6 +161,17 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None or k not in ("inputs", "context", "options")}
 
 
+def _split(options: dict[str, Any], request: type, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the options a verb's own request dataclass takes, with its file option `path` made absolute; RunRequest's)."""
+    from dataclasses import fields
+
+    own = {f.name for f in fields(request)}
+    asked = {k: v for k, v in options.items() if k in own}
+    if asked.get(path):
+        asked[path] = Path(asked[path]).absolute()
+    return asked, _given({k: v for k, v in options.items() if k not in own})
+
+
 def tune(query: str, *, scenario: str, settings: Settings | None = None, reporter: Reporter | None = None,
          environ: Mapping[str, str] | None = None, fetch: Fetcher | None = _announce_fetch, invocation: str = "cmx",
          **options: Any) -> TuneResult:
@@ -168,8 +179,6 @@ def tune(query: str, *, scenario: str, settings: Settings | None = None, reporte
     Interactive), or (Offline) the measured throughput, confirmed and written into an inputs file
     (cmx.mlperf.tune.verb). `options`: TuneRequest's (start_qps, out, tolerance, max_probes, confirm,
     confirm_tries, probe_seconds) and RunRequest's (inputs, context, jobs, argv, install_missing)."""
-    from dataclasses import fields
-
     from cmx.extras import require_extra
 
     require_extra("mlperf", "cmx tune", "numpy")
@@ -177,11 +186,7 @@ def tune(query: str, *, scenario: str, settings: Settings | None = None, reporte
     from cmx.mlperf.tune.step import TuneRequest
     from cmx.mlperf.tune.verb import tune as tune_verb
 
-    own = {f.name for f in fields(TuneRequest)}
-    asked = {k: v for k, v in options.items() if k in own}
-    if asked.get("out"):
-        asked["out"] = Path(asked["out"]).absolute()
-    run_options = _given({k: v for k, v in options.items() if k not in own})
+    asked, run_options = _split(options, TuneRequest, "out")
     return tune_verb(RunRequest(query, **run_options), TuneRequest(scenario, **asked),
                      _runtime(settings, reporter, environ, fetch), invocation)
 
@@ -192,8 +197,6 @@ def pareto(query: str, *, settings: Settings | None = None, reporter: Reporter |
     """`cmx pareto`: an MLPerf Endpoints v1.0 curve of an app query's served model (cmx.mlperf.pareto.verb).
     `options`: ParetoRequest's (max_concurrency, system_power, cooling) and RunRequest's (inputs, context, jobs,
     argv, install_missing)."""
-    from dataclasses import fields
-
     from cmx.extras import require_extra
 
     require_extra("mlperf", "cmx pareto", "numpy")
@@ -201,11 +204,7 @@ def pareto(query: str, *, settings: Settings | None = None, reporter: Reporter |
     from cmx.mlperf.pareto.step import ParetoRequest
     from cmx.mlperf.pareto.verb import pareto as pareto_verb
 
-    own = {f.name for f in fields(ParetoRequest)}
-    asked = {k: v for k, v in options.items() if k in own}
-    if asked.get("system_power"):
-        asked["system_power"] = Path(asked["system_power"]).absolute()
-    run_options = _given({k: v for k, v in options.items() if k not in own})
+    asked, run_options = _split(options, ParetoRequest, "system_power")
     return pareto_verb(RunRequest(query, **run_options), ParetoRequest(**asked),
                        _runtime(settings, reporter, environ, fetch), invocation)
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.execute.context import StepContext, StepProgress
 from cmx.mlperf.app import MODES, AppConfig, AppConfigError
@@ -21,7 +21,18 @@ from cmx.mlperf.loadgen.progress import RunProgress
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
 
+if TYPE_CHECKING:
+    from cmx.resolve.plan import Step
+
 NO_SEED = -1  # --input sampling_seed=-1: draw unseeded (vLLM's own spelling of "no seed")
+
+
+def unnamed_devices(step: Step, query_variations: tuple[str, ...], context: dict[str, Any]) -> list[str]:
+    """The device variations the app offers when the query names none of them (nor --context device=); [] when
+    it names one, or the app has none: a measurement of one machine must say which device it ran on."""
+    recipe = step.recipe
+    devices = {v.name for group in recipe.groups.values() for v in group if any(k == "device" for k, _ in v.context)}
+    return [] if not devices or set(query_variations) & devices or "device" in context else sorted(devices)
 
 
 def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]:

@@ -159,15 +159,17 @@ def nested(data: Any, dotted: str) -> Any:
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
+    """A whole number (a seed keeps all its digits); None as _float has it."""
+    if _float(value) is None:
         return None
     try:
         return int(value)
     except (TypeError, ValueError):
-        return None
+        return int(float(value))
 
 
 def _float(value: Any) -> float | None:
+    """A number of a JSON or YAML file; None for a missing, boolean or non-numeric value."""
     if isinstance(value, bool) or value is None:
         return None
     try:

@@ -96,6 +96,7 @@ class ParetoTarget:
 
 def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any]) -> ParetoTarget:
     """Check the plan's root step can draw a curve; ParetoError says why not."""
+    from cmx.mlperf.app_step import unnamed_devices
     from cmx.mlperf.benchmarks import all_benchmarks
 
     recipe = step.recipe
@@ -111,8 +112,8 @@ def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[s
         raise ParetoError("a Pareto curve measures a served endpoint: the query does not run through one",
                           hint="add _endpoint (cmx starts vllm serve), with --input endpoint_url=URL for a server of "
                                "your own")
-    devices = {v.name for group in recipe.groups.values() for v in group if any(k == "device" for k, _ in v.context)}
-    if devices and not set(query_variations) & devices and "device" not in context:
+    devices = unnamed_devices(step, query_variations, context)
+    if devices:
         raise ParetoError("the query names no device: a curve measures one machine's server",
                           hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
     return ParetoTarget(family=bench.family, benchmark=name, round=str(step.inputs["round"]))

@@ -95,8 +95,10 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
     if bench is None or "round" not in step.inputs:
         raise TuneError(f"{recipe.name} is not an MLPerf benchmark app cmx can tune",
                         hint="tune an app recipe: `cmx find app mlperf inference` lists them")
-    devices = {v.name for group in recipe.groups.values() for v in group if any(k == "device" for k, _ in v.context)}
-    if devices and not set(query_variations) & devices and "device" not in context:
+    from cmx.mlperf.app_step import unnamed_devices
+
+    devices = unnamed_devices(step, query_variations, context)
+    if devices:
         raise TuneError("the query names no device: a tune measures one machine's engine, and the recipe's default "
                         "device would be a guess",
                         hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
