@@ -35,120 +35,82 @@ class Official:
     accuracy_maximums: tuple[float, ...]   # accuracy-upper-limit values
 
 
+# one value per benchmark and the rounds it is the same in
+LLAMA2_70B_99 = Official(
+    dataset=24576, performance_samples=24576, accuracy_samples=24576,
+    offline_min_samples=24576, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 20000.0}, compliance=("TEST06",),
+    accuracy_minimums=(43.986888, 21.814848, 28.330038, 265.005),
+    accuracy_maximums=(323.895,))
+LLAMA2_70B_99_9 = Official(
+    dataset=24576, performance_samples=24576, accuracy_samples=24576,
+    offline_min_samples=24576, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 20000.0}, compliance=("TEST06",),
+    accuracy_minimums=(44.386769, 22.013165, 28.587584, 265.005),
+    accuracy_maximums=(323.895,))
+LLAMA3_1_8B = Official(
+    dataset=13368, performance_samples=13368, accuracy_samples=13368,
+    offline_min_samples=13368, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 20000.0}, compliance=("TEST06",),
+    accuracy_minimums=(38.391408, 15.748425, 24.250743, 35.43507, 7350879.6),
+    accuracy_maximums=(8984408.4,))
+LLAMA3_1_405B = Official(
+    dataset=8313, performance_samples=8313, accuracy_samples=8313,
+    offline_min_samples=8313, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 60000.0}, compliance=("TEST06",),
+    accuracy_minimums=(21.449934, 89.232165, 616.212),
+    accuracy_maximums=(753.148,))
+MIXTRAL_8X7B = Official(
+    dataset=15000, performance_samples=15000, accuracy_samples=15000,
+    offline_min_samples=15000, required=("Server", "Offline"), optional=(),
+    latency_ms={"Server": 20000.0}, compliance=("TEST06",),
+    accuracy_minimums=(45.142911, 23.119074, 30.156192, 130.356, 72.9234, 59.5584),
+    accuracy_maximums=(160.49,))
+DEEPSEEK_R1_V51 = Official(
+    dataset=4388, performance_samples=4388, accuracy_samples=4388,
+    offline_min_samples=4388, required=("Server", "Offline"), optional=(),
+    latency_ms={"Server": 60000.0}, compliance=("TEST06",),
+    accuracy_minimums=(80.544618, 3497.60466),
+    accuracy_maximums=(4274.85014,))
+GPT_OSS_120B = Official(
+    dataset=6396, performance_samples=6396, accuracy_samples=4395,
+    offline_min_samples=6396, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 60000.0}, compliance=("TEST07", "TEST09"),
+    accuracy_minimums=(82.2987,),
+    accuracy_maximums=(10998.9,))
+DEEPSEEK_R1_V60_V61 = Official(
+    dataset=4388, performance_samples=4388, accuracy_samples=4388,
+    offline_min_samples=4388, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 60000.0}, compliance=("TEST06",),
+    accuracy_minimums=(80.544618, 3497.60466),
+    accuracy_maximums=(4274.85014,))
+WHISPER = Official(
+    dataset=1633, performance_samples=1633, accuracy_samples=1633,
+    offline_min_samples=1633, required=("Offline",), optional=(),
+    latency_ms={}, compliance=("TEST01",),
+    accuracy_minimums=(96.953571,),
+    accuracy_maximums=())
+QWEN3_VL_235B_A22B_V60 = Official(
+    dataset=48289, performance_samples=48289, accuracy_samples=48289,
+    offline_min_samples=48289, required=("Server", "Offline"), optional=(),
+    latency_ms={"Server": 12000.0}, compliance=(),
+    accuracy_minimums=(0.782397,),
+    accuracy_maximums=())
+QWEN3_VL_235B_A22B_V61 = Official(
+    dataset=48289, performance_samples=48289, accuracy_samples=48289,
+    offline_min_samples=48289, required=("Offline",), optional=("Interactive", "Server"),
+    latency_ms={"Server": 12000.0, "Interactive": 1500.0}, compliance=(),
+    accuracy_minimums=(0.782397,),
+    accuracy_maximums=())
+
 OFFICIAL: dict[str, dict[str, Official]] = {
-    "v5.1": {
-        "llama2-70b-99": Official(
-            dataset=24576, performance_samples=24576, accuracy_samples=24576,
-            offline_min_samples=24576, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(43.986888, 21.814848, 28.330038, 265.005), accuracy_maximums=(323.895,)),
-        "llama2-70b-99.9": Official(
-            dataset=24576, performance_samples=24576, accuracy_samples=24576,
-            offline_min_samples=24576, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(44.386769, 22.013165, 28.587584, 265.005), accuracy_maximums=(323.895,)),
-        "llama3.1-8b": Official(
-            dataset=13368, performance_samples=13368, accuracy_samples=13368,
-            offline_min_samples=13368, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(38.391408, 15.748425, 24.250743, 35.43507, 7350879.6), accuracy_maximums=(8984408.4,)),
-        "llama3.1-405b": Official(
-            dataset=8313, performance_samples=8313, accuracy_samples=8313,
-            offline_min_samples=8313, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 60000.0}, compliance=("TEST06",),
-            accuracy_minimums=(21.449934, 89.232165, 616.212), accuracy_maximums=(753.148,)),
-        "mixtral-8x7b": Official(
-            dataset=15000, performance_samples=15000, accuracy_samples=15000,
-            offline_min_samples=15000, required=("Server", "Offline"),
-            optional=(), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(45.142911, 23.119074, 30.156192, 130.356, 72.9234, 59.5584),
-            accuracy_maximums=(160.49,)),
-        "deepseek-r1": Official(
-            dataset=4388, performance_samples=4388, accuracy_samples=4388,
-            offline_min_samples=4388, required=("Server", "Offline"),
-            optional=(), latency_ms={"Server": 60000.0}, compliance=("TEST06",),
-            accuracy_minimums=(80.544618, 3497.60466), accuracy_maximums=(4274.85014,)),
-    },
-    "v6.0": {
-        "llama2-70b-99": Official(
-            dataset=24576, performance_samples=24576, accuracy_samples=24576,
-            offline_min_samples=24576, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(43.986888, 21.814848, 28.330038, 265.005), accuracy_maximums=(323.895,)),
-        "llama2-70b-99.9": Official(
-            dataset=24576, performance_samples=24576, accuracy_samples=24576,
-            offline_min_samples=24576, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(44.386769, 22.013165, 28.587584, 265.005), accuracy_maximums=(323.895,)),
-        "llama3.1-8b": Official(
-            dataset=13368, performance_samples=13368, accuracy_samples=13368,
-            offline_min_samples=13368, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(38.391408, 15.748425, 24.250743, 35.43507, 7350879.6), accuracy_maximums=(8984408.4,)),
-        "llama3.1-405b": Official(
-            dataset=8313, performance_samples=8313, accuracy_samples=8313,
-            offline_min_samples=8313, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 60000.0}, compliance=("TEST06",),
-            accuracy_minimums=(21.449934, 89.232165, 616.212), accuracy_maximums=(753.148,)),
-        "gpt-oss-120b": Official(
-            dataset=6396, performance_samples=6396, accuracy_samples=4395,
-            offline_min_samples=6396, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 60000.0}, compliance=("TEST07", "TEST09"),
-            accuracy_minimums=(82.2987,), accuracy_maximums=(10998.9,)),
-        "mixtral-8x7b": Official(
-            dataset=15000, performance_samples=15000, accuracy_samples=15000,
-            offline_min_samples=15000, required=("Server", "Offline"),
-            optional=(), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(45.142911, 23.119074, 30.156192, 130.356, 72.9234, 59.5584),
-            accuracy_maximums=(160.49,)),
-        "deepseek-r1": Official(
-            dataset=4388, performance_samples=4388, accuracy_samples=4388,
-            offline_min_samples=4388, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 60000.0}, compliance=("TEST06",),
-            accuracy_minimums=(80.544618, 3497.60466), accuracy_maximums=(4274.85014,)),
-        "whisper": Official(
-            dataset=1633, performance_samples=1633, accuracy_samples=1633,
-            offline_min_samples=1633, required=("Offline",),
-            optional=(), latency_ms={}, compliance=("TEST01",),
-            accuracy_minimums=(96.953571,), accuracy_maximums=()),
-        "qwen3-vl-235b-a22b": Official(
-            dataset=48289, performance_samples=48289, accuracy_samples=48289,
-            offline_min_samples=48289, required=("Server", "Offline"),
-            optional=(), latency_ms={"Server": 12000.0}, compliance=(),
-            accuracy_minimums=(0.782397,), accuracy_maximums=()),
-    },
-    "v6.1": {
-        "llama2-70b-99.9": Official(
-            dataset=24576, performance_samples=24576, accuracy_samples=24576,
-            offline_min_samples=24576, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(44.386769, 22.013165, 28.587584, 265.005), accuracy_maximums=(323.895,)),
-        "llama3.1-8b": Official(
-            dataset=13368, performance_samples=13368, accuracy_samples=13368,
-            offline_min_samples=13368, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 20000.0}, compliance=("TEST06",),
-            accuracy_minimums=(38.391408, 15.748425, 24.250743, 35.43507, 7350879.6), accuracy_maximums=(8984408.4,)),
-        "deepseek-r1": Official(
-            dataset=4388, performance_samples=4388, accuracy_samples=4388,
-            offline_min_samples=4388, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 60000.0}, compliance=("TEST06",),
-            accuracy_minimums=(80.544618, 3497.60466), accuracy_maximums=(4274.85014,)),
-        "gpt-oss-120b": Official(
-            dataset=6396, performance_samples=6396, accuracy_samples=4395,
-            offline_min_samples=6396, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 60000.0}, compliance=("TEST07", "TEST09"),
-            accuracy_minimums=(82.2987,), accuracy_maximums=(10998.9,)),
-        "whisper": Official(
-            dataset=1633, performance_samples=1633, accuracy_samples=1633,
-            offline_min_samples=1633, required=("Offline",),
-            optional=(), latency_ms={}, compliance=("TEST01",),
-            accuracy_minimums=(96.953571,), accuracy_maximums=()),
-        "qwen3-vl-235b-a22b": Official(
-            dataset=48289, performance_samples=48289, accuracy_samples=48289,
-            offline_min_samples=48289, required=("Offline",),
-            optional=("Interactive", "Server"), latency_ms={"Server": 12000.0, "Interactive": 1500.0}, compliance=(),
-            accuracy_minimums=(0.782397,), accuracy_maximums=()),
-    },
+    "v5.1": {"llama2-70b-99": LLAMA2_70B_99, "llama2-70b-99.9": LLAMA2_70B_99_9, "llama3.1-8b": LLAMA3_1_8B,
+             "llama3.1-405b": LLAMA3_1_405B, "mixtral-8x7b": MIXTRAL_8X7B, "deepseek-r1": DEEPSEEK_R1_V51},
+    "v6.0": {"llama2-70b-99": LLAMA2_70B_99, "llama2-70b-99.9": LLAMA2_70B_99_9, "llama3.1-8b": LLAMA3_1_8B,
+             "llama3.1-405b": LLAMA3_1_405B, "gpt-oss-120b": GPT_OSS_120B, "mixtral-8x7b": MIXTRAL_8X7B,
+             "deepseek-r1": DEEPSEEK_R1_V60_V61, "whisper": WHISPER, "qwen3-vl-235b-a22b": QWEN3_VL_235B_A22B_V60},
+    "v6.1": {"llama2-70b-99.9": LLAMA2_70B_99_9, "llama3.1-8b": LLAMA3_1_8B, "deepseek-r1": DEEPSEEK_R1_V60_V61,
+             "gpt-oss-120b": GPT_OSS_120B, "whisper": WHISPER, "qwen3-vl-235b-a22b": QWEN3_VL_235B_A22B_V61},
 }
 
 
