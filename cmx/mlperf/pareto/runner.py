@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,17 +165,14 @@ def run_offline(backend: Backend, rows: int, seconds: float, build: Callable[[in
     return answers
 
 
-def request_builder(source: Any, max_tokens: int, min_tokens: int) -> Callable[[int, int], GenRequest]:
-    """GenRequests from a benchmark's prompt source (token ids per row; a chat benchmark's conversations)."""
+def request_builder(source: Any, max_tokens: int) -> Callable[[int, int], GenRequest]:
+    """GenRequests from a benchmark's prompt source (token ids per row; a chat benchmark's conversations), at
+    most `max_tokens` out (and the least a request may ask: GenRequest's min_tokens)."""
     chat = getattr(source, "chat", None)
 
     def build(request_id: int, row: int) -> GenRequest:
         if chat is not None:
             return GenRequest(id=request_id, prompt_ids=[], chat=chat(row))
-        return GenRequest(id=request_id, prompt_ids=list(source.prompt_ids(row)), max_tokens=max_tokens,
-                          min_tokens=min(min_tokens, max_tokens))
+        return GenRequest(id=request_id, prompt_ids=list(source.prompt_ids(row)), max_tokens=max_tokens)
     return build
 
-
-def rows_in(answers: Sequence[Answer]) -> int:
-    return len({a.record.index for a in answers})

@@ -28,12 +28,14 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
-from cmx.mlperf.pareto.metrics import PointFigures, RequestRecord, figures
+from cmx.mlperf.pareto.client_config import ClientPoint, write_client_config, write_prompts
+from cmx.mlperf.pareto.metrics import PointFigures, figures
+from cmx.mlperf.pareto.power import ProvisionedPower, read_system_power
 from cmx.mlperf.pareto.record import (
     LABEL,
     OFFICIAL_CLIENT_LABEL,
@@ -144,23 +146,15 @@ def pareto_step(ctx: StepContext, target: ParetoTarget, request: ParetoRequest) 
             record = curve.run(request, power)
         finally:
             backend.stop()
-    record = _with(record, command=shlex.join(ctx.run_argv) or "cmx pareto", seconds=time.monotonic() - began)
+    record = replace(record, command=shlex.join(ctx.run_argv) or "cmx pareto", seconds=time.monotonic() - began)
     path = write_record(record, folder)
     return {**record.to_json(), "record": str(path), "folder": str(folder),
             "results_dir": str(config.results_dir)}
 
 
-def _with(record: ParetoRecord, **changes: Any) -> ParetoRecord:
-    from dataclasses import replace
-
-    return replace(record, **changes)
-
-
-def _power(request: ParetoRequest) -> Any:
+def _power(request: ParetoRequest) -> ProvisionedPower | None:
     if request.system_power is None:
         return None
-    from cmx.mlperf.pareto.power import read_system_power
-
     return read_system_power(request.system_power, request.cooling)
 
 
@@ -183,13 +177,14 @@ class _Curve:
         acc = acc.limit(config.rows) if config.rows is not None else acc
         # a smoke test runs the gate on a few rows: it shows the gate works, and cannot pass it
         self.acc = acc.limit(SHORT_ACCURACY_ROWS) if config.short and len(acc) > SHORT_ACCURACY_ROWS else acc
-        self.build = request_builder(self.plugin.prompt_source(self.perf, config.model), config.max_tokens, 2)
-        self.build_acc = request_builder(self.plugin.prompt_source(self.acc, config.model), config.max_tokens, 2)
+        self.source: Any = self.plugin.prompt_source(self.perf, config.model)
+        self.build = request_builder(self.source, config.max_tokens)
+        self.build_acc = request_builder(self.plugin.prompt_source(self.acc, config.model), config.max_tokens)
 
     def seconds(self, planned_min_s: float) -> float:
         return SHORT_POINT_S if self.config.short else planned_min_s
 
-    def run(self, request: ParetoRequest, power: Any) -> ParetoRecord:
+    def run(self, request: ParetoRequest, power: ProvisionedPower | None) -> ParetoRecord:
         probes: list[Probe] = []
         if request.max_concurrency is not None:
             c_max, source = request.max_concurrency, "declared"
@@ -240,9 +235,7 @@ class _Curve:
         return out
 
     # --- points ------------------------------------------------------------------------------------------
-    def point(self, planned: PlannedPoint, power: Any) -> Point:
-        from cmx.mlperf.pareto.client_config import write_client_config
-
+    def point(self, planned: PlannedPoint, power: ProvisionedPower | None) -> Point:
         name = f"r{planned.concurrency}"
         where = self.folder / name
         seconds = self.seconds(planned.min_duration_s)
@@ -260,12 +253,10 @@ class _Curve:
         gate = self.accuracy(planned.concurrency, where) if planned.accuracy else None
         return _point(planned.concurrency, planned.region, planned.role, name, f, planned.min_duration_s, power, gate)
 
-    def offline(self, power: Any) -> Point:
+    def offline(self, power: ProvisionedPower | None) -> Point:
         where = self.folder / OFFLINE_DIR
         seconds = self.seconds(OTHER_SECONDS)
         self.say(f"Offline: whole passes of {len(self.perf)} samples for {seconds:g} s")
-        from cmx.mlperf.pareto.client_config import write_client_config
-
         write_client_config(self._client_point(None, int(OTHER_SECONDS), where))
         answers = run_offline(self.backend, len(self.perf), seconds, self.build)
         _write_requests(where / "requests.jsonl", answers)
@@ -273,9 +264,7 @@ class _Curve:
         gate = self.accuracy(None, where)
         return _point(len(self.perf), OFFLINE, OFFLINE, OFFLINE_DIR, f, OTHER_SECONDS, power, gate)
 
-    def _client_point(self, concurrency: int | None, min_s: float, where: Path) -> Any:
-        from cmx.mlperf.pareto.client_config import ClientPoint
-
+    def _client_point(self, concurrency: int | None, min_s: float, where: Path) -> ClientPoint:
         e = self.config.endpoint
         assert e is not None, "serving() gives an endpoint"
         return ClientPoint(concurrency=concurrency, min_duration_ms=int(min_s * 1000), url=e.url,
@@ -287,11 +276,8 @@ class _Curve:
         if not path.is_file():
             from transformers import AutoTokenizer
 
-            from cmx.mlperf.pareto.client_config import write_prompts
-
             tokenizer = AutoTokenizer.from_pretrained(str(self.config.tokenizer))
-            source: Any = self.plugin.prompt_source(self.perf, self.config.model)
-            write_prompts(path, len(self.perf), source.prompt_ids,
+            write_prompts(path, len(self.perf), self.source.prompt_ids,
                           lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
         return path
 
@@ -354,7 +340,8 @@ def _gained(before: Probe, after: Probe) -> bool:
     return after.system_tps >= before.system_tps * KNEE_GAIN
 
 
-def _point(concurrency: int, region: str, role: str, folder: str, f: PointFigures, min_s: float, power: Any,
+def _point(concurrency: int, region: str, role: str, folder: str, f: PointFigures, min_s: float,
+           power: ProvisionedPower | None,
            gate: AccuracyGate | None) -> Point:
     return Point(concurrency=concurrency, region=region, role=role, folder=folder, system_tps=f.system_tps,
                  tps_per_user=f.tps_per_user if role != OFFLINE else None,
@@ -372,4 +359,4 @@ def _write_requests(path: Path, answers: Sequence[Answer]) -> None:
             out.write(json.dumps(asdict(a.record)) + "\n")
 
 
-__all__ = ["ParetoError", "ParetoRequest", "ParetoTarget", "RequestRecord", "knee", "pareto_step", "pareto_target"]
+__all__ = ["ParetoError", "ParetoRequest", "ParetoTarget", "knee", "pareto_step", "pareto_target"]

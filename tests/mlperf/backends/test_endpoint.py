@@ -15,6 +15,7 @@ starts), the refused key, an unknown model, and, last, the server killed mid-run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -556,32 +557,38 @@ web.run_app(app, host="127.0.0.1", port=PORT, print=lambda *a: print("ready", fl
 """
 
 
-def test_a_server_killed_mid_stream_is_dead_and_every_stream_says_so_at_once(tmp_path: Path):
+@contextlib.contextmanager
+def killable_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """KILLABLE on a free port, answering: its process (for the test to kill) and its /v1 base; killed at the end."""
     (tmp_path / "server.py").write_text(KILLABLE)
     port = free_port()
     server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(SLOW_TOKEN)],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and "ready" in server.stdout.readline()
-        url = f"http://127.0.0.1:{port}/v1"
-        with EndpointBackend(EndpointConfig(url=url, warmup_requests=1)) as backend:
-            sink = CollectingSink(3)
-            for i in range(3):
-                backend.submit(GenRequest(id=i, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
-            deadline = time.monotonic() + 10
-            while len(sink.first) < 3:  # each stream has its first token: all three are in flight
-                assert time.monotonic() < deadline, sink.errors
-                time.sleep(0.02)
-            server.kill()  # SIGKILL
-            killed = time.monotonic()
-            assert sink.finished.wait(10)
-            assert time.monotonic() - killed < 2
-            late = CollectingSink(1)
-            backend.submit(GenRequest(id=9, prompt_ids=[5, 6], max_tokens=8), late)
-            assert late.finished.wait(10)
+        yield server, f"http://127.0.0.1:{port}/v1"
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_server_killed_mid_stream_is_dead_and_every_stream_says_so_at_once(tmp_path: Path):
+    with (killable_server(tmp_path) as (server, url),
+          EndpointBackend(EndpointConfig(url=url, warmup_requests=1)) as backend):
+        sink = CollectingSink(3)
+        for i in range(3):
+            backend.submit(GenRequest(id=i, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
+        deadline = time.monotonic() + 10
+        while len(sink.first) < 3:  # each stream has its first token: all three are in flight
+            assert time.monotonic() < deadline, sink.errors
+            time.sleep(0.02)
+        server.kill()  # SIGKILL
+        killed = time.monotonic()
+        assert sink.finished.wait(10)
+        assert time.monotonic() - killed < 2
+        late = CollectingSink(1)
+        backend.submit(GenRequest(id=9, prompt_ids=[5, 6], max_tokens=8), late)
+        assert late.finished.wait(10)
     for error in [*sink.errors.values(), *late.errors.values()]:
         assert isinstance(error, BackendDead), error
         assert error.message == f"the server at {url} stopped answering (connection refused)"

@@ -16,10 +16,9 @@ import pytest
 
 from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest
 from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
-from cmx.mlperf.backends.vllm_server import free_port
 from tests.conftest import interruptible
 from tests.fake_openai import FakeOpenAIServer
-from tests.mlperf.backends.test_endpoint import KILLABLE, SLOW_TOKEN, CollectingSink
+from tests.mlperf.backends.test_endpoint import SLOW_TOKEN, CollectingSink, killable_server
 
 FAIL_TOKEN = 4244  # a prompt starting with it gets a 500
 
@@ -93,26 +92,17 @@ def test_an_offline_failure_stops_the_batch_and_counts_its_samples():
 
 
 def test_a_killed_server_is_dead_for_every_stream_in_every_worker(tmp_path: Path):
-    (tmp_path / "server.py").write_text(KILLABLE)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(SLOW_TOKEN)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None and "ready" in server.stdout.readline()
-        url = f"http://127.0.0.1:{port}/v1"
-        with EndpointBackend(EndpointConfig(url=url, warmup_requests=1, workers=2)) as backend:
-            sink = CollectingSink(4)
-            for i in range(4):  # two in each worker
-                backend.submit(GenRequest(id=i, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
-            deadline = time.monotonic() + 20
-            while len(sink.first) < 4:
-                assert time.monotonic() < deadline, sink.errors
-                time.sleep(0.02)
-            server.kill()
-            assert sink.finished.wait(20)
-    finally:
+    with (killable_server(tmp_path) as (server, url),
+          EndpointBackend(EndpointConfig(url=url, warmup_requests=1, workers=2)) as backend):
+        sink = CollectingSink(4)
+        for i in range(4):  # two in each worker
+            backend.submit(GenRequest(id=i, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
+        deadline = time.monotonic() + 20
+        while len(sink.first) < 4:
+            assert time.monotonic() < deadline, sink.errors
+            time.sleep(0.02)
         server.kill()
-        server.wait()
+        assert sink.finished.wait(20)
     assert sorted(sink.errors) == [0, 1, 2, 3]
     for error in sink.errors.values():
         assert isinstance(error, BackendDead), error
@@ -121,26 +111,17 @@ def test_a_killed_server_is_dead_for_every_stream_in_every_worker(tmp_path: Path
 
 
 def test_a_worker_that_dies_fails_its_requests_as_a_dead_backend(tmp_path: Path):
-    (tmp_path / "server.py").write_text(KILLABLE)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(SLOW_TOKEN)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None and "ready" in server.stdout.readline()
-        with EndpointBackend(EndpointConfig(url=f"http://127.0.0.1:{port}/v1", warmup_requests=1,
-                                            workers=1)) as backend:
-            sink = CollectingSink(1)
-            backend.submit(GenRequest(id=7, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
-            deadline = time.monotonic() + 20
-            while not sink.first:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            assert backend._pool is not None
-            psutil.Process(backend._pool.pids[0]).kill()
-            assert sink.finished.wait(20)
-    finally:
-        server.kill()
-        server.wait()
+    with (killable_server(tmp_path) as (_, url),
+          EndpointBackend(EndpointConfig(url=url, warmup_requests=1, workers=1)) as backend):
+        sink = CollectingSink(1)
+        backend.submit(GenRequest(id=7, prompt_ids=[SLOW_TOKEN, 5], max_tokens=8), sink)
+        deadline = time.monotonic() + 20
+        while not sink.first:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert backend._pool is not None
+        psutil.Process(backend._pool.pids[0]).kill()
+        assert sink.finished.wait(20)
     assert isinstance(sink.errors[7], BackendDead)
     assert "endpoint client worker 0" in sink.errors[7].message
 

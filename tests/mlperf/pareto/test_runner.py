@@ -63,7 +63,7 @@ class TimedBackend:
         return {}
 
 
-BUILD = request_builder(Prompts(), max_tokens=8, min_tokens=2)
+BUILD = request_builder(Prompts(), max_tokens=8)
 
 
 def test_the_loop_keeps_exactly_the_concurrency_in_flight_and_issues_whole_passes() -> None:

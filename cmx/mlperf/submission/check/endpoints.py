@@ -97,7 +97,7 @@ def check_client_result(folder: ResultFolder, root: Path, round_: Round, system:
     for path, why in result.unreadable:
         rule = "layout.missing-file" if why == "missing" else "endpoints.unreadable"
         mine.append(Problem(at.path(path), rule, why, f"copy it from {CLIENT}'s report folder of the run"))
-    _measurements(folder, round_, root, mine)
+    measured = _measurements(folder, round_, root, mine)
     power = folder.path / "performance" / "power"
     if power.is_dir():
         mine.append(Problem(at.path(power), "power.unchecked",
@@ -115,13 +115,14 @@ def check_client_result(folder: ResultFolder, root: Path, round_: Round, system:
                      scenario=folder.scenario, path=relative(folder.path, root), metric=metric, units=units,
                      validity=None if result.summary is None else ("INVALID" if failed_performance else "VALID"),
                      accuracy=accuracy, problems=sum(1 for p in mine if p.severity == ERROR), system_facts=system,
-                     weight_data_types=str(_json(folder.path / "measurements.json").get("weight_data_types") or ""),
+                     weight_data_types=str(measured.get("weight_data_types") or ""),
                      harness="endpoint-client")
 
 
-def _measurements(folder: ResultFolder, round_: Round, root: Path, out: list[Problem]) -> None:
+def _measurements(folder: ResultFolder, round_: Round, root: Path, out: list[Problem]) -> dict[str, Any]:
+    """README.md and measurements.json (no user.conf: the client has none); the JSON ({} when unusable)."""
     paths = ResultPaths(folder.submitter.path, round_.layout, folder.system, folder.benchmark, folder.scenario)
-    measurement_files(paths, root, round_, out, user_conf=False)
+    return measurement_files(paths, root, round_, out, user_conf=False)
 
 
 def _performance(result: ClientResult, round_: Round, bench: Benchmark, rules: ScenarioRules, closed: bool,
