@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -23,44 +24,52 @@ from tests.conftest import REPO, Home
 from tests.fake_openai import FakeOpenAIServer
 
 SLOTS = 48           # requests the stand-in engine works on at once; the rest wait
-TOKEN_S = 0.01       # its time per output token with one request; each busy slot adds 1/16 of it
+TOKEN_S = 0.02       # its time per output token with one request; each busy slot adds 1/32 of it
+PACE = (0.7, 1.3)    # each request's own factor on that time, so that requests finish apart, as real ones do
 
 
 class SlottedServer(FakeOpenAIServer):
     """Streams `max_tokens` tokens, one event each, at most SLOTS requests at a time; a token takes longer the
-    more slots are busy, as a batch's step does (so tokens/s per user falls as concurrency grows)."""
+    more slots are busy, as a batch's step does (so tokens/s per user falls as concurrency grows).
+
+    Ideal system tokens/s: 32 users 16.3/TOKEN_S, 64 (48 served) 19.4/TOKEN_S (+19 %), 128 the same: the knee
+    is at 64 with a margin on both sides of the probes' 10 % rule. Requests of one pace would start and
+    finish in lock-step bursts of 48, and a short probe's window would then count one burst more or less by
+    chance (a probe at 128 once read 10 % above the one at 64): each request's pace differs a little."""
 
     def __init__(self) -> None:
         super().__init__()
         self.slots: asyncio.Semaphore | None = None
         self.busy = 0
+        self.pace = random.Random(0)
 
-    def token_s(self) -> float:
-        return TOKEN_S * (1 + (self.busy - 1) / 16)
+    def token_s(self, pace: float) -> float:
+        return TOKEN_S * pace * (1 + (self.busy - 1) / 32)
 
     async def complete(self, request: Any) -> Any:
         if self.slots is None:
             self.slots = asyncio.Semaphore(SLOTS)  # on the server's own loop
         body = await request.json()
         n = body["max_tokens"]
+        pace = self.pace.uniform(*PACE)
         async with self.slots:
             self.busy += 1
             try:
-                return await self._answer(request, body, n)
+                return await self._answer(request, body, n, pace)
             finally:
                 self.busy -= 1
 
-    async def _answer(self, request: Any, body: dict[str, Any], n: int) -> Any:
+    async def _answer(self, request: Any, body: dict[str, Any], n: int, pace: float) -> Any:
         from aiohttp import web
 
         if not body.get("stream"):
-            await asyncio.sleep(self.token_s() * n)
+            await asyncio.sleep(self.token_s(pace) * n)
             choice = {"text": "x", "token_ids": [7] * n, "finish_reason": "length"}
             return web.json_response({"choices": [choice], "usage": {"completion_tokens": n}})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for i in range(n):
-            await asyncio.sleep(self.token_s())
+            await asyncio.sleep(self.token_s(pace))
             event = {"choices": [{"index": 0, "text": "x", "token_ids": [7],
                                   "finish_reason": "length" if i == n - 1 else None}]}
             await response.write(f"data: {json.dumps(event)}\n\n".encode())
