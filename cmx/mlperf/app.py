@@ -55,6 +55,7 @@ from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.run_summary import RunSummary, format_row, format_table
+from cmx.mlperf.serving_stack import ServingStack
 from cmx.secrets import Secret
 
 BACKENDS = ("vllm", "endpoint")
@@ -114,6 +115,7 @@ class AppConfig:
     server_log_dir: Path | None = None         # where the vllm serve cmx starts logs (default: results_dir)
     server_log: Path | None = None             # set by `serving` when cmx started the server
     server_python_path: tuple[Path, ...] = ()  # first on that server's PYTHONPATH (a CPU torchvision, for a VLM)
+    serving_stack: ServingStack | None = None  # what serves endpoint_url, as `cmx deploy` described it
     timeout_s: float | None = None
     eos_token_id: int | None = None  # the model's, for TEST06's EOS check (None: Llama 2's)
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
@@ -136,6 +138,9 @@ class AppConfig:
         if not self.scenarios:
             raise AppConfigError("no scenario to run", hint="choose one of _offline, _server, _interactive, "
                                                             "_all-scenarios")
+        if self.serving_stack is not None and self.endpoint is None:
+            raise AppConfigError("serving_stack describes the stack behind an endpoint_url, and none was given",
+                                 hint="give --input endpoint_url=... with it (cmx deploy's Job does), or drop it")
 
     @property
     def sampling_overrides(self) -> tuple[str, ...]:
@@ -340,7 +345,8 @@ def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, A
     keys = ("url", "model", "server_software", "server_version", "server_max_model_len", "token_ids_source")
     return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
             "started_by_cmx": config.server_log is not None,
-            "server_log": str(config.server_log) if config.server_log else None}
+            "server_log": str(config.server_log) if config.server_log else None,
+            "stack": config.serving_stack.to_json() if config.serving_stack else None}
 
 
 @contextmanager

@@ -151,6 +151,7 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.harness_config import EngineSettings
     from cmx.mlperf.rounds import load_round
+    from cmx.mlperf.serving_stack import read_stack_file
 
     i = ctx.inputs
     bench = benchmark_for(family)
@@ -179,7 +180,8 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
         timeout_s=i["timeout_s"] or (SHORT_TIMEOUT_S if short else None), origin=origin(ctx, model),
         sampling=chosen_sampling(i, bench.generation.sampling), reference_sampling=bench.generation.sampling,
         # a vision model's server on a CPU: torchvision without its compiled ops (get-torchvision-python-only)
-        server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else ())
+        server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else (),
+        serving_stack=read_stack_file(i["serving_stack"]) if i["serving_stack"] else None)
 
 
 class ProgressLines:

@@ -45,6 +45,7 @@ from cmx.mlperf.submission.system_desc import (
     detected_fields,
     endpoint_is_remote,
     read_user_file,
+    served_by,
     write_description,
 )
 from cmx.mlperf.submission.tree import (
@@ -231,11 +232,12 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
     from cmx.templates import render
 
     origin = source.origin
+    backend = source.facts.get("backend") or {"kind": "vllm"}
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
                   code_dir=round_.layout.code_dir, lock=source.lock_in_src,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
-                  backend=source.facts.get("backend") or {"kind": "vllm"}, sampling=source.facts.get("sampling"),
+                  backend=backend, stack=served_by(backend), sampling=source.facts.get("sampling"),
                   reference_sampling=source.facts.get("reference_sampling") or source.facts.get("sampling"),
                   overrides=source.facts.get("sampling_overrides") or [])
 

@@ -25,6 +25,7 @@ import yaml
 from cmx.errors import CmxError
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
+from cmx.mlperf.serving_stack import ServingStack
 
 GIB = 1 << 30
 
@@ -113,12 +114,42 @@ def detected_fields(origin: RunOrigin | None, device: str = "",
         server = " ".join(str(backend[k]) for k in ("server_software", "server_version") if backend.get(k))
         out["framework"] = f"{server or 'an OpenAI-compatible server'} (OpenAI-compatible server, over HTTP)"
         out["sw_notes"] = endpoint_note(backend)
-    stack = [f"Python {origin.python}" if origin.python else "",
-             f"mlcommons-loadgen {sw['loadgen']}" if sw.get("loadgen") else "",
-             f"cmx {origin.cmx_version}" if origin.cmx_version else "",
-             f"GPU driver {sysf['driver_version']}" if sysf.get("driver_version") else ""]
-    out["other_software_stack"] = ", ".join(s for s in stack if s)
+        stack = served_by(backend)
+        if stack is not None:
+            out.update(stack_fields(stack, out))
+    software = [f"Python {origin.python}" if origin.python else "",
+                f"mlcommons-loadgen {sw['loadgen']}" if sw.get("loadgen") else "",
+                f"cmx {origin.cmx_version}" if origin.cmx_version else "",
+                f"GPU driver {sysf['driver_version']}" if sysf.get("driver_version") else ""]
+    out["other_software_stack"] = ", ".join(s for s in software if s)
     return {k: v for k, v in out.items() if v}
+
+
+def served_by(backend: Mapping[str, Any]) -> ServingStack | None:
+    """The serving stack cmx_run.json records behind the endpoint (`cmx deploy`'s), None when none is."""
+    data = backend.get("stack")
+    return ServingStack.from_json(data, "cmx_run.json's backend.stack") if isinstance(data, Mapping) else None
+
+
+def stack_fields(stack: ServingStack, detected: Mapping[str, str]) -> dict[str, str]:
+    """The fields a deployed stack answers, over what the benchmark Job's own pod detected (no GPU there: the
+    stack's pods had them). number_of_nodes: the nodes its serving pods ran on, read from the cluster, or
+    their pods' count when the deploy could not read them (sw_notes then says so). sw_notes keeps the
+    endpoint sentence and adds what served."""
+    nodes = stack.nodes or stack.pods
+    counted = ("the nodes its serving pods ran on" if stack.nodes
+               else "its serving pods (the nodes were not read from the cluster)")
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(stack.versions.items()))
+    note = (f"served by {stack.title()}: {stack.topology()}; number_of_nodes counts {counted}"
+            + (f"; versions: {versions}" if versions else ""))
+    fields = {"number_of_nodes": str(nodes), "sw_notes": "; ".join(n for n in (detected.get("sw_notes"), note) if n)}
+    # the Job's pod has no GPU: its "N/A" accelerator facts are not the system's
+    fields.update({k: "" for k, v in detected.items() if k.startswith("accelerator") and v in ("N/A", "0")})
+    if stack.gpus and stack.gpus % nodes == 0:
+        fields["accelerators_per_node"] = str(stack.gpus // nodes)
+    if stack.gpu_name:
+        fields["accelerator_model_name"] = stack.gpu_name
+    return fields
 
 
 ENDPOINT_NOTE = re.compile(r"SUT over HTTP: a (local|remote) OpenAI-compatible server")
