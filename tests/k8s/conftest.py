@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cmx.k8s.crd_schema import CrdSchema
 from cmx.k8s.devices import PROFILES
 from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.served import ServedModel
@@ -39,3 +41,13 @@ def repo_settings(tmp_path: Path) -> Settings:
     registry = tmp_path / "registry.yaml"
     registry.write_text(f"sources:\n  - name: builtin\n    path: {REPO / 'recipes'}\n", encoding="utf-8")
     return Settings(registry=registry, cache=tmp_path / "cache", runs=tmp_path / "runs")
+
+
+@functools.cache
+def shared_crd(filename: str) -> CrdSchema:
+    """A real CRD of ../shared/k8s-crds (its README names their sources), parsed once per process with the fake
+    cluster's (they are megabytes of YAML)."""
+    from cmx.k8s.crd_schema import crd_from_object
+    from tests.k8s.fake_cluster import SHARED_CRDS, real_crd
+
+    return crd_from_object(real_crd(filename), str(SHARED_CRDS / filename))

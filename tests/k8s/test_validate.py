@@ -8,7 +8,7 @@ import pytest
 
 from cmx.k8s.manifests import objects
 from cmx.k8s.validate import KUBERNETES_VERSION, InvalidManifest, validate
-from tests.k8s.conftest import make_spec
+from tests.k8s.conftest import make_spec, shared_crd
 
 
 @pytest.mark.parametrize("device", ["cuda", "rocm"])
@@ -51,14 +51,25 @@ def test_a_leader_worker_sets_pod_templates_are_validated_as_pod_template_specs(
         validate(lws)
 
 
-@pytest.mark.parametrize("change", ["size", "worker", "api"])
-def test_a_leader_worker_sets_own_fields_are_checked_by_hand(change: str) -> None:
+@pytest.mark.parametrize("change, match", [("size", "size: '2' is not of type integer"),
+                                           ("api", "not served by the CRD leaderworkersets"),
+                                           ("field", "leaderWorkerTemplate.sizes: unknown field")])
+def test_a_leader_worker_sets_own_fields_are_checked_against_its_real_crd(change: str, match: str) -> None:
     lws = _lws()
+    crds = {"LeaderWorkerSet": shared_crd("leaderworkerset.x-k8s.io_leaderworkersets.yaml")}
+    assert validate(copy.deepcopy(lws), crds=crds)[0].startswith("the CRD leaderworkersets.leaderworkerset.x-k8s.io")
     if change == "size":
         lws["spec"]["leaderWorkerTemplate"]["size"] = "2"
-    elif change == "worker":
-        del lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
-    else:
+    elif change == "api":
         lws["apiVersion"] = "leaderworkerset.x-k8s.io/v2"
-    with pytest.raises(InvalidManifest):
+    else:
+        lws["spec"]["leaderWorkerTemplate"]["sizes"] = 2
+    with pytest.raises(InvalidManifest, match=match):
+        validate(lws, crds=crds)
+
+
+def test_without_its_crd_a_leader_worker_set_still_needs_a_worker_template() -> None:
+    lws = _lws()
+    del lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    with pytest.raises(InvalidManifest, match="workerTemplate is missing"):
         validate(lws)
