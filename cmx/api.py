@@ -55,6 +55,7 @@ _LAZY: dict[str, tuple[str, str]] = {
                                                "lock_runs_in_docker")},
     **{n: ("cmx.docker.request", n) for n in ("DockerOptions", "DockerQuery")}, "Replay": ("cmx.docker.lock", "Replay"),
     **{n: ("cmx.k8s.deploy", n) for n in ("K8sOptions", "DeployRequest", "K8sDeployment")},
+    "StackOptions": ("cmx.k8s.stack_options", "StackOptions"), "Waits": ("cmx.k8s.cluster", "Waits"),
     "SlurmOptions": ("cmx.slurm.script", "SlurmOptions"), "JobRequest": ("cmx.slurm.request", "JobRequest"),
     **{n: ("cmx.sweep.run", n) for n in ("SweepRequest", "SweepResult")},
     "TuneRequest": ("cmx.mlperf.tune.step", "TuneRequest"),

@@ -91,22 +91,25 @@ def _check_reachable(api: Any) -> None:
                                 "one you mean") from None
 
 
-def apply(bodies: Iterable[dict[str, Any]], *, kubeconfig: Path | None = None,
-          namespace: str | None = None) -> list[Applied]:
-    """Server-side apply each object, in order, to the kubeconfig's current context. Objects without a
-    namespace go to `namespace`, else the context's."""
+def connect(kubeconfig: Path | None = None) -> tuple[Any, str]:
+    """An API client for the kubeconfig's current context ($KUBECONFIG or ~/.kube/config unless given), the
+    cluster asked for its version first; and that context's namespace."""
+    api, namespace = _client(kubeconfig or find_kubeconfig())
+    _check_reachable(api)
+    return api, namespace
+
+
+def apply_bodies(api: Any, bodies: Iterable[dict[str, Any]], namespace: str) -> list[Applied]:
+    """Server-side apply each object, in order; objects without a namespace go to `namespace`."""
     from kubernetes import dynamic
     from kubernetes.client import ApiException
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-    path = kubeconfig or find_kubeconfig()
-    api, context_namespace = _client(path)
-    _check_reachable(api)
     client = dynamic.DynamicClient(api)
     done = []
     for body in bodies:
         kind, name = body["kind"], body["metadata"]["name"]
-        ns = body["metadata"].get("namespace") or namespace or context_namespace
+        ns = body["metadata"].get("namespace") or namespace
         try:
             resource = client.resources.get(api_version=body["apiVersion"], kind=kind)
         except ResourceNotFoundError:
@@ -122,6 +125,14 @@ def apply(bodies: Iterable[dict[str, Any]], *, kubeconfig: Path | None = None,
                                f"{_api_message(exc)}") from None
         done.append(Applied(kind, name, ns))
     return done
+
+
+def apply(bodies: Iterable[dict[str, Any]], *, kubeconfig: Path | None = None,
+          namespace: str | None = None) -> list[Applied]:
+    """Server-side apply each object, in order, to the kubeconfig's current context. Objects without a
+    namespace go to `namespace`, else the context's."""
+    api, context_namespace = connect(kubeconfig)
+    return apply_bodies(api, bodies, namespace or context_namespace)
 
 
 def _reason(exc: BaseException) -> str:

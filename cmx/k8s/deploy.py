@@ -1,18 +1,22 @@
 """`cmx deploy QUERY --k8s OUT`: from a query and the user's options to the ServingSpec, its validated manifests
-written to OUT, and with --apply the objects sent to the cluster."""
+written to OUT; with --apply the stack rolled out to the cluster and benchmarked (cmx.k8s.cluster), with
+--delete what --apply made removed again."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cmx.k8s import K8sError
 from cmx.k8s.apply import Applied
+from cmx.k8s.cluster import JobOutcome, Waits
 from cmx.k8s.devices import PodDeviceProfile
+from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.output import Rendered
+from cmx.k8s.stack_options import DYNAMO_IMAGE, StackOptionError, StackOptions
 from cmx.settings import Settings
 
 # the inputs the benchmark Job sets itself: a user's value would point it somewhere else
@@ -37,6 +41,8 @@ class K8sOptions:
     shm_size: str = "16Gi"
     runtime_class: str | None = None    # cuda only; None: the profile's ("nvidia"), "": none
     supplemental_groups: tuple[int, ...] | None = None  # rocm only; None: the profile's (44, 109)
+    stack: StackOptions = field(default_factory=StackOptions)
+    crd_files: tuple[Path, ...] = ()    # CRDs to check the custom resources against offline (--crd)
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,11 @@ class DeployRequest:
     context: Mapping[str, Any] = field(default_factory=dict)
     options: K8sOptions = K8sOptions()
     apply: bool = False
+    delete: bool = False                # remove what --apply made (the volumes stay)
+    detach: bool = False                # with apply: start the benchmark Job and return, not wait for it
+    waits: Waits = field(default_factory=Waits)
     kubeconfig: Path | None = None      # default: $KUBECONFIG or ~/.kube/config
+    say: Callable[[str], None] = field(default=lambda _: None, compare=False)  # progress lines of --apply
 
 
 @dataclass(frozen=True)
@@ -61,9 +71,12 @@ class K8sDeployment:
     files: tuple[Path, ...]
     image_is_default: bool
     applied: tuple[Applied, ...] = ()
+    deleted: tuple[Applied, ...] = ()
+    models: tuple[str, ...] = ()        # what the stack's entry point listed on --apply
+    job: JobOutcome | None = None       # the benchmark Job's end, when --apply waited for it
 
     def to_json(self) -> dict[str, Any]:
-        spec = self.rendered.spec
+        spec, r = self.rendered.spec, self.rendered
         return {
             "out_dir": str(self.out_dir), "files": [str(f) for f in self.files],
             "objects": [{"kind": m.kind, "name": m.name, "file": m.filename} for m in self.rendered.manifests],
@@ -73,6 +86,14 @@ class K8sDeployment:
             "image_is_default": self.image_is_default, "namespace": spec.namespace,
             "service_url": spec.service_url, "benchmark_query": spec.benchmark_query,
             "applied": [{"kind": a.kind, "name": a.name, "namespace": a.namespace} for a in self.applied],
+            "deleted": [{"kind": a.kind, "name": a.name, "namespace": a.namespace} for a in self.deleted],
+            "stack": r.stack.to_json(),
+            "validated": {"crds": dict(r.validation.checked), "without_crd": list(r.validation.unchecked),
+                          "cel_rules_left_to_the_server": r.validation.cel_rules},
+            "requirements": [{"crd": q.crd, "what": q.what, "install": q.install} for q in r.requirements],
+            "entry_models": list(self.models),
+            "job": None if self.job is None else {"name": self.job.name, "pod": self.job.pod,
+                                                  "succeeded": self.job.succeeded, "result": self.job.result},
         }
 
 
@@ -116,15 +137,31 @@ def pod_profile_for(device: str | None, options: K8sOptions) -> PodDeviceProfile
 
 
 def deploy(request: DeployRequest, settings: Settings) -> K8sDeployment:
-    """Render the manifests that serve the plan's model with vLLM and run the benchmark against it as a Job,
-    validate them against the Kubernetes schemas, write them to `out_dir`, and with `apply` send them to the
-    kubeconfig's cluster (after writing, so the files are there to read when applying fails)."""
+    """Render the manifests of the chosen stack serving the plan's model, and the Job that benchmarks it;
+    validate them (the built-in kinds against the Kubernetes schemas, custom resources against the CRD files
+    given); write them to `out_dir`; then with `apply` roll the stack out and benchmark it, with `delete`
+    remove what apply made. Files are written first, so they are there to read when the cluster refuses."""
+    from cmx.k8s.crd_schema import read_crd_files
+    from cmx.k8s.output import render, write
+
+    if request.apply and request.delete:
+        raise K8sError("--apply and --delete exclude each other", hint="apply first; delete when the results are in")
+    spec = serving_spec(request, settings)
+    rendered = render(spec, image_is_default=request.options.image is None,
+                      crds=read_crd_files(request.options.crd_files))
+    out = Path(request.out_dir)
+    result = K8sDeployment(rendered, out, write(rendered, out), request.options.image is None)
+    if request.delete:
+        return delete_from_cluster(result, request.kubeconfig)
+    return roll_out(result, request) if request.apply else result
+
+
+def serving_spec(request: DeployRequest, settings: Settings) -> ServingSpec:
+    """The ServingSpec of the query's plan: its model, device and engine choices, and the user's options."""
     from cmx.docker import profile_for
     from cmx.docker.render import plan_device
     from cmx.docker.request import DockerQuery, dockerfile
     from cmx.execute.request import Runtime, resolved
-    from cmx.k8s.manifests import ServingSpec
-    from cmx.k8s.output import render, write
     from cmx.k8s.served import engine_inputs, plan_precision, served_model
     from cmx.mlperf.loadgen.harness_config import EngineSettings
 
@@ -137,9 +174,10 @@ def deploy(request: DeployRequest, settings: Settings) -> K8sDeployment:
     engine = engine_inputs(p)
     tp = int(engine["tensor_parallel_size"] or 1)
     image = options.image or dockerfile(DockerQuery(query, given, context), settings).tag
-    spec = ServingSpec(
+    return ServingSpec(
         name=options.name or default_name(model.repo), profile=profile, model=model,
-        serving_image=options.serving_image or profile_for(profile.name).default_base_image,
+        serving_image=options.serving_image or default_serving_image(options.stack, profile.name,
+                                                                     profile_for(profile.name).default_base_image),
         benchmark_image=image, benchmark_query=query,
         benchmark_inputs=tuple((k, str(v)) for k, v in given.items()),
         benchmark_context=tuple((k, str(v)) for k, v in context.items()),
@@ -150,16 +188,110 @@ def deploy(request: DeployRequest, settings: Settings) -> K8sDeployment:
                               max_model_len=engine["max_model_len"]),
         gpu_name=options.gpu_name, hf_token_secret=options.hf_token_secret,
         cache_size=options.cache_size or model.cache_size, results_size=options.results_size,
-        storage_class=options.storage_class, shm_size=options.shm_size)
-    rendered = render(spec, image_is_default=options.image is None)
-    out = Path(request.out_dir)
-    result = K8sDeployment(rendered, out, write(rendered, out), options.image is None)
-    return apply_to_cluster(result, request.kubeconfig) if request.apply else result
+        storage_class=options.storage_class, shm_size=options.shm_size, stack=options.stack)
+
+
+def default_serving_image(stack: StackOptions, device: str, vllm_image: str) -> str:
+    """The servers' image: the device's pinned vLLM image, or for Dynamo its vLLM runtime (CUDA only: Dynamo
+    publishes no ROCm image, so a ROCm graph names its own)."""
+    if stack.name != "dynamo":
+        return vllm_image
+    if device != "cuda":
+        raise StackOptionError(f"--stack dynamo has no default image for {device}: NVIDIA publishes Dynamo's vLLM "
+                               "runtime for CUDA only",
+                               hint="build Dynamo with vLLM for ROCm and give it with --serving-image IMAGE")
+    return DYNAMO_IMAGE
+
+
+def roll_out(deployment: K8sDeployment, request: DeployRequest) -> K8sDeployment:
+    """--apply: the CRDs the stack needs (refused with a line per missing one), the stack's objects checked
+    against the cluster's own CRDs and applied, its readiness, a smoke test of its entry point, the cluster's
+    versions and nodes into the stack's description, then the benchmark Job, waited for unless detached."""
+    from cmx.k8s.apply import apply_bodies, connect
+    from cmx.k8s.cluster import Cluster, SmokeTestFailed, require
+    from cmx.k8s.output import render, write
+
+    say = request.say
+    spec = deployment.rendered.spec
+    api, context_namespace = connect(request.kubeconfig)
+    namespace = spec.namespace or context_namespace
+    crds = require(api, deployment.rendered.requirements)
+    checked = render(spec, image_is_default=deployment.image_is_default, crds=crds)
+    stack_objects, job_objects = split_benchmark(checked)
+    say(f"applying {len(stack_objects)} objects of {checked.stack.title()} to {api.configuration.host} "
+        f"(namespace {namespace})")
+    applied = apply_bodies(api, stack_objects, namespace)
+    cluster = Cluster(api, namespace, spec.name, say, request.waits)
+    say("waiting for the stack to serve")
+    cluster.wait_ready(stack_objects)
+    url = entry_url(cluster, deployment.rendered)
+    models = cluster.models(url)
+    if spec.model.repo not in models:
+        raise SmokeTestFailed(f"the stack's entry point {url} lists {', '.join(models) or 'no model'}, not "
+                              f"{spec.model.repo}", hint="check the served model name (the servers' "
+                                                         "--served-model-name, KServe's spec.model.name)")
+    say(f"{url} serves {spec.model.repo}")
+    final_spec = replace(spec, stack=replace(spec.stack, entry_url=url))
+    record = cluster.observed(replace(checked.stack, entry_url=url), crds)
+    final = render(final_spec, image_is_default=deployment.image_is_default, crds=crds, stack=record)
+    files = write(final, deployment.out_dir)
+    _, job_objects = split_benchmark(final)
+    job = next(b for b in job_objects if b["kind"] == "Job")
+    if cluster.read(job) is not None:  # a Job's pod template cannot change: an earlier run's Job goes first
+        say(f"deleting the earlier Job {job['metadata']['name']} (its results stay on the volume)")
+        cluster.delete([job])
+        cluster.wait_gone(job)
+    applied += apply_bodies(api, job_objects, namespace)
+    say(f"started the benchmark Job {job['metadata']['name']}")
+    outcome = None if request.detach else cluster.wait_job(job)
+    return replace(deployment, rendered=final, files=files, applied=tuple(applied), models=models, job=outcome)
+
+
+def split_benchmark(rendered: Rendered) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The stack's objects, and the benchmark's (its description and Job), which --apply starts last."""
+    from cmx.k8s.manifests import stack_config_name
+
+    bench = {("Job", f"{rendered.spec.name}-benchmark"), ("ConfigMap", stack_config_name(rendered.spec))}
+    stack = [m.body for m in rendered.manifests if (m.kind, m.name) not in bench]
+    return stack, [m.body for m in rendered.manifests if (m.kind, m.name) in bench]
+
+
+def entry_url(cluster: Any, rendered: Rendered) -> str:
+    """Where the Job sends: the user's --entry-url; the Gateway's Service as the cluster labels it (llm-d
+    pieces); the LLMInferenceService's own URL (kserve); else the rendered one."""
+    from cmx.k8s.stacks import job_target
+
+    spec = rendered.spec
+    s = spec.stack
+    if s.entry_url:
+        return s.entry_url
+    found = None
+    if s.pieces:
+        from cmx.k8s.llmd import GATEWAY_PORT, gateway_name
+
+        found = cluster.gateway_url(gateway_name(spec), GATEWAY_PORT)
+    elif s.kserve:
+        isvc = next(m.body for m in rendered.manifests if m.kind == "LLMInferenceService")
+        found = cluster.kserve_url(isvc)
+    return found or job_target(spec).url
+
+
+def delete_from_cluster(deployment: K8sDeployment, kubeconfig: Path | None = None) -> K8sDeployment:
+    """--delete: every object --apply made, the benchmark first, but the two volumes (weights, results)."""
+    from cmx.k8s.apply import connect
+    from cmx.k8s.cluster import Cluster
+
+    api, context_namespace = connect(kubeconfig)
+    spec = deployment.rendered.spec
+    cluster = Cluster(api, spec.namespace or context_namespace, spec.name, lambda _: None, Waits())
+    bodies = [m.body for m in deployment.rendered.manifests if m.kind != "PersistentVolumeClaim"]
+    return replace(deployment, deleted=tuple(cluster.delete(bodies)))
 
 
 def apply_to_cluster(deployment: K8sDeployment, kubeconfig: Path | None = None) -> K8sDeployment:
     """Server-side apply the rendered objects to the cluster of the kubeconfig ($KUBECONFIG or ~/.kube/config
-    unless given); the deployment with what was applied."""
+    unless given), all at once as `kubectl apply -f` would (no waiting, no smoke test: `roll_out` does those);
+    the deployment with what was applied."""
     from cmx.k8s.apply import apply
 
     applied = apply([m.body for m in deployment.rendered.manifests], kubeconfig=kubeconfig,

@@ -30,6 +30,7 @@ from typing import Any
 from cmx.k8s import K8sError
 from cmx.k8s.devices import PodDeviceProfile
 from cmx.k8s.served import ServedModel
+from cmx.k8s.stack_options import StackOptions
 from cmx.mlperf.backends.machine import MachineFacts, ModelFacts
 from cmx.mlperf.backends.profiles import engine_specs
 from cmx.mlperf.backends.vllm_server import engine_flags, merged_spec
@@ -44,6 +45,11 @@ RESULTS = "/results"
 SHM_SIZE = "16Gi"          # NCCL/RCCL and the engine's worker processes share tensors through /dev/shm
 RESULTS_SIZE = "10Gi"
 HF_TOKEN_SECRET = "hf-token"
+# the benchmark Job's stack description (a ConfigMap) and, for stacks that do not share cmx's model cache, the
+# tokenizer its init container downloads
+STACK_DIR = "/etc/cmx"
+STACK_FILE = "stack.json"
+TOKENIZER_DIR = "/tokenizer"
 HF_TOKEN_KEY = "token"
 # the first start downloads the weights (130 GB for llama2-70b) and loads them onto the GPUs: the startup
 # probe allows an hour (360 x 10 s) before the kubelet restarts the container; a restart after that
@@ -66,6 +72,14 @@ WAIT_FOR_SERVER = (
     "        pass\n"
     "    print('waiting for', url, flush=True)\n"
     "    time.sleep(10)\n"
+)
+# downloads the files a benchmark client reads (tokenizer, config, chat template), never the weights
+FETCH_TOKENIZER = (
+    "import sys\n"
+    "from huggingface_hub import snapshot_download\n"
+    "repo, revision, dest = sys.argv[1:4]\n"
+    "snapshot_download(repo, revision=revision, local_dir=dest,\n"
+    "                  allow_patterns=['*.json', '*.model', '*.txt', '*.tiktoken', '*.jinja', 'tokenizer*'])\n"
 )
 
 
@@ -112,6 +126,7 @@ class ServingSpec:
     results_size: str = RESULTS_SIZE
     storage_class: str | None = None
     shm_size: str = SHM_SIZE
+    stack: StackOptions = field(default_factory=StackOptions)
 
     def __post_init__(self) -> None:
         # kubernetes-validate checks types and fields, not the formats of names and quantities: these are
@@ -188,18 +203,18 @@ def hf_token_env(spec: ServingSpec) -> dict[str, Any]:
                                                                 "optional": True}}}
 
 
-def _server_env(spec: ServingSpec) -> list[dict[str, Any]]:
+def server_env(spec: ServingSpec) -> list[dict[str, Any]]:
     _, defaults = engine_args(spec)
     env = [{"name": k, "value": v} for k, v in sorted(defaults.items())]
     return [*env, {"name": "HF_HOME", "value": HF_HOME}, hf_token_env(spec)]
 
 
-def _http_probe(failures: int) -> dict[str, Any]:
+def http_probe(failures: int) -> dict[str, Any]:
     return {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": PROBE_PERIOD_S,
             "timeoutSeconds": 5, "failureThreshold": failures}
 
 
-def _security_context(profile: PodDeviceProfile) -> dict[str, Any] | None:
+def security_context(profile: PodDeviceProfile) -> dict[str, Any] | None:
     ctx: dict[str, Any] = {}
     if profile.capabilities:
         ctx["capabilities"] = {"add": list(profile.capabilities)}
@@ -208,28 +223,28 @@ def _security_context(profile: PodDeviceProfile) -> dict[str, Any] | None:
     return ctx or None
 
 
-def _gpu_container(spec: ServingSpec, name: str, command: list[str], *, serves: bool) -> dict[str, Any]:
+def gpu_container(spec: ServingSpec, name: str, command: list[str], *, serves: bool) -> dict[str, Any]:
     """A container holding the pod's GPUs; `serves`: it answers the API (ports, probes)."""
     gpus = spec.engine.tensor_parallel_size if spec.multi_node else spec.gpus
     container: dict[str, Any] = {
         "name": name, "image": spec.serving_image, "command": command,
-        "env": _server_env(spec),
+        "env": server_env(spec),
         "resources": {"limits": {spec.profile.resource: str(gpus)}},
         "volumeMounts": [{"name": "model-cache", "mountPath": HF_HOME}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if serves:
         container["ports"] = [{"name": "http", "containerPort": PORT}]
-        container["startupProbe"] = _http_probe(STARTUP_FAILURES)
-        container["readinessProbe"] = _http_probe(3)
+        container["startupProbe"] = http_probe(STARTUP_FAILURES)
+        container["readinessProbe"] = http_probe(3)
     if spec.multi_node:
         container.setdefault("ports", []).append({"name": "ray", "containerPort": RAY_PORT})
-    security = _security_context(spec.profile)
+    security = security_context(spec.profile)
     if security:
         container["securityContext"] = security
     return container
 
 
-def _gpu_pod(spec: ServingSpec, container: dict[str, Any]) -> dict[str, Any]:
+def gpu_pod(spec: ServingSpec, container: dict[str, Any]) -> dict[str, Any]:
     pod: dict[str, Any] = {
         "containers": [container],
         "volumes": [
@@ -259,7 +274,7 @@ def server_selector(spec: ServingSpec) -> dict[str, str]:
     return selector
 
 
-def _metadata(spec: ServingSpec, name: str, component: str) -> dict[str, Any]:
+def object_meta(spec: ServingSpec, name: str, component: str) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": labels(spec, component)}
     if spec.namespace:
         meta["namespace"] = spec.namespace
@@ -270,18 +285,18 @@ def pvc(spec: ServingSpec, name: str, size: str, access: str, component: str) ->
     body: dict[str, Any] = {"accessModes": [access], "resources": {"requests": {"storage": size}}}
     if spec.storage_class:
         body["storageClassName"] = spec.storage_class
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _metadata(spec, name, component),
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": object_meta(spec, name, component),
             "spec": body}
 
 
 def deployment(spec: ServingSpec) -> dict[str, Any]:
     """One pod serving the model on its GPUs. Recreate: a rolling update would start a second server
     that waits for GPUs the first still holds."""
-    pod = _gpu_pod(spec, _gpu_container(spec, "vllm", serve_argv(spec), serves=True))
+    pod = gpu_pod(spec, gpu_container(spec, "vllm", serve_argv(spec), serves=True))
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _metadata(spec, spec.name, "server"),
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": object_meta(spec, spec.name, "server"),
         "spec": {
-            "replicas": 1,
+            "replicas": spec.stack.replicas,  # 1 but for llm-d, whose endpoint picker spreads requests over them
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": server_selector(spec)},
             "template": {"metadata": {"labels": labels(spec, "server")}, "spec": pod},
@@ -301,16 +316,16 @@ def leader_worker_set(spec: ServingSpec) -> dict[str, Any]:
     leader_labels = {**labels(spec, "server"), "role": "leader"}
     worker_labels = {**labels(spec, "server"), "role": "worker"}
     return {
-        "apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _metadata(spec, spec.name, "server"),
+        "apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": object_meta(spec, spec.name, "server"),
         "spec": {
-            "replicas": 1,
+            "replicas": spec.stack.replicas,
             "leaderWorkerTemplate": {
                 "size": spec.nodes,
                 "restartPolicy": "RecreateGroupOnPodRestart",  # one lost pod breaks the Ray cluster
                 "leaderTemplate": {"metadata": {"labels": leader_labels},
-                                   "spec": _gpu_pod(spec, _gpu_container(spec, "vllm-leader", leader, serves=True))},
+                                   "spec": gpu_pod(spec, gpu_container(spec, "vllm-leader", leader, serves=True))},
                 "workerTemplate": {"metadata": {"labels": worker_labels},
-                                   "spec": _gpu_pod(spec, _gpu_container(spec, "vllm-worker", worker,
+                                   "spec": gpu_pod(spec, gpu_container(spec, "vllm-worker", worker,
                                                                          serves=False))},
             },
         },
@@ -319,50 +334,98 @@ def leader_worker_set(spec: ServingSpec) -> dict[str, Any]:
 
 def service(spec: ServingSpec) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Service", "metadata": _metadata(spec, spec.name, "server"),
+        "apiVersion": "v1", "kind": "Service", "metadata": object_meta(spec, spec.name, "server"),
         "spec": {"type": "ClusterIP", "selector": server_selector(spec),
                  "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}]},
     }
 
 
-def benchmark_argv(spec: ServingSpec) -> list[str]:
-    """`cmx run "<query> _endpoint"` against the Service. The model folder is the server's download on the
-    shared cache (tokenizer and config; the weights stay unread), and each pod writes its own results
-    folder (`$(POD_NAME)`, expanded by the kubelet), so a rerun never meets an earlier run's tree."""
-    pairs = [("endpoint_url", spec.service_url), ("endpoint_model", spec.model.repo),
-             ("results_dir", f"{RESULTS}/$(POD_NAME)"), ("model_path", spec.model.snapshot_dir(HF_HOME)),
-             *spec.benchmark_inputs]
+@dataclass(frozen=True)
+class JobTarget:
+    """Where the benchmark Job sends its samples and how it gets the model's tokenizer.
+
+    url: the OpenAI API's base; ready_url: what its init container waits to answer 200.
+    tokenizer_from_hub: an init container downloads the model's tokenizer and config files (not the weights)
+        at the pinned revision into the pod, for a stack whose servers do not fill cmx's model cache (KServe's
+        storage initializer, Dynamo's workers); False: read from the model cache the server downloaded into.
+    """
+
+    url: str
+    ready_url: str
+    tokenizer_from_hub: bool = False
+
+
+def service_target(spec: ServingSpec) -> JobTarget:
+    """The vLLM Service's API, ready when its /health answers."""
+    return JobTarget(spec.service_url, spec.service_url.removesuffix("/v1") + "/health")
+
+
+def stack_config_name(spec: ServingSpec) -> str:
+    return f"{spec.name}-stack"
+
+
+def benchmark_argv(spec: ServingSpec, target: JobTarget) -> list[str]:
+    """`cmx run "<query> _endpoint"` against the stack's entry point. The model folder holds the tokenizer and
+    config (the weights stay unread); each pod writes its own results folder (`$(POD_NAME)`, expanded by the
+    kubelet), so a rerun never meets an earlier run's tree; the stack's description is the ConfigMap's."""
+    model_path = TOKENIZER_DIR if target.tokenizer_from_hub else spec.model.snapshot_dir(HF_HOME)
+    pairs = [("endpoint_url", target.url), ("endpoint_model", spec.model.repo),
+             ("results_dir", f"{RESULTS}/$(POD_NAME)"), ("model_path", model_path),
+             ("serving_stack", f"{STACK_DIR}/{STACK_FILE}"), *spec.benchmark_inputs]
     argv = ["cmx", "run", spec.benchmark_query]
     for key, value in pairs:
         argv += ["--input", f"{key}={value}"]
     for key, value in spec.benchmark_context:
         argv += ["--context", f"{key}={value}"]
-    return [*argv, "--progress", "plain"]
+    return [*argv, "--progress", "plain", "--json"]  # the result, as JSON, ends the log (--apply reads it)
 
 
-def benchmark_job(spec: ServingSpec) -> dict[str, Any]:
-    """The benchmark client: no GPU (the Service serves), the results on their own volume. backoffLimit 0:
+def stack_config(spec: ServingSpec, stack: dict[str, Any]) -> dict[str, Any]:
+    """The ConfigMap holding stack.json, the serving stack's description the Job's run records (--apply
+    rewrites it with the versions and nodes read from the cluster before it starts the Job)."""
+    import json
+
+    meta = object_meta(spec, stack_config_name(spec), "benchmark")
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+            "data": {STACK_FILE: json.dumps(stack, indent=2, sort_keys=True) + "\n"}}
+
+
+def benchmark_job(spec: ServingSpec, target: JobTarget | None = None) -> dict[str, Any]:
+    """The benchmark client: no GPU (the stack serves), the results on their own volume. backoffLimit 0:
     a failed benchmark is a result to read, not something to retry silently."""
-    health = spec.service_url.removesuffix("/v1") + "/health"
+    target = target or service_target(spec)
+    mounts: list[dict[str, Any]] = [{"name": "results", "mountPath": RESULTS},
+                                    {"name": "stack", "mountPath": STACK_DIR, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "results", "persistentVolumeClaim": {"claimName": f"{spec.name}-results"}},
+        {"name": "stack", "configMap": {"name": stack_config_name(spec)}}]
+    init: list[dict[str, Any]] = [{"name": "wait-for-server", "image": spec.benchmark_image,
+             "command": ["python3", "-c", WAIT_FOR_SERVER, target.ready_url]}]
+    if target.tokenizer_from_hub:
+        mounts.append({"name": "tokenizer", "mountPath": TOKENIZER_DIR})
+        volumes.append({"name": "tokenizer", "emptyDir": {}})
+        init.insert(0, {"name": "fetch-tokenizer", "image": spec.benchmark_image,
+                        "command": ["python3", "-c", FETCH_TOKENIZER, spec.model.repo, spec.model.revision,
+                                    TOKENIZER_DIR],
+                        "env": [hf_token_env(spec)],
+                        "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER_DIR}]})
+    else:
+        mounts.append({"name": "model-cache", "mountPath": HF_HOME, "readOnly": True})
+        volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{spec.name}-model-cache",
+                                                                         "readOnly": True}})
     pod = {
         "restartPolicy": "Never",
-        "initContainers": [{"name": "wait-for-server", "image": spec.benchmark_image,
-                            "command": ["python3", "-c", WAIT_FOR_SERVER, health]}],
+        "initContainers": init,
         "containers": [{
-            "name": "benchmark", "image": spec.benchmark_image, "command": benchmark_argv(spec),
+            "name": "benchmark", "image": spec.benchmark_image, "command": benchmark_argv(spec, target),
             "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                     hf_token_env(spec)],
-            "volumeMounts": [{"name": "results", "mountPath": RESULTS},
-                             {"name": "model-cache", "mountPath": HF_HOME, "readOnly": True}],
+            "volumeMounts": mounts,
         }],
-        "volumes": [
-            {"name": "results", "persistentVolumeClaim": {"claimName": f"{spec.name}-results"}},
-            {"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{spec.name}-model-cache",
-                                                              "readOnly": True}},
-        ],
+        "volumes": volumes,
     }
     return {
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(spec, f"{spec.name}-benchmark", "benchmark"),
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": object_meta(spec, f"{spec.name}-benchmark", "benchmark"),
         "spec": {"backoffLimit": 0,
                  "template": {"metadata": {"labels": labels(spec, "benchmark")}, "spec": pod}},
     }
@@ -384,16 +447,25 @@ class Manifest:
         return str(self.body["metadata"]["name"])
 
 
+def model_cache(spec: ServingSpec) -> Manifest:
+    return Manifest("00-pvc-model-cache.yaml", pvc(spec, f"{spec.name}-model-cache", spec.cache_size, "ReadWriteMany",
+                                                   "server"))
+
+
+def results_volume(spec: ServingSpec) -> Manifest:
+    return Manifest("01-pvc-results.yaml", pvc(spec, f"{spec.name}-results", spec.results_size, "ReadWriteOnce",
+                                               "benchmark"))
+
+
+def benchmark_objects(spec: ServingSpec, stack: dict[str, Any],
+                      target: JobTarget | None = None) -> tuple[Manifest, ...]:
+    """The stack's description and the Job that benchmarks it: applied last, once the stack serves."""
+    return (Manifest("90-configmap-stack.yaml", stack_config(spec, stack)),
+            Manifest("91-job-benchmark.yaml", benchmark_job(spec, target)))
+
+
 def objects(spec: ServingSpec) -> tuple[Manifest, ...]:
-    """Every object, in the order they are applied: the volumes before the pods that mount them."""
-    server = (Manifest("10-leaderworkerset.yaml", leader_worker_set(spec)) if spec.multi_node
-              else Manifest("10-deployment.yaml", deployment(spec)))
-    return (
-        Manifest("00-pvc-model-cache.yaml", pvc(spec, f"{spec.name}-model-cache", spec.cache_size, "ReadWriteMany",
-                                                "server")),
-        Manifest("01-pvc-results.yaml", pvc(spec, f"{spec.name}-results", spec.results_size, "ReadWriteOnce",
-                                            "benchmark")),
-        server,
-        Manifest("20-service.yaml", service(spec)),
-        Manifest("30-job-benchmark.yaml", benchmark_job(spec)),
-    )
+    """Every object of the spec's stack, in the order they are applied (cmx.k8s.stacks.all_objects)."""
+    from cmx.k8s.stacks import all_objects
+
+    return all_objects(spec)

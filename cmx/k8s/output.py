@@ -9,10 +9,12 @@ validation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx.k8s.crd_schema import CrdSchema
 from cmx.k8s.manifests import (
     HF_HOME,
     MANAGED_BY,
@@ -20,34 +22,49 @@ from cmx.k8s.manifests import (
     RESULTS,
     Manifest,
     ServingSpec,
-    objects,
     serve_argv,
 )
-from cmx.k8s.validate import KUBERNETES_VERSION, validate_all
+from cmx.k8s.stacks import Requirement, all_objects, job_target, requirements, stack_record
+from cmx.k8s.validate import KUBERNETES_VERSION, Validation, validate_all
+from cmx.mlperf.serving_stack import ServingStack
 
 _MARK = "app.kubernetes.io/managed-by: " + MANAGED_BY["app.kubernetes.io/managed-by"]
 
 
 @dataclass(frozen=True)
 class Rendered:
-    """The validated objects of a spec and the README that goes with them."""
+    """The validated objects of a spec, what they were validated against, what the cluster must have installed,
+    the stack's description the Job records, its diagram, and the README that goes with them."""
 
     spec: ServingSpec
     manifests: tuple[Manifest, ...]
     readme: str
+    stack: ServingStack
+    validation: Validation = field(default_factory=lambda: Validation({}))
+    requirements: tuple[Requirement, ...] = ()
+    diagram: str = ""
 
 
-def render(spec: ServingSpec, *, image_is_default: bool = False) -> Rendered:
-    """The objects (validated against the Kubernetes schemas; InvalidManifest when one is not) and the README."""
-    manifests = objects(spec)
-    validate_all(m.body for m in manifests)
+def render(spec: ServingSpec, *, image_is_default: bool = False, crds: Sequence[CrdSchema] = (),
+           stack: ServingStack | None = None) -> Rendered:
+    """The objects (validated: InvalidManifest when one is not; custom resources against `crds` where one is
+    given for their kind) and the README. `stack`: the description the Job records (default: what the
+    manifests say; --apply passes the cluster's versions and nodes)."""
+    from cmx.k8s.diagram import mermaid
+
+    record = stack or stack_record(spec)
+    manifests = all_objects(spec, record)
+    validation = validate_all((m.body for m in manifests), crds=crds)
+    needs = requirements(spec)
+    diagram = mermaid(manifests)
     from cmx.templates import render as render_template
 
     readme = render_template(
         "k8s/README.md.j2", spec=spec, manifests=manifests, serve=" ".join(serve_argv(spec)), port=PORT,
         hf_home=HF_HOME, results=RESULTS, version=KUBERNETES_VERSION, image_is_default=image_is_default,
-        namespace_flag=f" -n {spec.namespace}" if spec.namespace else "")
-    return Rendered(spec, manifests, readme)
+        namespace_flag=f" -n {spec.namespace}" if spec.namespace else "", validation=validation,
+        requirements=needs, stack=record, diagram=diagram, target=job_target(spec))
+    return Rendered(spec, manifests, readme, record, validation, needs, diagram)
 
 
 def dump(body: dict[str, Any]) -> str:

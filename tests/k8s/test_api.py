@@ -26,14 +26,15 @@ def test_the_files_are_written_validated_and_summarised(repo_settings: Settings,
                             options=IMAGE, settings=repo_settings)
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == ["00-pvc-model-cache.yaml", "01-pvc-results.yaml", "10-deployment.yaml", "20-service.yaml",
-                     "30-job-benchmark.yaml", "README.md"]
+                     "90-configmap-stack.yaml", "91-job-benchmark.yaml", "README.md"]
     for path in result.files[:-1]:
         validate(yaml.safe_load(path.read_text()))
     summary = result.to_json()
     assert summary["device"] == device and summary["gpu_resource"] == resource and summary["gpus_per_pod"] == 8
     assert summary["image"] == "registry.example.com/cmx:1" and summary["image_is_default"] is False
     assert [o["kind"] for o in summary["objects"]] == ["PersistentVolumeClaim", "PersistentVolumeClaim",
-                                                        "Deployment", "Service", "Job"]
+                                                        "Deployment", "Service", "ConfigMap", "Job"]
+    assert summary["stack"]["name"] == "vllm" and summary["requirements"] == []
     assert summary["benchmark_query"] == f"{QUERY} _{device} _endpoint" and summary["applied"] == []
     readme = (tmp_path / "out" / "README.md").read_text()
     assert "kubectl apply -f" in readme and "kubectl create secret generic hf-token" in readme

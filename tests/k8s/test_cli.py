@@ -28,7 +28,7 @@ def test_deploy_writes_valid_manifests_of_the_devices_vendor_only(repo_home: Hom
     proc = repo_home.cmx("deploy", f"app mlperf inference llama2 _{device}", "--k8s", str(out), check=True)
     assert "10-deployment.yaml" in proc.stdout and "benchmark image: cmx-app-mlperf-inference-llama2:" in proc.stdout
     texts = [p.read_text() for p in sorted(out.glob("*.yaml"))]
-    assert len(texts) == 5
+    assert len(texts) == 6
     for text in texts:
         validate(yaml.safe_load(text))
         assert other not in text.lower()

@@ -17,6 +17,7 @@ from cmx.k8s.manifests import (
     engine_args,
     objects,
     serve_argv,
+    service_target,
 )
 from cmx.k8s.output import dump
 from tests.k8s.conftest import make_spec
@@ -193,7 +194,8 @@ def test_the_benchmark_job_runs_cmx_against_the_service_without_gpus(device: str
     assert argv[:3] == ["cmx", "run", f"app mlperf inference llama2 _{device} _endpoint"]
     assert "endpoint_url=http://vllm-llama2.mlperf.svc:8000/v1" in argv
     assert "endpoint_model=meta-llama/Llama-2-70b-chat-hf" in argv and "target_qps_server=40" in argv
-    assert "results_dir=/results/$(POD_NAME)" in argv and argv == benchmark_argv(spec)
+    assert "results_dir=/results/$(POD_NAME)" in argv and argv == benchmark_argv(spec, service_target(spec))
+    assert "serving_stack=/etc/cmx/stack.json" in argv and argv[-1] == "--json"
     assert {"name": "results", "mountPath": "/results"} in container["volumeMounts"]
     assert "resources" not in container and "gpu" not in dump(job)
     assert pod["initContainers"][0]["command"][-1] == "http://vllm-llama2.mlperf.svc:8000/health"

@@ -1,0 +1,94 @@
+"""Which serving stack `cmx deploy` renders, and the choices each stack takes (`--stack` and its options).
+
+- vllm: one `vllm serve` Deployment (a LeaderWorkerSet across nodes) behind a Service: today's renderer.
+- llm-d, in two forms. kserve (the default): one KServe LLMInferenceService, from which KServe makes the
+  Gateway route, InferencePool, endpoint picker and workloads; it is Red Hat AI's "Distributed Inference
+  with llm-d", what Red Hat's v6.0 gpt-oss-120b result ran on. pieces: the upstream parts llm-d's Helm
+  guides install, rendered as objects: the vLLM pods, an InferencePool selecting them, the endpoint picker
+  (EPP) with its config and RBAC, a Gateway and the HTTPRoute to the pool.
+- dynamo: one NVIDIA Dynamo DynamoGraphDeployment: a Frontend, prefill and decode vLLM workers, and a
+  KV-aware or round-robin router.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cmx.k8s import K8sError
+
+STACK_NAMES = ("vllm", "llm-d", "dynamo")
+LLMD_FORMS = ("kserve", "pieces")
+SCORERS = ("prefix", "load")
+ROUTERS = ("kv", "round-robin")
+# GIE's last release with its own endpoint picker; llm-d's builds (ghcr.io/llm-d/llm-d-inference-scheduler)
+# take the same flags and config (--epp-image)
+EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"
+GATEWAY_CLASS = "istio"
+# NVIDIA's Dynamo runtime with vLLM; Dynamo publishes no ROCm image, so _rocm takes --serving-image
+DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.1"
+
+
+class StackOptionError(K8sError):
+    """A stack option that does not fit the stack or the plan."""
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """The stack and its choices; a choice of another stack than the one named is refused (`check`).
+
+    replicas: model-server replicas (llm-d: pods the pool spreads requests over; vllm: 1).
+    gateway: llm-d pieces: an existing Gateway the HTTPRoute attaches to (None: one is rendered, of
+        `gateway_class`).
+    prefill_workers, decode_workers, prefill_tp, decode_tp: Dynamo's roles (0 prefill workers: aggregated
+        workers that do both); a TP of None is the plan's tensor_parallel_size.
+    entry_url: the URL the benchmark Job sends to, when the stack's default (the Service's, the Gateway's
+        in-cluster Service, the Frontend's) is not how your cluster reaches it.
+    """
+
+    name: str = "vllm"
+    llmd_form: str = "kserve"
+    scorer: str = "load"
+    replicas: int = 1
+    gateway: str | None = None
+    gateway_class: str = GATEWAY_CLASS
+    epp_image: str = EPP_IMAGE
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_tp: int | None = None
+    decode_tp: int | None = None
+    router: str = "kv"
+    expert_parallel: bool = False
+    entry_url: str | None = None
+
+    def __post_init__(self) -> None:
+        choices = ((self.name, STACK_NAMES, "--stack"), (self.llmd_form, LLMD_FORMS, "--llm-d-form"),
+                   (self.scorer, SCORERS, "--scorer"), (self.router, ROUTERS, "--router"))
+        for value, allowed, option in choices:
+            if value not in allowed:
+                raise StackOptionError(f"{option} {value!r} is not one of {', '.join(allowed)}")
+        if self.replicas < 1 or self.decode_workers < 1 or self.prefill_workers < 0:
+            raise StackOptionError("replicas and decode workers must be at least 1, prefill workers at least 0")
+        for tp in (self.prefill_tp, self.decode_tp):
+            if tp is not None and tp < 1:
+                raise StackOptionError(f"a tensor-parallel size must be at least 1, not {tp}")
+
+    @property
+    def kserve(self) -> bool:
+        return self.name == "llm-d" and self.llmd_form == "kserve"
+
+    @property
+    def pieces(self) -> bool:
+        return self.name == "llm-d" and self.llmd_form == "pieces"
+
+    def refuse_foreign(self, given: set[str]) -> None:
+        """Refuse the options the user gave (`given`: their field names) that belong to another stack than this
+        one: a --router with --stack llm-d would silently do nothing."""
+        own = {"vllm": set(), "llm-d": {"llmd_form", "scorer", "replicas", "expert_parallel"} |
+               ({"gateway", "gateway_class", "epp_image"} if self.pieces else set()),
+               "dynamo": {"prefill_workers", "decode_workers", "prefill_tp", "decode_tp", "router"}}[self.name]
+        foreign = sorted(given - own - {"name", "entry_url"})
+        if foreign:
+            flags = ", ".join("--" + f.replace("_", "-").replace("llmd", "llm-d") for f in foreign)
+            raise StackOptionError(f"{flags} {'is' if len(foreign) == 1 else 'are'} not an option of --stack "
+                                   f"{self.name}{' --llm-d-form ' + self.llmd_form if self.name == 'llm-d' else ''}",
+                                   hint="see `cmx deploy --help` for which options each stack takes")
