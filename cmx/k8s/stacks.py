@@ -8,7 +8,6 @@ its objects (cmx.k8s.llmd, cmx.k8s.dynamo; the vllm stack's are cmx.k8s.manifest
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from cmx.k8s.manifests import (
@@ -129,8 +128,7 @@ def stack_record(spec: ServingSpec, target: JobTarget | None = None) -> ServingS
         routing = s.router
     else:
         per_pod = tp if spec.multi_node else spec.gpus
-        found = (Role("server", s.replicas, tp * (spec.nodes if spec.multi_node and not s.kserve else 1),
-                      gpus_per_pod=per_pod, pods_per_replica=spec.nodes),)
+        found = (Role("server", s.replicas, tp, gpus_per_pod=per_pod, pods_per_replica=spec.nodes),)
         routing = s.scorer if s.name == "llm-d" else "service"
         if s.pieces:
             versions["endpoint picker image"] = s.epp_image
@@ -165,7 +163,5 @@ def all_objects(spec: ServingSpec, stack: ServingStack | None = None) -> tuple[M
     rest = [m for m in serving if m.kind != "PersistentVolumeClaim"]
     return (*volumes, results_volume(spec), *rest, *benchmark_objects(spec, record.to_json(), target))
 
-
-TITLES: dict[str, Callable[[ServingSpec], str]] = {}
 
 __all__ = ["Requirement", "all_objects", "job_target", "requirements", "serving_objects", "stack_record"]

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from cmx.errors import CmxError
 from cmx.mlperf.app import AppConfig, AppConfigError, RunSummary, backend_record
 from cmx.mlperf.loadgen.harness_config import EndpointSettings
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.serving_stack import Role, ServingStack, read_stack_file
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
 from cmx.mlperf.submission.system_desc import (
@@ -68,8 +70,34 @@ def test_the_backend_record_takes_the_servers_own_words_and_no_key(tmp_path: Pat
                             [summary(details)])
     assert record == {"kind": "endpoint", "transport": "http", "url": "http://gw:8000/v1", "model": "m",
                       "server_software": "vLLM", "server_version": "0.32.0", "server_max_model_len": 4096,
-                      "token_ids_source": "server", "started_by_cmx": False, "server_log": None}
+                      "token_ids_source": "server", "started_by_cmx": False, "server_log": None, "stack": None}
     assert backend_record(config(tmp_path), []) == {"kind": "vllm", "transport": "in-process"}
+
+
+def test_the_serving_stack_behind_the_url_is_recorded_and_needs_one(tmp_path: Path):
+    stack = ServingStack(name="dynamo", device="cuda", routing="kv",
+                         roles=(Role("prefill", 1, 8, 8), Role("decode", 2, 4, 4)))
+    path = tmp_path / "stack.json"
+    path.write_text(json.dumps(stack.to_json()))
+    assert read_stack_file(path) == stack
+    endpoint = EndpointSettings(url="http://g-frontend:8000/v1")
+    record = backend_record(config(tmp_path, backend="endpoint", endpoint=endpoint, serving_stack=stack), [])
+    assert record["stack"]["roles"][1] == {"name": "decode", "replicas": 2, "tensor_parallel": 4, "gpus_per_pod": 4,
+                                           "pods_per_replica": 1}
+    assert stack.topology() == "1 prefill x TP 8 + 2 decode x TP 4, 16 cuda GPUs in 3 pods (nodes not read)"
+    with pytest.raises(AppConfigError, match="serving_stack describes the stack behind an endpoint_url"):
+        config(tmp_path, backend="endpoint", serving_stack=stack)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("{", "cannot read"), ("[]", "not a serving-stack description"),
+    ('{"name": "vllm"}', "not a serving-stack description"),
+    ('{"name": "triton", "roles": [], "device": "cuda"}', "unknown serving stack")])
+def test_a_stack_file_that_is_not_one_is_refused_with_its_path(tmp_path: Path, text: str, match: str):
+    path = tmp_path / "stack.json"
+    path.write_text(text)
+    with pytest.raises(CmxError, match=match):
+        read_stack_file(path)
 
 
 @pytest.mark.parametrize(("url", "remote"), [("http://127.0.0.1:8000/v1", False), ("http://localhost/v1", False),

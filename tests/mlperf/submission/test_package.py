@@ -443,3 +443,25 @@ def test_a_results_folder_a_batch_job_left_unfinished_is_never_packaged(tmp_path
     (results / "CANCELLED").write_text("Slurm job 7 ended CANCELLED: nothing in this folder is a valid result.\n")
     message = refusal(request(tmp_path, results, division="open"))
     assert "is marked CANCELLED: Slurm job 7 ended CANCELLED" in message and "re-run the benchmark" in message
+
+
+STACK = {"name": "llm-d", "form": "pieces", "routing": "load", "device": "rocm", "gpu_name": "AMD Instinct MI300X",
+         "entry_url": "http://gw-istio.mlperf.svc.cluster.local:80/v1", "nodes": 2,
+         "versions": {"serving image": "rocm/vllm:1", "InferencePool CRD": "v1.5.0"},
+         "roles": [{"name": "server", "replicas": 2, "tensor_parallel": 8, "gpus_per_pod": 8, "pods_per_replica": 1}]}
+
+
+def test_a_run_against_a_deployed_stack_names_it_and_counts_its_nodes(tmp_path: Path, results: Path):
+    for scenario in ("Interactive", "Offline", "Server"):
+        set_facts(results, scenario, backend={**REMOTE, "stack": STACK})
+    done = package(request(tmp_path, results, division="open", system_file=system_file(
+        tmp_path, number_of_nodes=..., accelerators_per_node=..., accelerator_model_name=...)))
+    system = json.loads((done.tree / "systems" / f"{SYSTEM}.json").read_text())
+    assert system["number_of_nodes"] == "2" and system["accelerators_per_node"] == "8"
+    assert system["accelerator_model_name"] == "AMD Instinct MI300X"
+    assert system["sw_notes"].startswith("SUT over HTTP: a remote OpenAI-compatible server")
+    assert "served by llm-d (InferencePool and endpoint picker, load-aware scoring): 2 server x TP 8, 16 rocm GPUs " \
+           "in 2 pods on 2 nodes; number_of_nodes counts the nodes its serving pods ran on" in system["sw_notes"]
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
+    assert "Served by llm-d (InferencePool and endpoint picker, load-aware scoring), deployed by `cmx deploy " \
+           "--stack llm-d`" in readme and "InferencePool CRD v1.5.0, serving image rocm/vllm:1." in readme
