@@ -82,19 +82,30 @@ def edges(manifests: Sequence[Manifest]) -> Iterator[tuple[str, str, str]]:
         for text in made:
             yield me, f'{_id("kserve", text)}["{text}"]', "~KServe makes"
     for graph in by_kind.get("DynamoGraphDeployment", []):
-        name = graph["metadata"]["name"]
-        services = graph["spec"]["services"]
-        front = next((k for k, v in services.items() if v.get("componentType") == "frontend"), None)
-        for key, service in services.items():
-            replicas = service.get("replicas", 1)
-            yield _node("DynamoGraphDeployment", name), f'{_id(name, key)}["{key}<br/>x{replicas}"]', "~operator makes"
-            if front and key != front:
-                role = service.get("subComponentType", "")
-                yield f'{_id(name, front)}["{front}"]', f'{_id(name, key)}["{key}"]', \
-                    f"{'prefill' if role == 'prefill' else 'routes to'}"
+        yield from _dynamo_edges(graph)
     for job in by_kind.get("Job", []):
         to = _entry(urlsplit(_job_url(job)).hostname or "", named, by_kind)
         yield _node("Job", job["metadata"]["name"]), to, "samples"
+
+
+def _dynamo_edges(graph: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """The operator's services, the Frontend's routing to its workers (its router mode, from its env), and the KV
+    cache a prefill worker hands to a decode worker."""
+    name = graph["metadata"]["name"]
+    services = graph["spec"]["services"]
+    front = next((k for k, v in services.items() if v.get("componentType") == "frontend"), None)
+    roles = {k: v.get("subComponentType", "") for k, v in services.items() if k != front}
+    for key, service in services.items():
+        env = {e.get("name"): e.get("value") for e in service.get("envs") or []}
+        detail = f"{env['DYN_ROUTER_MODE']} router" if env.get("DYN_ROUTER_MODE") else f"x{service.get('replicas', 1)}"
+        yield _node("DynamoGraphDeployment", name), f'{_id(name, key)}["{key}<br/>{detail}"]', "~operator makes"
+    if front is None:
+        return
+    for key, role in roles.items():
+        yield _id(name, front), _id(name, key), role or "routes to"
+    for p in (k for k, r in roles.items() if r == "prefill"):
+        for d in (k for k, r in roles.items() if r == "decode"):
+            yield _id(name, p), _id(name, d), "~KV cache"
 
 
 def _entry(host: str, named: set[tuple[str, str]], by_kind: Mapping[str, list[Mapping[str, Any]]]) -> str:
@@ -110,18 +121,29 @@ def _entry(host: str, named: set[tuple[str, str]], by_kind: Mapping[str, list[Ma
         name = graph["metadata"]["name"]
         for key, service in graph["spec"]["services"].items():
             if service.get("componentType") == "frontend" and first == f"{name}-{key.lower()}":
-                return f'{_id(name, key)}["{key}"]'
+                return _id(name, key)
     return f'{_id("entry", host)}["{host}"]'
 
 
 def mermaid(manifests: Sequence[Manifest]) -> str:
-    """The flowchart, left to right, each edge once."""
+    """The flowchart, left to right, each edge once, each node's label given where it first appears."""
     lines = ["flowchart LR"]
     seen: set[tuple[str, str, str]] = set()
+    labelled: set[str] = set()
+
+    def once(node: str) -> str:
+        ident = node.split("[", 1)[0]
+        if ident in labelled:
+            return ident
+        labelled.add(ident)
+        return node
+
     for a, b, label in edges(manifests):
-        if (a, b, label) in seen:
+        key = (a.split("[", 1)[0], b.split("[", 1)[0], label)
+        if key in seen:
             continue
-        seen.add((a, b, label))
+        seen.add(key)
+        a, b = once(a), once(b)
         if label.startswith("~"):
             lines.append(f"  {a} -. {label[1:]} .-> {b}")
         elif label:

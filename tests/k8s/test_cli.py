@@ -60,3 +60,22 @@ def test_deploy_apply_with_an_unreachable_cluster_names_the_server(repo_home: Ho
                            "--apply", "--image", "r/x:1"], env={**repo_home.env, "KUBECONFIG": str(config)},
                           cwd=repo_home.root, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and f"https://127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_deploy_renders_the_chosen_stack_and_says_what_it_was_checked_against(repo_home: Home, tmp_path: Path) -> None:
+    proc = repo_home.cmx("deploy", "app mlperf inference deepseek-r1 _cuda", "--k8s", str(tmp_path / "o"),
+                         "--stack", "dynamo", "--input", "tensor_parallel_size=8", "--prefill-workers", "2",
+                         "--decode-tp", "4", "--router", "round-robin", "--image", "r/x:1", check=True)
+    assert "NVIDIA Dynamo (round-robin routing): 2 prefill x TP 8 + 1 decode x TP 4" in proc.stdout
+    assert "DynamoGraphDeployment: no CRD at hand, only the pod specs checked" in proc.stdout
+    assert "the cluster needs dynamographdeployments.nvidia.com" in proc.stdout
+    graph = yaml.safe_load((tmp_path / "o" / "10-dynamographdeployment.yaml").read_text())
+    assert graph["spec"]["services"]["VllmPrefillWorker"]["replicas"] == 2
+    assert "```mermaid" in (tmp_path / "o" / "README.md").read_text()
+
+
+def test_an_option_of_another_stack_is_one_error(repo_home: Home, tmp_path: Path) -> None:
+    proc = repo_home.cmx("deploy", "app mlperf inference llama2 _cuda", "--k8s", str(tmp_path / "o"),
+                         "--stack", "llm-d", "--router", "kv")
+    assert proc.returncode == 1 and "--router is not an option of --stack llm-d --llm-d-form kserve" in proc.stderr
+    assert not (tmp_path / "o").exists()

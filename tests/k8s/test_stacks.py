@@ -224,7 +224,8 @@ def test_the_jobs_stack_description_reads_back(tmp_path: Path) -> None:
                 "~KServe makes"),
                ("Job_vllm_llama2_benchmark", "entry_kserve_ingress_gateway_kserve_svc_cluster_local", "samples")}),
     ("dynamo", {("vllm_llama2_Frontend", "vllm_llama2_VllmPrefillWorker", "prefill"),
-                ("vllm_llama2_Frontend", "vllm_llama2_VllmDecodeWorker", "routes to"),
+                ("vllm_llama2_Frontend", "vllm_llama2_VllmDecodeWorker", "decode"),
+                ("vllm_llama2_VllmPrefillWorker", "vllm_llama2_VllmDecodeWorker", "~KV cache"),
                 ("Job_vllm_llama2_benchmark", "vllm_llama2_Frontend", "samples")})])
 def test_each_stacks_diagram_is_drawn_from_its_manifests(stack: str, expected: set[tuple[str, str, str]]) -> None:
     manifests = objects(make_spec("cuda", stack=STACKS[stack]))
