@@ -11,7 +11,8 @@ import click
 from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
 from cmx.k8s.stack_options import EPP_IMAGE, GATEWAY_CLASS, LLMD_FORMS, ROUTERS, SCORERS, STACK_NAMES
 
-# the options whose parameter is not named as StackOptions' field (--stack: `name`, which --name also is)
+# the options whose parameter is not named as StackOptions' field (--stack's is `name`, which is --name's K8sOptions
+# field too)
 STACK_PARAMS = {"stack_name": "name"}
 
 
@@ -148,11 +149,11 @@ def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: t
     """`options`: the K8sOptions and StackOptions, by their own names."""
     from cmx import api
 
-    stack_values = {STACK_PARAMS.get(param, param): options.pop(param) for param in list(options)
-                    if STACK_PARAMS.get(param, param) in {f.name for f in fields(api.StackOptions)} and param != "name"}
-    stack = api.StackOptions(**stack_values)
-    stack.refuse_foreign({STACK_PARAMS.get(p, p) for p in (*options, *STACK_PARAMS, *stack_values)
-                          if STACK_PARAMS.get(p, p) in stack_values and _given(ctx, p)})
+    stack_fields = {f.name for f in fields(api.StackOptions)}
+    params = {STACK_PARAMS.get(p, p): p for p in list(options)
+              if p != "name" and STACK_PARAMS.get(p, p) in stack_fields}
+    stack = api.StackOptions(**{field: options.pop(param) for field, param in params.items()})
+    stack.refuse_foreign({field for field, param in params.items() if _given(ctx, param)})
     k8s = api.K8sOptions(**{**options, "supplemental_groups": _groups(options["supplemental_groups"])},
                          stack=stack, crd_files=crd_files)
     q = parse_query(query, inputs, contexts)

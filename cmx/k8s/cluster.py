@@ -249,15 +249,14 @@ class Cluster:
     # --- versions and nodes ---------------------------------------------------------------------------------
     def observed(self, stack: ServingStack, crds: Sequence[CrdSchema]) -> ServingStack:
         """The stack with what the cluster says: CRD releases, the images its pods run, the nodes they run on."""
-        pods = self.pods()
-        images = {}
+        pods = [p for p in self.pods() if "job-name" not in (p["metadata"].get("labels") or {})]
+        images: dict[str, set[str]] = {}
         for pod in pods:
-            role = pod["metadata"]["name"].removeprefix(self.prefix + "-").split("-")[0]
             for c in pod.get("spec", {}).get("containers", []):
-                images[f"image of {role}:{c['name']}"] = c["image"]
+                images.setdefault(f"image ({c['name']})", set()).add(c["image"])
         gpu_pods = [p for p in pods if any(_requests_gpu(c) for c in p.get("spec", {}).get("containers", []))]
         nodes = {p["spec"].get("nodeName") for p in gpu_pods if p.get("spec", {}).get("nodeName")}
-        versions = {**stack.versions, **crd_versions(crds), **images}
+        versions = {**stack.versions, **crd_versions(crds), **{k: ", ".join(sorted(v)) for k, v in images.items()}}
         return replace(stack, versions=versions, nodes=len(nodes) or None)
 
     # --- the benchmark ---------------------------------------------------------------------------------

@@ -74,7 +74,8 @@ def main_container(spec: ServingSpec, gpus: int) -> dict[str, Any]:
     preset's `vllm serve`) and environment, and the device's GPUs, never the other vendor's."""
     container: dict[str, Any] = {
         "name": "main", "image": spec.serving_image,
-        "args": ["--revision", spec.model.revision, "--disable-uvicorn-access-log",
+        # KServe's storage initializer fetched hf://REPO:COMMIT to /mnt/models: no --revision for a local folder
+        "args": ["--disable-uvicorn-access-log",
                  *(["--max-model-len", str(spec.engine.max_model_len)] if spec.engine.max_model_len else []),
                  *_without_parallelism(engine_flags(engine_args(spec)[0]))],
         "env": [e for e in server_env(spec) if e["name"] != "HF_HOME"],

@@ -83,8 +83,8 @@ class StackOptions:
     def refuse_foreign(self, given: set[str]) -> None:
         """Refuse the options the user gave (`given`: their field names) that belong to another stack than this
         one: a --router with --stack llm-d would silently do nothing."""
-        own = {"vllm": set(), "llm-d": {"llmd_form", "scorer", "replicas", "expert_parallel"} |
-               ({"gateway", "gateway_class", "epp_image"} if self.pieces else set()),
+        own = {"vllm": set(), "llm-d": {"llmd_form", "scorer", "replicas"} |
+               ({"gateway", "gateway_class", "epp_image"} if self.pieces else {"expert_parallel"}),
                "dynamo": {"prefill_workers", "decode_workers", "prefill_tp", "decode_tp", "router"}}[self.name]
         foreign = sorted(given - own - {"name", "entry_url"})
         if foreign:

@@ -51,7 +51,7 @@ def test_the_vllm_stack_is_applied_waited_for_smoke_tested_then_benchmarked(repo
     assert applied.index("jobs/vllm-llama2-benchmark") > applied.index("configmaps/vllm-llama2-stack")
     assert result.models == (MODEL,) and result.job is not None and result.job.succeeded
     assert result.job.result == RESULT and result.job.pod == "vllm-llama2-benchmark-0"
-    assert stack_json["name"] == "vllm" and "image of 0:vllm" in stack_json["versions"]
+    assert stack_json["name"] == "vllm" and stack_json["versions"]["image (vllm)"] == result.rendered.spec.serving_image
     assert "endpoint_url=http://vllm-llama2:8000/v1" in job["spec"]["template"]["spec"]["containers"][0]["command"]
     assert any("serves meta-llama/Llama-2-70b-chat-hf" in line for line in said)
     assert result.to_json()["job"]["succeeded"] is True
