@@ -217,7 +217,7 @@ def roll_out(deployment: K8sDeployment, request: DeployRequest) -> K8sDeployment
     namespace = spec.namespace or context_namespace
     crds = require(api, deployment.rendered.requirements)
     checked = render(spec, image_is_default=deployment.image_is_default, crds=crds)
-    stack_objects, job_objects = split_benchmark(checked)
+    stack_objects, _ = split_benchmark(checked)
     say(f"applying {len(stack_objects)} objects of {checked.stack.title()} to {api.configuration.host} "
         f"(namespace {namespace})")
     applied = apply_bodies(api, stack_objects, namespace)
