@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.errors import StepError
 from cmx.mlperf.backends.base import GREEDY, Sampling
@@ -57,6 +57,10 @@ from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.run_summary import RunSummary, format_row, format_table
 from cmx.mlperf.serving_stack import ServingStack
 from cmx.secrets import Secret
+
+if TYPE_CHECKING:
+    from cmx.mlperf.backends.disaggregated import PrefillDecode, TopologyReport
+    from cmx.mlperf.backends.vllm_server import VllmServerConfig
 
 BACKENDS = ("vllm", "endpoint")
 # a compliance test's run goes into its TEST0x folder
@@ -116,6 +120,8 @@ class AppConfig:
     server_log: Path | None = None             # set by `serving` when cmx started the server
     server_python_path: tuple[Path, ...] = ()  # first on that server's PYTHONPATH (a CPU torchvision, for a VLM)
     serving_stack: ServingStack | None = None  # what serves endpoint_url, as `cmx deploy` described it
+    prefill_decode: PrefillDecode | None = None  # with _endpoint and no URL: cmx starts this disaggregated topology
+    topology: Callable[[], TopologyReport] | None = None  # set by `serving` when it started one: its report so far
     timeout_s: float | None = None
     eos_token_id: int | None = None  # the model's, for TEST06's EOS check (None: Llama 2's)
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
@@ -138,6 +144,12 @@ class AppConfig:
         if not self.scenarios:
             raise AppConfigError("no scenario to run", hint="choose one of _offline, _server, _interactive, "
                                                             "_all-scenarios")
+        user_url = self.endpoint is not None and self.topology is None  # not the URL `serving` gives
+        if self.prefill_decode is not None and (self.backend != "endpoint" or user_url):
+            raise AppConfigError("prefill_decode starts a disaggregated topology for the endpoint backend, and "
+                                 + ("an endpoint_url was given" if self.endpoint else "the backend is vllm"),
+                                 hint="drop endpoint_url (cmx starts the instances and the proxy itself) and add "
+                                      "_endpoint, or drop prefill_decode and disagg_proxy")
         if self.serving_stack is not None and self.endpoint is None:
             raise AppConfigError("serving_stack describes the stack behind an endpoint_url, and none was given",
                                  hint="give --input endpoint_url=... with it (cmx deploy's Job does), or drop it")
@@ -346,7 +358,13 @@ def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, A
     return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
             "started_by_cmx": config.server_log is not None,
             "server_log": str(config.server_log) if config.server_log else None,
-            "stack": config.serving_stack.to_json() if config.serving_stack else None}
+            "stack": config.serving_stack.to_json() if config.serving_stack else None,
+            # a server with no GET /v1/models (vLLM's disaggregation proxy): the model is the one named, and the facts
+            # a listing gives (software, max_model_len) are unknown; a topology cmx started has its instances' facts
+            **({"server_lists_models": False} if details.get("server_lists_models") is False else {}),
+            **({"topology": config.topology().to_json()} if config.topology else {}),
+            **({"min_tokens_sent": False} if config.endpoint is not None and not config.endpoint.send_min_tokens
+               else {})}
 
 
 @contextmanager
@@ -375,10 +393,51 @@ def serving(config: AppConfig, log: logging.Logger, *, tokenizer: bool = False) 
                                      skip_tokenizer_init=not (speech or bench.chat or tokenizer),
                                      sampling=config.sampling, extra_args=bench.server_flags,
                                      python_path=config.server_python_path)
+    if config.prefill_decode is not None:
+        with serving_disaggregated(config, config.prefill_decode, server_config, log) as served:
+            yield served
+        return
     with VllmServer(server_config, log) as server:
         log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
         yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)
     log.info("stopped vllm serve at %s", server.url)
+
+
+@contextmanager
+def serving_disaggregated(config: AppConfig, topology: PrefillDecode, server_config: VllmServerConfig,
+                          log: logging.Logger) -> Iterator[AppConfig]:
+    """`serving` for a prefill_decode topology: its instances (each `server_config`, with the KV connector) and the
+    proxy in front of them, started here and always stopped when the block ends."""
+    from cmx.mlperf.backends.disaggregated import DisaggregatedConfig, DisaggregatedServer
+
+    work_dir = config.server_log_dir or config.results_dir
+    with DisaggregatedServer(DisaggregatedConfig(server=server_config, topology=topology, work_dir=work_dir),
+                             log) as pair:
+        log.info("started a disaggregated %s topology for %s behind %s at %s", topology.label, config.model,
+                 topology.proxy.name, pair.url)
+        # vLLM's proxy copies a request's min_tokens into its max_tokens=1 prefill request, which vLLM refuses (and
+        # the proxy goes on as if it had prefilled): min_tokens stays out, and the answers are checked for it after
+        endpoint = EndpointSettings(url=pair.url, model=SERVED_MODEL_NAME, send_min_tokens=False)
+        yield replace(config, endpoint=endpoint, server_log=pair.started.proxy_log, topology=pair.report)
+    log.info("stopped the disaggregated topology at %s", pair.url)
+
+
+def transfer_notes(report: TopologyReport | None) -> tuple[str, ...]:
+    """The summary's line for a disaggregated run: how many prompt tokens the decode side loaded from the prefill
+    side, and why, when none, the KV was not moved (none for a run on one server)."""
+    if report is None:
+        return ()
+    label, moved = report.info.topology.label, report.transfer
+    if moved is None:
+        return (f"DISAGGREGATED {label}: the instances' KV transfer counters could not be read (see the log)",)
+    if moved.happened:
+        return (f"DISAGGREGATED {label}: the decode side loaded {moved.decode_loaded_tokens} of "
+                f"{moved.decode_prompt_tokens} prompt tokens from the prefill side",)
+    why = ("the prefill instances computed no prompt: the proxy's prefill requests failed, and it went on (see "
+           "the proxy's and the prefill instances' logs)"
+           if moved.prefill_prompt_tokens == 0 else
+           "ExampleConnector moves only whole 128-token blocks of a prompt less its last token")
+    return (f"DISAGGREGATED {label}: NO KV MOVED: the decode side computed every prompt itself; {why}",)
 
 
 def refuse_in_process_chat(config: AppConfig) -> None:
@@ -426,7 +485,9 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
                                  logger=logger, on_progress=on_progress)
             if any(STOPPED_EARLY in r.details for r in runs):
                 break
-    table = format_table(runs, short=config.short or config.tiny, notes=(*sampling_notes(config), *refusal_notes(runs)),
+        topology = served.topology() if served.topology else None
+    notes = (*sampling_notes(config), *refusal_notes(runs), *transfer_notes(topology))
+    table = format_table(runs, short=config.short or config.tiny, notes=notes,
                          whole_answers=not round_.benchmark(config.benchmark).token_latencies)
     config.results_dir.mkdir(parents=True, exist_ok=True)
     (config.results_dir / SUMMARY_TXT).write_text(table + "\n", encoding="utf-8")

@@ -22,6 +22,7 @@ from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
 
 if TYPE_CHECKING:
+    from cmx.mlperf.backends.disaggregated import PrefillDecode
     from cmx.resolve.plan import Step
 
 NO_SEED = -1  # --input sampling_seed=-1: draw unseeded (vLLM's own spelling of "no seed")
@@ -181,7 +182,8 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
         sampling=chosen_sampling(i, bench.generation.sampling), reference_sampling=bench.generation.sampling,
         # a vision model's server on a CPU: torchvision without its compiled ops (get-torchvision-python-only)
         server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else (),
-        serving_stack=read_stack_file(i["serving_stack"]) if i["serving_stack"] else None)
+        serving_stack=read_stack_file(i["serving_stack"]) if i["serving_stack"] else None,
+        prefill_decode=prefill_decode(i))
 
 
 class ProgressLines:
@@ -243,6 +245,36 @@ def endpoint_settings(ctx: StepContext) -> EndpointSettings | None:
         return None
     return EndpointSettings(url=i["endpoint_url"], model=i["endpoint_model"], request_timeout_s=i["request_timeout_s"],
                             max_concurrency=i["max_concurrency"], workers=i["client_workers"])
+
+
+def prefill_decode(inputs: Mapping[str, Any]) -> PrefillDecode | None:
+    """The disaggregated topology `--input prefill_decode=P:D --input disagg_proxy=SCRIPT` ask for (None: one
+    server); refused with an endpoint_url, or one of the two without the other."""
+    from cmx.mlperf.backends.base import BackendError
+    from cmx.mlperf.backends.disaggregated import parse_prefill_decode
+
+    text, proxy = inputs["prefill_decode"], inputs["disagg_proxy"]
+    if text is None and proxy is None:
+        return None
+    if text is None or proxy is None:
+        given, missing = ("prefill_decode", "disagg_proxy") if proxy is None else ("disagg_proxy", "prefill_decode")
+        raise AppConfigError(f"--input {given} needs --input {missing}: a disaggregated topology is its instances "
+                             "and the proxy in front of them",
+                             hint="give both (prefill_decode=1:1, disagg_proxy=PATH to vLLM's examples/disaggregated/"
+                                  "disaggregated_serving/disagg_proxy_demo.py), or neither")
+    if inputs["endpoint_url"]:
+        raise AppConfigError("--input prefill_decode starts a disaggregated topology here, and an endpoint_url names "
+                             "a server that is already running",
+                             hint="drop endpoint_url (cmx starts the instances and the proxy), or drop prefill_decode "
+                                  "and disagg_proxy")
+    if not Path(proxy).is_file():
+        raise AppConfigError(f"the disaggregation proxy {proxy} is not a file",
+                             hint="give the path of vLLM's examples/disaggregated/disaggregated_serving/"
+                                  "disagg_proxy_demo.py (in vLLM's source distribution, vllm-VERSION.tar.gz on PyPI)")
+    try:
+        return parse_prefill_decode(str(text), Path(proxy))
+    except BackendError as err:
+        raise AppConfigError(f"--input {err.message}", hint=err.hint) from None
 
 
 def origin(ctx: StepContext, model: Mapping[str, Any]) -> RunOrigin:

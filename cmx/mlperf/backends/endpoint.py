@@ -144,6 +144,9 @@ class EndpointConfig:
     chat: the samples are conversations (the benchmark's ChatSource): warm up through the chat route.
     workers: 0 does the HTTP on a thread of this process; N > 0 in N worker processes (endpoint_workers), for
         more requests and streamed tokens a second than one process parses. Text completions only.
+    send_min_tokens: False leaves min_tokens out of the request body (for vLLM's disaggregation proxy, which
+        copies it into a max_tokens=1 prefill request that vLLM refuses); an answer shorter than the request's
+        min_tokens still fails its sample.
     """
 
     url: str
@@ -157,6 +160,7 @@ class EndpointConfig:
     sampling: Sampling = GREEDY
     chat: bool = False
     workers: int = 0
+    send_min_tokens: bool = True
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -285,6 +289,7 @@ class EndpointBackend(BackendDefaults):
                          details={"transport": "http", "url": public_url(self.url), "model": self.model,
                                   "server_software": server["software"], "server_version": server["version"],
                                   "server_max_model_len": max_model_len,
+                                  "server_lists_models": server.get("lists_models", True),
                                   "token_ids_source": self.token_ids_source})
 
     async def _get(self, url: str) -> tuple[int, str, Any]:
@@ -301,6 +306,14 @@ class EndpointBackend(BackendDefaults):
             status, text, headers = await self._get(url)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise unreachable_error(exc, url=self.url, key_given=bool(self.config.api_key)) from None
+        if status == 404 and self.config.model is not None:
+            # a router with no listing (vLLM's disaggregation proxy has only the completion routes): the model is
+            # the one named, and the server says nothing of itself; a wrong URL fails at the first request instead
+            self.log.warning("%s has no GET /models (HTTP 404): using the model named, %s; the server's software and "
+                             "max_model_len are unknown", public_url(url), self.config.model)
+            self.model = self.config.model
+            return {"software": None, "version": None, "owned_by": None, "http_server": headers.get("Server"),
+                    "lists_models": False}, None
         if status != 200:
             raise http_error(status, text, url=url, what="GET /models", key_given=bool(self.config.api_key))
         try:
@@ -476,7 +489,7 @@ class EndpointBackend(BackendDefaults):
             return await self._chat(request)
         url, what = f"{self.url}/completions", request_name(request.id)
         body = completion_body(request, self.model or "", self.config.sampling, stream=False,
-                               server_token_ids=self._tokens is None)
+                               server_token_ids=self._tokens is None, min_tokens=self.config.send_min_tokens)
         self._in_flight += 1
         try:
             async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
@@ -590,7 +603,7 @@ class EndpointBackend(BackendDefaults):
 
         url, what = f"{self.url}/completions", f"streaming {request_name(request.id)}"
         body = completion_body(request, self.model or "", self.config.sampling, stream=True,
-                               server_token_ids=self._tokens is None)
+                               server_token_ids=self._tokens is None, min_tokens=self.config.send_min_tokens)
         stream, events = StreamAssembler(request, self._tokens, url), SseBuffer()
         self._in_flight += 1
         try:

@@ -96,7 +96,7 @@ def token_ids_list(ids: Sequence[int]) -> list[int]:
 
 
 def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stream: bool,
-                    server_token_ids: bool = True) -> dict[str, Any]:
+                    server_token_ids: bool = True, min_tokens: bool = True) -> dict[str, Any]:
     """The /v1/completions request for one sample.
 
     `sampling` in full, and every penalty neutral, as the in-process backend's SamplingParams have
@@ -104,13 +104,14 @@ def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stre
     top_k, min_p or repetition_penalty there would change the answer), so every one is sent.
     `top_k`, `min_p`, `min_tokens`, `ignore_eos`, `repetition_penalty` and `return_token_ids` are
     vLLM's extensions; a server that does not know one ignores it (and without `return_token_ids`
-    returns no ids: see TextTokens). `seed` is OpenAI's, sent only when the sampling has one.
+    returns no ids: see TextTokens). `seed` is OpenAI's, sent only when the sampling has one. `min_tokens`
+    False leaves min_tokens out (EndpointConfig.send_min_tokens).
     """
     body: dict[str, Any] = {
         "model": model,
         "prompt": token_ids_list(request.prompt_ids),
         "max_tokens": request.max_tokens,
-        "min_tokens": request.min_tokens,
+        **({"min_tokens": request.min_tokens} if min_tokens else {}),
         **sampling_fields(sampling),
         "ignore_eos": False,
         "stream": stream,

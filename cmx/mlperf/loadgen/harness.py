@@ -90,6 +90,7 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
         return EndpointBackend(EndpointConfig(url=e.url, model=e.model, api_key=Secret(key) if key else None,
                                               request_timeout_s=e.request_timeout_s,
                                               max_concurrency=e.max_concurrency, workers=e.workers,
+                                              send_min_tokens=e.send_min_tokens,
                                               tokenizer=config.model,
                                               sampling=config.sampling, chat=benchmark_for(config.benchmark).chat),
                                logger)

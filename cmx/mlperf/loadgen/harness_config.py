@@ -83,6 +83,9 @@ class EndpointSettings:
     url: the API's base (http://HOST:PORT/v1); model: the served name (None: the only one it serves);
     request_timeout_s: the most one request may take; max_concurrency: Offline requests in flight;
     workers: client worker processes doing the HTTP (0: a thread of the harness process; endpoint_workers).
+    send_min_tokens: False for a router that copies each request into a one-token prefill request (vLLM's
+        disaggregation proxy: vLLM refuses min_tokens above max_tokens there); the answers are still checked
+        for the minimum, after the fact.
     The API key travels in the environment (API_KEY_ENV), never here.
     """
 
@@ -91,6 +94,7 @@ class EndpointSettings:
     request_timeout_s: float = 600.0
     max_concurrency: int = 256
     workers: int = 0
+    send_min_tokens: bool = True
 
 
 API_KEY_ENV = "CMX_ENDPOINT_API_KEY"

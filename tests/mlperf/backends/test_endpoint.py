@@ -126,6 +126,11 @@ def test_a_greedy_request_is_token_ids_with_min_tokens_and_asks_for_output_ids()
                                       stream=False)["prompt"]) == "[1, 2]"
 
 
+def test_min_tokens_stays_out_of_a_request_for_a_router_that_cannot_pass_it_on():
+    body = completion_body(GenRequest(id=3, prompt_ids=[1], max_tokens=8), "m", GREEDY, stream=True, min_tokens=False)
+    assert "min_tokens" not in body and body["max_tokens"] == 8
+
+
 def test_a_request_sends_every_sampling_field_so_the_servers_defaults_never_choose():
     request = GenRequest(id=3, prompt_ids=[1, 2])
     sampled = completion_body(request, "m", Sampling(temperature=1.0, top_p=1.0, top_k=-1), stream=True)
