@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from cmx import api
 from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
-from cmx.k8s.stack_options import EPP_IMAGE, GATEWAY_CLASS, LLMD_FORMS, ROUTERS, SCORERS, STACK_NAMES
 
 # the options whose parameter is not named as StackOptions' field (--stack's is `name`, which is --name's K8sOptions
 # field too)
@@ -102,11 +102,11 @@ builds; push it to a registry the cluster pulls from and pass --image.
               help="cuda: the RuntimeClass of the server pods (default nvidia; \"\" for none).")
 @click.option("--supplemental-groups", metavar="GIDS",
               help="rocm: the node's video and render group ids (default 44,109).")
-@click.option("--stack", "stack_name", type=click.Choice(STACK_NAMES), default="vllm", show_default=True,
+@click.option("--stack", "stack_name", type=click.Choice(api.STACK_NAMES), default="vllm", show_default=True,
               help="The serving stack to render.")
-@click.option("--llm-d-form", "llmd_form", type=click.Choice(LLMD_FORMS), default="kserve", show_default=True,
+@click.option("--llm-d-form", "llmd_form", type=click.Choice(api.LLMD_FORMS), default="kserve", show_default=True,
               help="llm-d: one KServe LLMInferenceService, or the upstream pieces.")
-@click.option("--scorer", type=click.Choice(SCORERS), default="load", show_default=True,
+@click.option("--scorer", type=click.Choice(api.SCORERS), default="load", show_default=True,
               help="llm-d: the endpoint picker's scoring: load-aware (queue depth, KV-cache use), or "
                    "prefix-cache-aware with load as the tie-break (it pays off only where vLLM's prefix caching is "
                    "on, which cmx's engine profile keeps off: no sample may reuse another's KV cache).")
@@ -114,9 +114,9 @@ builds; push it to a registry the cluster pulls from and pass --image.
               help="llm-d: model-server replicas the picker spreads requests over.")
 @click.option("--gateway", metavar="NAME", help="llm-d pieces: attach the HTTPRoute to your Gateway NAME instead "
                                                 "of rendering one.")
-@click.option("--gateway-class", default=GATEWAY_CLASS, show_default=True, metavar="NAME",
+@click.option("--gateway-class", default=api.GATEWAY_CLASS, show_default=True, metavar="NAME",
               help="llm-d pieces: the rendered Gateway's class (istio, kgateway, agentgateway, ...).")
-@click.option("--epp-image", default=EPP_IMAGE, show_default=True, metavar="IMAGE",
+@click.option("--epp-image", default=api.EPP_IMAGE, show_default=True, metavar="IMAGE",
               help="llm-d pieces: the endpoint picker's image.")
 @click.option("--prefill-workers", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
               help="dynamo: prefill workers (0: aggregated workers that prefill and decode).")
@@ -126,7 +126,7 @@ builds; push it to a registry the cluster pulls from and pass --image.
               help="dynamo: GPUs per prefill worker (default: tensor_parallel_size).")
 @click.option("--decode-tp", type=click.IntRange(min=1), metavar="N",
               help="dynamo: GPUs per decode worker (default: tensor_parallel_size).")
-@click.option("--router", type=click.Choice(ROUTERS), default="kv", show_default=True,
+@click.option("--router", type=click.Choice(api.ROUTERS), default="kv", show_default=True,
               help="dynamo: the Frontend's routing, KV-cache-aware or round-robin.")
 @click.option("--expert-parallel", is_flag=True, help="llm-d kserve: expert parallel (wide EP, a mixture of "
                                                       "experts across the data-parallel ranks).")
@@ -147,8 +147,6 @@ def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: t
             contexts: tuple[str, ...], do_apply: bool, do_delete: bool, detach: bool, ready_timeout: float,
             as_json: bool, crd_files: tuple[Path, ...], **options: Any) -> None:
     """`options`: the K8sOptions and StackOptions, by their own names."""
-    from cmx import api
-
     stack_fields = {f.name for f in fields(api.StackOptions)}
     params = {STACK_PARAMS.get(p, p): p for p in list(options)
               if p != "name" and STACK_PARAMS.get(p, p) in stack_fields}
@@ -174,14 +172,12 @@ def _given(ctx: click.Context, param: str) -> bool:
 
 
 def _report(result: Any) -> None:
-    from cmx.k8s.validate import KUBERNETES_VERSION
-
     spec, rendered = result.rendered.spec, result.rendered
     click.echo(f"wrote {len(result.files)} files to {result.out_dir} ({rendered.stack.title()}: "
                f"{rendered.stack.topology()}; serving {spec.model.repo}@{spec.model.revision[:12]}):")
     for path in result.files:
         click.echo(f"  {path}")
-    click.echo(f"validated: the built-in objects against Kubernetes {KUBERNETES_VERSION}"
+    click.echo(f"validated: the built-in objects against Kubernetes {api.KUBERNETES_VERSION}"
                + (f"; {rendered.validation.describe()}" if rendered.validation.checked or rendered.validation.unchecked
                   else ""))
     if result.image_is_default:
