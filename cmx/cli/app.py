@@ -57,6 +57,18 @@ class LazyGroup(click.Group):
         module = importlib.import_module(f"cmx.cli.{COMMANDS[name][0]}")
         return module.command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        """A mistyped verb gets click's did-you-mean, as a group's own subcommands do (`cmx cache lss`)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(COMMANDS), n=2)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {' or '.join(repr(c) for c in close)}?")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # the short help comes from the table, so `cmx --help` imports no subcommand
         with formatter.section("Commands"):

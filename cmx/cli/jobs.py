@@ -19,7 +19,7 @@ A job that ended in any state but COMPLETED (CANCELLED, FAILED, TIMEOUT...) has 
 valid result: its validity is that state, and its results folder, if any, gets a
 file named after the state (e.g. CANCELLED) saying so.
 
-\\b
+\b
     cmx jobs
     cmx jobs --all --json
     cmx jobs 1234

@@ -32,7 +32,7 @@ made with --docker replays in that image, which must be on the machine. Every
 run whose root step runs also leaves a cmx.lock beside its run.json, and a
 submission packaged from its results carries it in src/.
 
-\\b
+\b
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" -o cmx.lock
     cmx run --locked cmx.lock --input results_dir=R
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" --docker -o cmx.lock

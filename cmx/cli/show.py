@@ -12,21 +12,22 @@ if TYPE_CHECKING:
     from cmx.api import DepSpec, DockerSpec, Variation
 
 
-@click.command("show", help="""Describe recipe NAME (or the one recipe a query matches).
+@click.command("show", help="""Describe recipe NAME (or the one recipe a query matches; its words
+may come quoted or not, as for `cmx find`).
 
 \b
     cmx show detect-system
-    cmx show "get python-package" --json
+    cmx show get python-package --json
 """)
-@click.argument("name")
+@click.argument("words", nargs=-1, required=True, metavar="NAME | QUERY")
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
 @registry_option
 @click.pass_context
-def command(ctx: click.Context, name: str, as_json: bool) -> None:
+def command(ctx: click.Context, words: tuple[str, ...], as_json: bool) -> None:
     from cmx import api
     from cmx.cli.render import recipe_description
 
-    recipe = api.show(name, settings=app(ctx).settings())
+    recipe = api.show(" ".join(words), settings=app(ctx).settings())
     if as_json:
         echo_json({
             "name": recipe.name, "summary": recipe.summary, "tags": list(recipe.tags), "path": str(recipe.path),

@@ -28,7 +28,7 @@ Points run here one after the other, or with --slurm as one batch job each: with
 --wait cmx waits for them all and prints the table; without, it prints the job ids,
 and `cmx sweep --gather SWEEP_DIR` prints the table once they ended.
 
-\\b
+\b
     cmx sweep "app mlperf inference llama2 _cpu _tiny _short _server" \\\\
         --input target_qps_server=10,20,40
     cmx sweep "app mlperf inference llama2 _cuda _server" \\\\

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,6 +224,20 @@ def _variation_hint(recipe: Recipe, name: str) -> str:
     return prefix + ("variations: " + "; ".join(parts) if parts else f"{recipe.name} has no variations")
 
 
+def _environment_hint(recipe: Recipe, name: str) -> str:
+    """For an input named like an environment variable (HF_TOKEN): the input that reads it, or how such a
+    variable is given; "" for any other name."""
+    reader = next((n for n, spec in recipe.inputs.items() if spec.env == name), None)
+    if reader:
+        return (f"{name} is the environment variable input {reader!r} reads: export {name}=..., or give "
+                f"--input {reader}=...")
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+        return (f"{name} looks like an environment variable, not an input: an input that takes it reads it from the "
+                f"environment (export {name}=...; `cmx show RECIPE` lists each input's variable: the model "
+                "recipes' `token` reads HF_TOKEN)")
+    return ""
+
+
 def _resolve_inputs(state: _State, recipe: Recipe, variations: list[Variation], implicit: set[str],
                     given: dict[str, _Given], is_root: bool,
                     where: str | None) -> tuple[dict[str, Any], dict[str, str]]:
@@ -237,7 +252,8 @@ def _resolve_inputs(state: _State, recipe: Recipe, variations: list[Variation], 
             valid = ", ".join(f"{n} ({s.type})" for n, s in recipe.inputs.items()) or "none"
             close = difflib.get_close_matches(name, list(recipe.inputs), n=1)
             raise InputError(f"recipe {recipe.name!r} has no input {name!r}",
-                             hint=(f"did you mean {close[0]!r}? " if close else "") + f"valid inputs: {valid}")
+                             hint=_environment_hint(recipe, name) or
+                             (f"did you mean {close[0]!r}? " if close else "") + f"valid inputs: {valid}")
     # variations picked by default or by context come first, so that one the query asked for
     # replaces their value; any other disagreement is an error, never an order-dependent pick
     from_variation: dict[str, tuple[Any, str]] = {}

@@ -450,3 +450,16 @@ def test_bad_registry_file_fails_cleanly(home: Home, registry_text: str, message
     err = fails(home, "run", "get thing")
     assert message in first_line(err)
     assert_nothing_ran(home)
+
+
+@pytest.mark.parametrize("args, suggestion", [(["runn"], "Did you mean 'run'?"),
+                                              (["cache", "lss"], "Did you mean 'ls'?")])
+def test_a_mistyped_verb_gets_a_did_you_mean_at_every_level(home: Home, args: list[str], suggestion: str) -> None:
+    proc = home.cmx(*args)
+    assert proc.returncode == 2 and suggestion in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_show_takes_a_querys_words_quoted_or_not(home: Home) -> None:
+    home.recipe("get-counter", "name: get-counter\nsummary: counts\ntags: [get, counter]\n")
+    assert home.cmx_json("show", "get", "counter")["name"] == "get-counter"
+    assert home.cmx_json("show", "get counter")["name"] == "get-counter"

@@ -36,6 +36,7 @@ def test_every_verb_help_has_usage_and_an_example(verb: str) -> None:
     text = _click_help(verb, "--help")
     assert text.startswith(f"Usage: cmx {verb}")
     assert "cmx " in text.split("\n", 2)[2], "the help shows at least one example command"
+    assert "\\b" not in text, "a literal \\b: click's no-rewrap mark is the character \\b, not a backslash and b"
 
 
 @pytest.mark.parametrize("args", [["find"], ["find", "detect"], ["find", "detect", "--json"],

@@ -307,6 +307,9 @@ def add_sized(lab: Lab) -> None:
     pytest.param("dataset", {"url": "example.org", "name": "x"}, "expected a URL", [], id="url-of-the-wrong-type"),
     pytest.param("dataset", {}, "input 'name' of 'dataset' is required and has no value", ["--input name=..."],
                  id="required-input-missing-says-how-to-give-it"),
+    pytest.param("dataset", {"HF_TOKEN": "hf_x", "name": "x"}, "recipe 'dataset' has no input 'HF_TOKEN'",
+                 ["looks like an environment variable", "export HF_TOKEN=...", "`token` reads HF_TOKEN"],
+                 id="an-environment-variable-given-as-an-input-says-how-to-give-it"),
 ])
 def test_a_bad_user_input_is_an_input_error_that_says_why(lab: Lab, query: str, inputs: dict[str, str], says: str,
                                                           hint: list[str]) -> None:

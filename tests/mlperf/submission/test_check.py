@@ -482,3 +482,13 @@ def test_a_power_measurement_is_named_as_unchecked_not_passed_silently(tree: Pat
     report = check_tree(tree)
     assert report.ok  # a warning: cmx fails nothing it did not check
     assert [(p.rule, p.severity) for p in report.problems] == [("power.unchecked", "warning")]
+
+
+def test_a_runs_results_folder_is_refused_with_how_to_package_it(tmp_path: Path) -> None:
+    from cmx.mlperf.submission.check import NotASubmissionTree
+    from tests.submission_trees import cmx_results
+
+    results = cmx_results(tmp_path / "results")
+    with pytest.raises(NotASubmissionTree, match="is the results folder of a run, not a submission tree") as err:
+        check_tree(results, "v6.0")
+    assert f'results_dir={results}' in (err.value.hint or "") and "cmx check SUBMISSION" in (err.value.hint or "")

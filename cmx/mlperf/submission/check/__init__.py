@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cmx.errors import CmxError
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.submission.check.endpoints import check_client_result, is_client_folder
 from cmx.mlperf.submission.check.layout import (
@@ -33,7 +34,25 @@ from cmx.mlperf.submission.check.result import check_result, json_object
 from cmx.mlperf.submission.system_desc import description_problems
 from cmx.mlperf.submission.tree import relative, system_json
 
-__all__ = ["ERROR", "WARNING", "CheckReport", "Problem", "ResultRow", "check_tree"]
+__all__ = ["ERROR", "WARNING", "CheckReport", "NotASubmissionTree", "Problem", "ResultRow", "check_tree"]
+
+DIVISIONS = ("closed", "open", "network")
+
+
+class NotASubmissionTree(CmxError):
+    """`cmx check` was given the results folder of a run, which is packaged into a tree first."""
+
+
+def refuse_results_folder(root: Path) -> None:
+    """A folder of `cmx run`'s results (`<system>/<benchmark>/<Scenario>/cmx_run.json`, no division) is not what
+    the checker reads: say so, and how to package it, rather than list its layout's problems."""
+    if any((root / d).is_dir() for d in DIVISIONS) or not any(root.glob("*/*/*/cmx_run.json")):
+        return
+    raise NotASubmissionTree(
+        f"{root} is the results folder of a run, not a submission tree: package it first, then check the tree",
+        hint=f'cmx run "generate mlperf submission" --input results_dir={root} --input out_dir=SUBMISSION '
+             "--input submitter=YOUR_ORG --input system_file=system.yaml (docs/submission.md), then "
+             "cmx check SUBMISSION")
 
 _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "division": "system.division",
                 "submitter": "system.submitter", "is_network": "system.network",
@@ -43,6 +62,7 @@ _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "divisi
 def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:
     """Every problem of the tree at `root` under `round_name`'s rules, and a row per result found."""
     root = Path(root)
+    refuse_results_folder(root)
     round_ = load_round(round_name)
     problems: list[Problem] = []
     rows: list[ResultRow] = []
