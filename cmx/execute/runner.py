@@ -228,7 +228,7 @@ class Runner:
             if not self._interrupted.is_set():  # else its processes were stopped: the run says "interrupted", once
                 self.reporter.step_failed(step, time.monotonic() - started)
             return StepFailed(message, chain=plan.chain_to(step.id), log_path=str(log_path), tail=tail,
-                              rerun=self.rerun_command(step, root=step.id == plan.root), cause=exc, hint=hint)
+                              rerun=self.rerun_command(step, plan), cause=exc, hint=hint)
         finally:
             log.close()
 
@@ -276,29 +276,52 @@ class Runner:
             self._modules[recipe.digest] = fn
         return fn
 
-    def rerun_command(self, step: Step, *, root: bool = False) -> str:
-        """The command that runs `step` again on its own (`root`: it is the plan's root step)."""
+    def rerun_command(self, step: Step, plan: Plan) -> str:
+        """The command that runs `step` again on its own, planned as it was: its own inputs the user or its
+        parent gave, and the user's inputs aimed at any step below it (`--input RECIPE.NAME=...`: without them
+        the line would plan other dependencies, a real dataset's download in place of a local file)."""
         words = [step.name, *(f"_{v}" for v in step.variations)]
         parts = [shlex.quote(" ".join(words))]
         for name, value in step.inputs.items():
             if step.origins.get(name) in ("user", "with") and value is not None:
                 parts.append(_input_words(step, name, value))
+        seen: set[str] = set()
+        for dep in _below(plan, step.id):
+            for name, value in dep.inputs.items():
+                qualified = f"{dep.name}.{name}"
+                if dep.origins.get(name) == "user" and value is not None and qualified not in seen:
+                    seen.add(qualified)
+                    parts.append(_input_words(dep, name, value, label=qualified))
         for key, value in sorted(step.full_context.items()):
             parts.append(f"--context {shlex.quote(f'{key}={value}')}")
-        if root and self.root_rerun is not None:
+        if step.id == plan.root and self.root_rerun is not None:
             return self.root_rerun(" ".join(parts))
         return " ".join([self.rerun_prefix, *parts])
 
 
-def _input_words(step: Step, name: str, value: Any) -> str:
-    """`--input NAME=VALUE` for the re-run line. A secret never enters it: its environment variable does, for the
-    shell to fill in when the line runs as printed (`...` where the recipe names no variable)."""
+def _below(plan: Plan, step_id: str) -> list[Step]:
+    """Every step `step_id` depends on, directly or not, in plan order."""
+    found: set[str] = set()
+    todo = [e.step for e in plan.steps[step_id].deps]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo += [e.step for e in plan.steps[current].deps]
+    return [s for sid, s in plan.steps.items() if sid in found]
+
+
+def _input_words(step: Step, name: str, value: Any, *, label: str | None = None) -> str:
+    """`--input LABEL=VALUE` (LABEL: the input's name, or RECIPE.NAME) for the re-run line. A secret never enters
+    it: its environment variable does, for the shell to fill in when the line runs as printed (`...` where the
+    recipe names no variable)."""
+    label = label or name
     if not isinstance(value, Secret):
-        return f"--input {shlex.quote(f'{name}={to_json(value)}')}"
+        return f"--input {shlex.quote(f'{label}={to_json(value)}')}"
     spec = step.recipe.inputs.get(name)
     if spec is not None and spec.env:
-        return f'--input "{name}=${spec.env}"'
-    return f"--input {shlex.quote(f'{name}=...')}"
+        return f'--input "{label}=${spec.env}"'
+    return f"--input {shlex.quote(f'{label}=...')}"
 
 
 def check_outputs(recipe: Recipe, returned: object, workdir: Path) -> dict[str, Any]:

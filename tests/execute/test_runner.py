@@ -907,3 +907,25 @@ def test_root_run_replaces_the_root_step_on_its_own_ctx_and_is_never_cached(home
     assert seen["k"] == 5 and seen["doubled"] == 42 and runs(counter) == 1
     assert result.steps["top"].status == "ran" and result.steps["count"].status == "built"
     assert not any(e.recipe == "top" for e in Store(s.cache).entries())  # its outputs are not the recipe's
+
+
+def test_the_rerun_line_keeps_the_inputs_aimed_at_the_steps_below(home: Home) -> None:
+    home.recipe("source", """
+        name: source
+        tags: [source]
+        inputs:
+          url: {type: str, default: "https://example.org/real"}
+          key: {type: secret, env: CMX_TEST_KEY, default: null}
+        outputs:
+          url: {type: str}
+        """, "def run(ctx):\n    return {'url': ctx.inputs['url']}\n")
+    home.recipe("user", """
+        name: user
+        tags: [user]
+        deps:
+          - tags: source
+        """, "def run(ctx):\n    raise ValueError('fails after its deps ran')\n")
+    first = cli(home, "run", "user", "--input", "source.url=file:///local", "--input", "source.key=abc")
+    assert first.returncode == 1
+    line = next(x for x in first.stderr.splitlines() if "re-run just this step: " in x).split(": ", 1)[1]
+    assert line == """cmx run user --input source.url=file:///local --input "source.key=$CMX_TEST_KEY\""""
