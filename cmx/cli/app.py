@@ -36,7 +36,7 @@ A query names recipes by tags; `_x` picks variation x; `-tag` excludes:
 
 \b
     cmx find get python
-    cmx plan "app mlperf inference llama2 _rocm"
+    cmx plan "app mlperf inference llama2 _rocm" -i target_qps_offline=40
     cmx run  "detect system" --json
 
 Every step's output is cached under a key hashed from what made it (recipe

@@ -8,7 +8,7 @@ TOP_HELP = (
     '  A query names recipes by tags; `_x` picks variation x; `-tag` excludes:\n'
     '\n'
     '      cmx find get python\n'
-    '      cmx plan "app mlperf inference llama2 _rocm"\n'
+    '      cmx plan "app mlperf inference llama2 _rocm" -i target_qps_offline=40\n'
     '      cmx run  "detect system" --json\n'
     '\n'
     "  Every step's output is cached under a key hashed from what made it (recipe\n"

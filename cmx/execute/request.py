@@ -93,6 +93,9 @@ def run(request: RunRequest, runtime: Runtime) -> RunResult:
     idx = open_index(s, fetch=runtime.fetch)
     p = resolve(idx, request.query, inputs=request.inputs, context=request.context,
                 environ=runtime.environ if read is None else read)
+    from cmx.execute.plan_check import check_plan
+
+    check_plan(p)  # what no step needs to run to know fails now, not after the downloads
     if lock is not None:
         from cmx.execute.lockfile import check_lock
 
@@ -196,7 +199,9 @@ class PlanResult:
 def plan(query: str | Query, inputs: Mapping[str, Any], context: Mapping[str, Any], runtime: Runtime) -> PlanResult:
     """Resolve a query into a Plan and say which steps are already in the cache."""
     from cmx.cache.store import Store
+    from cmx.execute.plan_check import check_plan
 
     p = resolved(query, inputs, context, runtime)
+    check_plan(p)
     store = Store(runtime.settings.cache)
     return PlanResult(p, {step.id: step.cacheable and store.has(step.name, step.key) for step in p})

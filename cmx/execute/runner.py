@@ -258,18 +258,10 @@ class Runner:
     def _load(self, recipe: Recipe) -> Callable[[StepContext], Any]:
         fn = self._modules.get(recipe.digest)
         if fn is None:
-            import importlib.util
-            import sys
+            from cmx.execute.plan_check import recipe_module
 
             path = recipe.run_path  # its own, or the run.py of the base it extends
-            name = f"cmx_recipe_{recipe.name.replace('-', '_')}_{recipe.digest[:8]}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:
-                raise StepError(f"cannot load {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # dataclasses and pickling in run.py need the module registered
-            spec.loader.exec_module(module)
-            fn = getattr(module, "run", None)
+            fn = getattr(recipe_module(recipe), "run", None)
             if not callable(fn):
                 raise StepError(f"{path} defines no `run(ctx)` function",
                                 hint="add `def run(ctx) -> dict:` returning the declared outputs")

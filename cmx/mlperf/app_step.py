@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cmx.execute.context import StepContext, StepProgress
 from cmx.mlperf.app import MODES, AppConfig, AppConfigError
@@ -129,6 +129,32 @@ def chosen_sampling(inputs: Mapping[str, Any], reference: Sampling) -> Sampling:
         raise AppConfigError(f"--input: {err.message}", hint=err.hint) from None
 
 
+def check_plan(step: Choices, family: str) -> None:
+    """What the app step would refuse, refused when the query is planned (no model or dataset needed): the
+    benchmark, the scenarios and tests (a typo, a variation and a list both choosing), a target for each
+    scenario the run will measure, the sampling, the endpoint's inputs, and with _submission what the packager
+    would refuse. `cmx plan` and `cmx run` call it before any step runs (cmx.execute.plan_check)."""
+    from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.rounds import load_round
+
+    i = step.inputs
+    bench = benchmark_for(family)
+    name = benchmark_of(bench.names, step)
+    round_ = load_round(i["round"])
+    scenarios = chosen_scenarios(step, round_, name)
+    chosen_modes(step, round_, name)
+    missing = [s for s in scenarios if i[f"target_qps_{s.lower()}"] is None]
+    if missing:
+        give = " ".join(f"--input target_qps_{s.lower()}=N" for s in missing)
+        raise AppConfigError(f"no target for {name} {', '.join(missing)}: LoadGen sizes each run from the throughput "
+                             "you expect", hint=f"give {give} (samples/s; `cmx tune` finds it), or add _tiny for a "
+                                                "plumbing run")
+    chosen_sampling(i, bench.generation.sampling)
+    endpoint_settings(step)
+    if step.flag("submission"):
+        check_submission_inputs(step, name, short=step.flag("short"), tiny=step.variation("size") == "tiny")
+
+
 def run_benchmark(ctx: StepContext, family: str) -> dict[str, Any]:
     """Run the app recipe's step for the benchmark `family` (llama2-70b, llama3.1-8b) and return its outputs."""
     from cmx.mlperf.app import run_app
@@ -201,7 +227,19 @@ class ProgressLines:
         bar.update(progress.completed, progress.expected, progress.detail())
 
 
-def benchmark_of(names: tuple[str, ...], ctx: StepContext) -> str:
+class Choices(Protocol):
+    """What the choices below read: the step's context when it runs, or the plan's view of the step
+    (cmx.execute.plan_check.PlannedStep) before anything runs."""
+
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+
+    def variation(self, group: str) -> str: ...
+
+    def flag(self, name: str) -> bool: ...
+
+
+def benchmark_of(names: tuple[str, ...], ctx: Choices) -> str:
     """The MLPerf name the query chose: the `target` variation (99, 99.9) where the benchmark has several."""
     if len(names) == 1:
         return names[0]
@@ -212,13 +250,13 @@ def benchmark_of(names: tuple[str, ...], ctx: StepContext) -> str:
     return name
 
 
-def chosen_scenarios(ctx: StepContext, round_: Round, benchmark: str) -> tuple[str, ...]:
+def chosen_scenarios(ctx: Choices, round_: Round, benchmark: str) -> tuple[str, ...]:
     variation = ctx.variation("scenario")
     listed = pick(ctx.inputs["scenarios"], variation, "offline", group="scenarios", input_name="scenarios")
     return scenarios_from_list(listed, round_, benchmark) if listed else scenarios_for(variation, round_, benchmark)
 
 
-def chosen_modes(ctx: StepContext, round_: Round, benchmark: str) -> tuple[str, ...]:
+def chosen_modes(ctx: Choices, round_: Round, benchmark: str) -> tuple[str, ...]:
     from cmx.mlperf.loadgen.compliance import modes_of
 
     compliance = modes_of(round_.benchmark(benchmark).compliance_tests)
@@ -227,7 +265,7 @@ def chosen_modes(ctx: StepContext, round_: Round, benchmark: str) -> tuple[str, 
     return modes_from_list(listed, compliance) if listed else modes_for(variation, compliance)
 
 
-def endpoint_settings(ctx: StepContext) -> EndpointSettings | None:
+def endpoint_settings(ctx: Choices) -> EndpointSettings | None:
     """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one,
     or with _vllm."""
     i = ctx.inputs
@@ -291,7 +329,7 @@ def origin(ctx: StepContext, model: Mapping[str, Any]) -> RunOrigin:
                      container=container_facts(), python=ctx.deps.system.outputs["python"])
 
 
-def check_submission_inputs(ctx: StepContext, benchmark: str, *, short: bool, tiny: bool) -> None:
+def check_submission_inputs(ctx: Choices, benchmark: str, *, short: bool, tiny: bool) -> None:
     """With _submission, what the packager would refuse after the run, refused before it."""
     from cmx.mlperf.rounds import load_round
     from cmx.mlperf.submission.refusals import closed_refusals

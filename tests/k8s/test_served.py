@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cmx import api
 from cmx.k8s.served import (
     DEFAULT_CACHE_SIZE,
     ServedModel,
@@ -24,7 +23,10 @@ from tests.conftest import REPO
 
 
 def _plan(query: str, settings: Settings, **inputs: str) -> Plan:
-    return api.plan(query, inputs=inputs, settings=settings).plan
+    """The plan as `cmx deploy` resolves it (no run's plan-time checks: the Job's run has its own)."""
+    from cmx.execute.request import Runtime, resolved
+
+    return resolved(query, inputs, {}, Runtime(settings))
 
 
 def test_llama2_serves_the_pinned_repository_at_its_commit(repo_settings: Settings) -> None:

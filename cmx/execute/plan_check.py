@@ -1,0 +1,79 @@
+"""Plan-time checks: a recipe's run.py may define `check(step)`, which judges the step's inputs, variations and
+context alone (no artefact, no dependency's output) and raises a CmxError for what would fail later.
+
+`cmx plan` and `cmx run` call it for every step of a plan before any step runs, so a mistyped scenario, a
+missing target, or two choices that exclude each other fail at once, not after hours of downloads. The resolver
+stays pure: it never imports a recipe's code; this is the execute layer's, which is where run.py is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, ModuleType
+from typing import Any
+
+from cmx.errors import StepError
+from cmx.recipe.model import Recipe
+from cmx.resolve.plan import Plan, Step
+
+
+def recipe_module(recipe: Recipe) -> ModuleType:
+    """The recipe's run.py (its own, or its base's), imported under a name of its recipe and digest."""
+    path = recipe.run_path
+    name = f"cmx_recipe_{recipe.name.replace('-', '_')}_{recipe.digest[:8]}"
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise StepError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling in run.py need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """A step as its check sees it: what StepContext offers before anything ran (no deps, no workdir)."""
+
+    name: str
+    inputs: Mapping[str, Any]
+    params: Mapping[str, Any]
+    context: Mapping[str, Any]
+    variations: tuple[str, ...]
+    chosen: Mapping[str, str]  # group -> its chosen variation
+
+    @classmethod
+    def of(cls, step: Step) -> PlannedStep:
+        chosen = {group: v.name for group, options in step.recipe.groups.items() for v in options
+                  if v.name in step.variations}
+        return cls(step.name, MappingProxyType(dict(step.inputs)), MappingProxyType(dict(step.recipe.params)),
+                   MappingProxyType(dict(step.full_context)), step.variations, MappingProxyType(chosen))
+
+    def variation(self, group: str) -> str:
+        """The variation chosen in `group`, as StepContext.variation."""
+        try:
+            return self.chosen[group]
+        except KeyError:
+            raise KeyError(f"recipe {self.name} has no variation group {group!r}") from None
+
+    def flag(self, name: str) -> bool:
+        """Whether the flag `_name` was given, as StepContext.flag."""
+        return name in self.variations and name not in self.chosen.values()
+
+
+def check_plan(plan: Plan) -> None:
+    """Run every step's `check`, dependencies first; the first CmxError stops it (before any step ran)."""
+    for step in plan:
+        if not step.recipe.has_run:
+            continue
+        check = getattr(recipe_module(step.recipe), "check", None)
+        if callable(check):
+            check(PlannedStep.of(step))
+
+
+__all__ = ["PlannedStep", "check_plan", "recipe_module"]

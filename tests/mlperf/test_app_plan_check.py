@@ -1,0 +1,46 @@
+"""What the app step would refuse after the downloads is refused when the query is planned: `cmx plan` and `cmx run`
+fail at once, with one line, before any step runs (cmx.execute.plan_check, the app's `check`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Home
+
+QUERY = "app mlperf inference llama2 _cpu"
+
+
+@pytest.mark.parametrize("args, says", [
+    pytest.param(["--input", "scenarios=offline,servr", "--input", "target_qps_offline=1"],
+                 "llama2-70b-99 has no Servr scenario in v6.0", id="a-mistyped-scenario"),
+    pytest.param([], "no target for llama2-70b-99 Offline", id="a-full-run-without-its-target"),
+    pytest.param(["_server", "--input", "scenarios=Offline"], "both _server and --input scenarios=Offline choose",
+                 id="a-variation-and-a-list-both-choosing"),
+    pytest.param(["_tiny", "--input", "modes=performance,acuracy"], "unknown mode 'acuracy'", id="a-mistyped-test"),
+    pytest.param(["_tiny", "_submission"], "_submission needs --input submitter=NAME",
+                 id="a-submission-without-its-name"),
+])
+def test_a_mistake_no_artefact_is_needed_for_fails_at_plan_with_one_line(builtin: Home, args: list[str],
+                                                                          says: str) -> None:
+    words = [QUERY + "".join(f" {a}" for a in args if a.startswith("_")), *(a for a in args if not a.startswith("_"))]
+    proc = builtin.cmx("plan", *words)
+    assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: ") and says in proc.stderr.splitlines()[0], proc.stderr
+    assert proc.stderr.count("error:") == 1
+
+
+def test_run_fails_before_any_step_runs_or_downloads(builtin: Home, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    proc = builtin.cmx("run", QUERY, "--input", f"model_path={model}", "-i", "get-dataset-openorca.url=file:///none",
+                       "-i", "get-dataset-openorca.sha256=none")
+    assert proc.returncode == 1 and "no target for llama2-70b-99 Offline" in proc.stderr
+    runs = builtin.root / "runs"
+    assert not runs.exists() or not any(runs.iterdir()), "a step ran, or its run was recorded"
+
+
+def test_a_tiny_run_plans_with_its_own_targets(builtin: Home) -> None:
+    proc = builtin.cmx("plan", f"{QUERY} _tiny _server")
+    assert proc.returncode == 0, proc.stderr
