@@ -66,10 +66,22 @@ class PlannedStep:
         return name in self.variations and name not in self.chosen.values()
 
 
+def defines_check(recipe: Recipe) -> bool:
+    """Whether the recipe's run.py defines `check` at its top level, read as text: importing every step's run.py
+    (and what it imports) to find out would cost `cmx plan` more than the resolution itself."""
+    if not recipe.has_run:
+        return False
+    try:
+        text = recipe.run_path.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return any(line.startswith("def check(") for line in text.splitlines())
+
+
 def check_plan(plan: Plan) -> None:
     """Run every step's `check`, dependencies first; the first CmxError stops it (before any step ran)."""
     for step in plan:
-        if not step.recipe.has_run:
+        if not defines_check(step.recipe):
             continue
         check = getattr(recipe_module(step.recipe), "check", None)
         if callable(check):

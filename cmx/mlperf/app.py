@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import StepError
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.harness import STOPPED_EARLY, ProgressCallback, evaluate_accuracy, run_tests, verify_test06
@@ -83,10 +84,6 @@ SHORT_PROFILES = {
 }
 SHORT_TIMEOUT_S = 900.0
 SERVED_MODEL_NAME = "cmx-sut"  # what the vllm serve cmx starts calls the model
-
-
-class AppConfigError(StepError):
-    """The app was asked for something it cannot run (a missing target_qps, an unknown mode)."""
 
 
 class AppRunFailed(StepError):

@@ -11,10 +11,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from cmx.execute.context import StepContext, StepProgress
 from cmx.mlperf.app import MODES, AppConfig, AppConfigError
+from cmx.mlperf.app_plan import Choices, pick
 from cmx.mlperf.backends.base import Sampling, SamplingError
 from cmx.mlperf.loadgen.harness_config import EndpointSettings
 from cmx.mlperf.loadgen.progress import RunProgress
@@ -81,16 +82,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_") or "system"
 
 
-def pick(listed: str | None, variation: str, default: str, *, group: str, input_name: str) -> str | None:
-    """The comma-separated input when given (only beside the group's default), else None."""
-    if listed is None:
-        return None
-    if variation != default:
-        raise AppConfigError(f"both _{variation} and --input {input_name}={listed} choose the {group}",
-                             hint=f"drop one of the two (_{default} is the default, used when neither is given)")
-    return listed
-
-
 def scenarios_from_list(listed: str, round_: Round, benchmark: str) -> tuple[str, ...]:
     """`Offline,server` -> ("Offline", "Server"), each checked against the round."""
     names = tuple(dict.fromkeys(n.strip() for n in listed.split(",") if n.strip()))
@@ -127,32 +118,6 @@ def chosen_sampling(inputs: Mapping[str, Any], reference: Sampling) -> Sampling:
         return replace(reference, **given)
     except SamplingError as err:
         raise AppConfigError(f"--input: {err.message}", hint=err.hint) from None
-
-
-def check_plan(step: Choices, family: str) -> None:
-    """What the app step would refuse, refused when the query is planned (no model or dataset needed): the
-    benchmark, the scenarios and tests (a typo, a variation and a list both choosing), a target for each
-    scenario the run will measure, the sampling, the endpoint's inputs, and with _submission what the packager
-    would refuse. `cmx plan` and `cmx run` call it before any step runs (cmx.execute.plan_check)."""
-    from cmx.mlperf.benchmarks import benchmark_for
-    from cmx.mlperf.rounds import load_round
-
-    i = step.inputs
-    bench = benchmark_for(family)
-    name = benchmark_of(bench.names, step)
-    round_ = load_round(i["round"])
-    scenarios = chosen_scenarios(step, round_, name)
-    chosen_modes(step, round_, name)
-    missing = [s for s in scenarios if i[f"target_qps_{s.lower()}"] is None]
-    if missing:
-        give = " ".join(f"--input target_qps_{s.lower()}=N" for s in missing)
-        raise AppConfigError(f"no target for {name} {', '.join(missing)}: LoadGen sizes each run from the throughput "
-                             "you expect", hint=f"give {give} (samples/s; `cmx tune` finds it), or add _tiny for a "
-                                                "plumbing run")
-    chosen_sampling(i, bench.generation.sampling)
-    endpoint_settings(step)
-    if step.flag("submission"):
-        check_submission_inputs(step, name, short=step.flag("short"), tiny=step.variation("size") == "tiny")
 
 
 def run_benchmark(ctx: StepContext, family: str) -> dict[str, Any]:
@@ -225,18 +190,6 @@ class ProgressLines:
         if bar is None:
             bar = self._bars[progress.headline()] = self._ctx.progress(progress.expected, progress.headline())
         bar.update(progress.completed, progress.expected, progress.detail())
-
-
-class Choices(Protocol):
-    """What the choices below read: the step's context when it runs, or the plan's view of the step
-    (cmx.execute.plan_check.PlannedStep) before anything runs."""
-
-    @property
-    def inputs(self) -> Mapping[str, Any]: ...
-
-    def variation(self, group: str) -> str: ...
-
-    def flag(self, name: str) -> bool: ...
 
 
 def benchmark_of(names: tuple[str, ...], ctx: Choices) -> str:

@@ -1,19 +1,24 @@
 """Every MLPerf Inference app's step: the benchmark is the extending recipe's `params: {benchmark: ...}`; the work
-is in cmx.mlperf.app_step, the benchmark in its package under cmx.mlperf.benchmarks."""
+is in cmx.mlperf.app_step, the benchmark in its package under cmx.mlperf.benchmarks. `check` runs when the query
+is planned, so this module imports the step's work only inside `run` (cmx plan's budget)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cmx.execute.context import StepContext
-from cmx.execute.plan_check import PlannedStep
-from cmx.mlperf.app_step import check_plan, run_benchmark
+from cmx.mlperf.app_plan import check_app_plan
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
+    from cmx.execute.plan_check import PlannedStep
 
 
 def run(ctx: StepContext) -> dict[str, Any]:
+    from cmx.mlperf.app_step import run_benchmark
+
     return run_benchmark(ctx, ctx.params["benchmark"])
 
 
 def check(step: PlannedStep) -> None:
     """Before anything runs (`cmx plan`, `cmx run`): what the step would refuse after the downloads."""
-    check_plan(step, step.params["benchmark"])
+    check_app_plan(step)

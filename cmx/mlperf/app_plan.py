@@ -1,0 +1,99 @@
+"""The MLPerf apps' plan-time check (their run.py's `check`): what the app step would refuse for its inputs and
+variations alone, refused when the query is planned, before any download.
+
+It must fit `cmx plan`'s budget (the whole process under 0.3 s, design.md), so it imports no round, benchmark
+or engine module: the scenario and test names are this module's (tests/mlperf/test_app_plan_check.py holds
+them equal to the rounds' and the harness's). What needs a round's tables (a scenario a benchmark lacks in a
+round, the targets of `_all-scenarios`, the closed division's refusals) the app step judges when it starts,
+as it always did, before it benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from cmx.errors import StepError
+
+SCENARIOS = ("Offline", "Server", "Interactive")
+TESTS = ("performance", "accuracy", "compliance", "test01", "test06", "test07", "test09")
+DEFAULT_SCENARIO, DEFAULT_MODE = "offline", "valid"
+
+
+class AppConfigError(StepError):
+    """The app was asked for something it cannot run (a missing target_qps, an unknown mode)."""
+
+
+class Choices(Protocol):
+    """What a check reads: the step's context when it runs, or the plan's view of the step
+    (cmx.execute.plan_check.PlannedStep) before anything runs."""
+
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+
+    def variation(self, group: str) -> str: ...
+
+    def flag(self, name: str) -> bool: ...
+
+
+def pick(listed: str | None, variation: str, default: str, *, group: str, input_name: str) -> str | None:
+    """The comma-separated input when given (only beside the group's default), else None."""
+    if listed is None:
+        return None
+    if variation != default:
+        raise AppConfigError(f"both _{variation} and --input {input_name}={listed} choose the {group}",
+                             hint=f"drop one of the two (_{default} is the default, used when neither is given)")
+    return listed
+
+
+def listed_names(listed: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.strip() for n in listed.split(",") if n.strip()))
+
+
+def planned_scenarios(step: Choices) -> tuple[str, ...] | None:
+    """The scenarios the step will run, by name; None for `_all-scenarios` (the round's table says which)."""
+    variation = step.variation("scenario")
+    listed = pick(step.inputs["scenarios"], variation, DEFAULT_SCENARIO, group="scenarios", input_name="scenarios")
+    if listed is None:
+        return None if variation == "all-scenarios" else (variation.capitalize(),)
+    names = listed_names(listed)
+    unknown = [n for n in names if n.capitalize() not in SCENARIOS]
+    if unknown or not names:
+        raise AppConfigError(f"unknown scenario {unknown[0] if unknown else '(none)'!r} in scenarios={listed}",
+                             hint=f"the scenarios are {', '.join(SCENARIOS)} (comma-separated)")
+    return tuple(n.capitalize() for n in names)
+
+
+def check_tests(step: Choices) -> None:
+    listed = pick(step.inputs["modes"], step.variation("mode"), DEFAULT_MODE, group="tests", input_name="modes")
+    if listed is None:
+        return
+    unknown = [n for n in listed_names(listed) if n.lower() not in TESTS]
+    if unknown:
+        raise AppConfigError(f"unknown mode {unknown[0]!r} in modes={listed}", hint=f"modes are {', '.join(TESTS)}")
+
+
+def check_app_plan(step: Choices) -> None:
+    """The scenarios and tests (a typo; a variation and a list both choosing), a target for each scenario the run
+    measures, the endpoint's paired inputs, and a submission's submitter."""
+    i = step.inputs
+    scenarios = planned_scenarios(step)
+    check_tests(step)
+    missing = [s for s in scenarios or () if i.get(f"target_qps_{s.lower()}") is None]
+    if missing:
+        give = " ".join(f"--input target_qps_{s.lower()}=N" for s in missing)
+        raise AppConfigError(f"no target for {', '.join(missing)}: LoadGen sizes each run from the throughput you "
+                             "expect", hint=f"give {give} (samples/s; `cmx tune` finds it), or add _tiny for a "
+                                            "plumbing run")
+    if i.get("client_workers") and not i.get("endpoint_url"):
+        raise AppConfigError("--input client_workers needs --input endpoint_url: the server cmx starts itself is "
+                             "driven from the harness process", hint="give the server's URL (endpoint_url), or drop "
+                                                                     "client_workers")
+    if bool(i.get("prefill_decode")) != bool(i.get("disagg_proxy")):
+        raise AppConfigError("prefill_decode and disagg_proxy go together: the topology, and the proxy in front of it",
+                             hint="give both (docs/scale-out.md, disaggregated prefill and decode), or neither")
+    if step.flag("submission") and not i.get("submitter"):
+        raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
+
+
+__all__ = ["SCENARIOS", "TESTS", "AppConfigError", "Choices", "check_app_plan", "pick", "planned_scenarios"]
