@@ -25,6 +25,7 @@ class InputSpec:
     line: int = 0
     origin: Path | None = None  # the base's folder, when a base's recipe.yaml declared it (see Recipe.where)
     needs: str | None = None  # the variation or flag it is for: given without it, resolution refuses the query
+    unless: str | None = None  # another input whose value makes this one unused (a URL not fetched: `cmx plan`)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from cmx.recipe.yamlload import LocDict, LocList
 
 TOP_KEYS = ("name", "summary", "tags", "abstract", "extends", "params", "inputs", "variations", "flags", "context",
             "deps", "cache", "outputs", "docker", "files")
-INPUT_KEYS = ("type", "default", "help", "env", "choices", "needs")
+INPUT_KEYS = ("type", "default", "help", "env", "choices", "needs", "unless")
 VARIATION_KEYS = ("default", "summary", "inputs", "context", "deps", "docker", "remove")
 DEP_KEYS = ("tags", "with", "when", "as")
 DOCKER_KEYS = ("apt", "pip", "env")
@@ -265,9 +265,12 @@ def _inputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> dic
         needs = spec.get("needs", inherited.needs if inherited is not None else None)
         if needs is not None:
             needs = c.kebab(c.string(needs, spec.line_of("needs"), "needs"), spec.line_of("needs"), "needs")
+        unless = spec.get("unless", inherited.unless if inherited is not None else None)
+        if unless is not None:
+            unless = c.string(unless, spec.line_of("unless"), "unless")
         out[name] = InputSpec(name=name, type=type_name, default=default, required=required,
                               help=c.string(help_, spec.line_of("help"), "help"),
-                              env=env, choices=choices, line=at, needs=needs)
+                              env=env, choices=choices, line=at, needs=needs, unless=unless)
     return out
 
 
@@ -511,6 +514,9 @@ def _check_needs(c: _Checker, inputs: dict[str, InputSpec], groups: dict[str, tu
         if spec.needs is not None and spec.needs not in names:
             raise c.fail(spec.line, f"input {spec.name!r} needs _{spec.needs}, which is not a variation or flag of "
                                     "this recipe", f"one of: {', '.join('_' + n for n in names) or 'none'}")
+        if spec.unless is not None and spec.unless not in inputs:
+            raise c.fail(spec.line, f"input {spec.name!r} is unused unless {spec.unless!r}, which is not an input of "
+                                    "this recipe", f"one of: {', '.join(inputs)}")
 
 
 def _check_dep_names(c: _Checker, deps: tuple[DepSpec, ...], groups: dict[str, tuple[Variation, ...]],

@@ -50,10 +50,16 @@ class Step:
 
     def fetches(self) -> list[str]:
         """The URLs among this step's inputs: what it may download when it runs (not one for a variation it did
-        not pick, like a dataset's URL under `_tiny`)."""
+        not pick, like a dataset's URL under `_tiny`, nor one an input it is `unless` has a value for, like the
+        hub under `--input model_path=DIR`)."""
         specs = self.recipe.inputs
-        return [v for k, v in self.inputs.items()
-                if specs[k].type == "url" and v and (specs[k].needs is None or specs[k].needs in self.variations)]
+
+        def used(name: str) -> bool:
+            spec = specs[name]
+            return (spec.needs is None or spec.needs in self.variations) and \
+                (spec.unless is None or self.inputs.get(spec.unless) is None)
+
+        return [v for k, v in self.inputs.items() if specs[k].type == "url" and v and used(k)]
 
 
 @dataclass

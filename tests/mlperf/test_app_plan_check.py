@@ -66,3 +66,9 @@ def test_plan_stays_within_its_budget_by_importing_no_benchmark_module(builtin: 
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert "cmx.mlperf.app_plan" in imported
     assert not {"cmx.mlperf.app_step", "cmx.mlperf.app", "cmx.mlperf.rounds", "numpy"} & imported
+
+
+def test_the_plan_of_your_own_model_folder_fetches_nothing_from_the_hub(builtin: Home, tmp_path: Path) -> None:
+    proc = builtin.cmx("plan", QUERY, "-i", f"model_path={tmp_path}", "-i", "target_qps_offline=1", check=True)
+    assert "huggingface.co" not in proc.stdout and "fetches https://inference.mlcommons-storage.org" in proc.stdout
+    assert "huggingface.co" in builtin.cmx("plan", QUERY, "-i", "target_qps_offline=1", check=True).stdout

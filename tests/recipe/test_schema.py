@@ -652,3 +652,18 @@ def test_an_inputs_needs_names_one_of_the_recipes_variations(tmp_path: Path) -> 
     (folder / "recipe.yaml").write_text((folder / "recipe.yaml").read_text().replace("needs: remote", "needs: far"))
     assert_error_at(folder, "needs: far", "input 'url' needs _far, which is not a variation or flag of this recipe",
                     "_local, _remote")
+
+
+def test_an_inputs_unless_names_another_input(tmp_path: Path) -> None:
+    folder = write(tmp_path, "model", """
+        name: model
+        tags: [model]
+        inputs:
+          endpoint: {type: url, default: "https://hub.example.org", unless: model_path}
+          model_path: {type: path, default: null}
+        """)
+    assert load(folder).inputs["endpoint"].unless == "model_path"
+    (folder / "recipe.yaml").write_text((folder / "recipe.yaml").read_text().replace("unless: model_path",
+                                                                                       "unless: path"))
+    assert_error_at(folder, "unless: path", "input 'endpoint' is unused unless 'path', which is not an input",
+                    "endpoint, model_path")

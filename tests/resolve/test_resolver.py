@@ -1072,3 +1072,15 @@ def test_a_plan_lists_a_url_as_fetched_only_under_the_variation_it_is_for(lab: L
         """)
     assert lab.step("get data").fetches() == ["https://example.org/data.uri", "https://mirror.example.org"]
     assert lab.step("get data _tiny").fetches() == ["https://mirror.example.org"], "_tiny generates its data"
+
+
+def test_a_plan_lists_no_fetch_from_a_url_an_input_given_makes_unused(lab: Lab) -> None:
+    lab.add("""
+        name: get-model
+        tags: [get, model]
+        inputs:
+          endpoint: {type: url, default: "https://hub.example.org", unless: model_path}
+          model_path: {type: path, default: null}
+        """)
+    assert lab.step("get model").fetches() == ["https://hub.example.org"]
+    assert lab.step("get model", inputs={"model_path": "/data/model"}).fetches() == []
