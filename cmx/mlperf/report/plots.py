@@ -57,6 +57,9 @@ def _svg(fig: Figure) -> str:
     return re.sub(r"^.*?(<svg)", r"\1", text, flags=re.S)  # drop the XML prolog and DOCTYPE: it is inlined
 
 
+LOG_AXIS_RATIO = 10  # a limit this many times the slowest sample puts the latency axis on a log scale
+
+
 def latency_distribution(row: ResultRow) -> str | None:
     """TTFT and TPOT of every sample as cumulative distributions, with the p99 and the round's limit marked."""
     s = row.samples
@@ -83,12 +86,19 @@ def _cdf(ax: Axes, values: np.ndarray, name: str, limit: float | None) -> None:
     if ordered.size > CDF_POINTS:  # a full run has tens of thousands of samples: the curve looks the same
         keep = np.unique(np.linspace(0, ordered.size - 1, CDF_POINTS).astype(int))
         ordered, share = ordered[keep], share[keep]
-    ax.plot(ordered, share, color="#1f77b4", lw=1.5)
+    (curve,) = ax.plot(ordered, share, color="#1f77b4", lw=1.5)
+    curve.set_gid(f"cdf-{name.lower()}")  # the page's test measures the curve's width against its axes'
+    ax.patch.set_gid(f"axes-{name.lower()}")
     p99 = float(np.percentile(values, 99))
     ax.axvline(p99, color="#ff7f0e", ls="--", lw=1, label=f"p99 {p99:.0f} ms")
     if limit:
         ax.axvline(limit, color="#d62728", lw=1.2, label=f"limit {limit:.0f} ms")
-    ax.set_xlabel(f"{name} (ms)")
+    # a limit far above the data (a tiny run's 8-19 ms against 2,000 ms) would squeeze the curve into a vertical
+    # line at zero: a log axis shows both the curve's shape and how far below the limit it sits
+    log = bool(limit) and ordered[0] > 0 and limit is not None and limit > LOG_AXIS_RATIO * ordered[-1]
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"{name} (ms{', log scale' if log else ''})")
     ax.set_ylabel("samples (%)")
     ax.set_ylim(0, 100.5)
     ax.legend(loc="lower right", frameon=False)

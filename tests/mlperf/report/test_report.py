@@ -132,7 +132,12 @@ def test_the_page_renders_in_a_real_browser_with_every_plot_and_no_console_error
         sizes = page.eval_on_selector_all(
             "figure svg", "els => els.map(e => [e.getBoundingClientRect().width, "
                           "e.getBoundingClientRect().height, e.querySelectorAll('path, line, text').length])")
+        # each latency curve spans a visible part of its axes, whatever its distance to the limit
+        spans = page.eval_on_selector_all(
+            'g[id^="cdf-"]', "els => els.map(g => [g.getBoundingClientRect().width, g.ownerSVGElement.querySelector("
+                             "'g[id=\"axes-' + g.id.slice(4) + '\"]').getBoundingClientRect().width])")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert spans and all(width > 0.15 * axes for width, axes in spans), spans
     assert errors == []
     assert len(sizes) == 6 and tune_plots == 1  # Server: 2, Offline: 1, the tune's confirm run: 2, its probes: 1
     assert all(w > 200 and h > 100 and shapes > 10 for w, h, shapes in sizes), sizes
