@@ -9,6 +9,24 @@ ERROR = "error"      # the official checker fails on it, or the round's rules fo
 WARNING = "warning"  # worth fixing; fails nothing
 
 
+# every rule id a problem can carry (docs/submission.md, section 6, says what each checks): `--expect` names
+# only these, and tests/mlperf/submission/test_rules.py holds them equal to what the checks emit and the docs
+RULES = frozenset({
+    *(f"accuracy.{r}" for r in ("coverage", "hash", "target", "truncation", "unchecked", "unreadable")),
+    *(f"endpoints.{r}" for r in ("audit", "duration", "incomplete", "latency-limit", "min-duration", "model",
+                                 "result", "sample-count", "scenario", "seeds", "unreadable")),
+    *(f"layout.{r}" for r in ("benchmark", "calibration", "division-file", "empty-file", "file-list", "hygiene",
+                              "missing-file", "model-mapping", "no-results", "root", "scenario", "src", "submitter")),
+    *(f"loadgen.{r}" for r in ("audit", "early-stopping", "equal-issue", "error", "invalid", "latency-limit",
+                               "latency-setting", "logs-disagree", "min-duration", "sample-count", "scenario", "seeds",
+                               "tokens", "unreadable")),
+    "measurements.field", "measurements.missing", "power.unchecked", "scenarios.required",
+    *(f"system.{r}" for r in ("division", "endpoint", "field", "missing-json", "network", "orphan", "status",
+                              "submitter", "type", "unknown-field")),
+    *(f"{test}.{r}" for test in ("test01", "test06", "test07", "test09") for r in ("check", "missing")),
+})
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with a tree, located and explained."""

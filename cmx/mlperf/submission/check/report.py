@@ -7,7 +7,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cmx.mlperf.submission.check.model import CheckReport, ResultRow
+from cmx.errors import CmxError
+from cmx.mlperf.submission.check.model import RULES, CheckReport, ResultRow
+
+
+class UnknownRule(CmxError):
+    """`--expect` names a rule id cmx check does not have (a typo would otherwise read as "not broken")."""
 
 TABLE_HEADER = ("division", "submitter", "system", "benchmark", "scenario", "metric", "VALID", "accuracy",
                 "compliant")
@@ -97,6 +102,15 @@ def expectation(report: CheckReport, expected: set[str]) -> tuple[bool, str]:
 
     The problems are all still reported; this only says whether they are the ones foreseen, so a
     short run's tree can be checked in CI without pretending it passes."""
+    unknown = sorted(expected - RULES)
+    if unknown:
+        import difflib
+
+        close = {r: difflib.get_close_matches(r, sorted(RULES), n=1) for r in unknown}
+        said = "; ".join(f"{r!r}" + (f" (did you mean {c[0]}?)" if c else "") for r, c in close.items())
+        raise UnknownRule(f"--expect names no rule cmx check applies: {said}",
+                          hint="the rule ids are in docs/submission.md, section 6, and in brackets in cmx check's "
+                               "report")
     broken = report.rules_broken()
     unexpected, unbroken = sorted(broken - expected), sorted(expected - broken)
     if not unexpected and not unbroken:
