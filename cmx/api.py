@@ -229,9 +229,12 @@ def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mappin
     tag: `emit` gets the build's output), and the packages are those inside it (cmx.docker.lock)."""
     runtime = _runtime(settings, environ=environ)
     if docker is None:
+        from cmx.execute.lockfile import installed_packages, refuse_other_device
         from cmx.execute.request import resolved
 
-        return lock_plan(resolved(query, inputs or {}, context or {}, runtime), settings=runtime.settings)
+        plan = resolved(query, inputs or {}, context or {}, runtime)
+        refuse_other_device(plan, installed_packages())
+        return lock_plan(plan, settings=runtime.settings)
     from cmx.docker.lock import lock_query
     from cmx.docker.request import DockerQuery
 

