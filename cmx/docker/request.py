@@ -86,6 +86,8 @@ def container(asked: DockerQuery, settings: Settings) -> ContainerSpec:
 def run(asked: DockerQuery, settings: Settings, emit: Emit) -> int:
     """Build (or reuse) the plan's image and run the same query in it; the container's exit status."""
     from cmx.docker.launch import run_in_docker
+    from cmx.execute.plan_check import check_plan
 
     p = _plan(asked, settings)
+    check_plan(p)  # before the image is built, not inside it after the build
     return run_in_docker(p, docker_run(p, asked), settings, emit=emit)

@@ -42,6 +42,7 @@ def submit_query(request: JobRequest, settings: Settings, environ: Mapping[str, 
     job's record. The plan is resolved here first, so a query that cannot run fails before anything is
     submitted. A secret input given on the command line is refused (the script would hold it): the job reads
     secrets from its environment."""
+    from cmx.execute.plan_check import check_plan
     from cmx.execute.record import redact_argv
     from cmx.execute.request import Runtime, resolved
     from cmx.slurm import SlurmError
@@ -51,6 +52,7 @@ def submit_query(request: JobRequest, settings: Settings, environ: Mapping[str, 
 
     tool("sbatch", environ)  # before anything is resolved or written
     p = resolved(request.query, request.inputs, request.context, Runtime(settings, environ=environ))
+    check_plan(p)  # before the job waits in the queue, not when it starts
     args = list(request.cmx_args) if request.cmx_args is not None else run_args(request.query, request.inputs,
                                                                                 request.context)
     secrets = []

@@ -79,6 +79,7 @@ def sweep(request: SweepRequest, settings: Settings, environ: Mapping[str, str],
     <sweep_dir>/<input>=<value> when the recipe has a results_dir input. Every value is typed and every point's
     plan resolved before anything runs. With Slurm and not `wait`, the result has no table yet: `gather` makes
     it later. `announce` hears each point start."""
+    from cmx.execute.plan_check import check_plan
     from cmx.execute.request import Runtime, resolved, root_recipe
 
     if request.slurm is not None:
@@ -100,7 +101,7 @@ def sweep(request: SweepRequest, settings: Settings, environ: Mapping[str, str],
     for value in sw.values:
         folder = point_dir(sweep_dir, sw, value)
         given = point_inputs(sw, value, folder if has_results else None)
-        resolved(request.query, given, sw.context, Runtime(settings, environ=environ))  # every point, first
+        check_plan(resolved(request.query, given, sw.context, Runtime(settings, environ=environ)))  # every point, first
         points.append(Point(value=value, name=sw.point_name(value), results_dir=str(folder) if has_results else None))
     mode = "slurm" if request.slurm is not None else "local"
     write_sweep(sweep_dir, sw, points, mode)
