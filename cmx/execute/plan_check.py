@@ -36,6 +36,12 @@ def recipe_module(recipe: Recipe) -> ModuleType:
     return module
 
 
+def chosen_variations(step: Step) -> dict[str, str]:
+    """Each variation group of the step's recipe -> the variation the step has in it (as StepContext reads them)."""
+    return {group: v.name for group, options in step.recipe.groups.items() for v in options
+            if v.name in step.variations}
+
+
 @dataclass(frozen=True)
 class PlannedStep:
     """A step as its check sees it: what StepContext offers before anything ran (no deps, no workdir)."""
@@ -49,10 +55,9 @@ class PlannedStep:
 
     @classmethod
     def of(cls, step: Step) -> PlannedStep:
-        chosen = {group: v.name for group, options in step.recipe.groups.items() for v in options
-                  if v.name in step.variations}
         return cls(step.name, MappingProxyType(dict(step.inputs)), MappingProxyType(dict(step.recipe.params)),
-                   MappingProxyType(dict(step.full_context)), step.variations, MappingProxyType(chosen))
+                   MappingProxyType(dict(step.full_context)), step.variations,
+                   MappingProxyType(chosen_variations(step)))
 
     def variation(self, group: str) -> str:
         """The variation chosen in `group`, as StepContext.variation."""
@@ -88,4 +93,4 @@ def check_plan(plan: Plan) -> None:
             check(PlannedStep.of(step))
 
 
-__all__ = ["PlannedStep", "check_plan", "recipe_module"]
+__all__ = ["PlannedStep", "check_plan", "chosen_variations", "recipe_module"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from cmx.cache.store import Entry, EntryMeta, Store, now_iso
 from cmx.errors import CmxError, CommandFailed, StepCancelled, StepError, StepFailed
+from cmx.execute.plan_check import chosen_variations
 from cmx.execute.progress import NullReporter, Reporter
 from cmx.execute.record import RunRecord
 from cmx.execute.result import RunResult, StepResult
@@ -250,8 +251,7 @@ class Runner:
                           scratch=scratch, stop=self._stop,
                           run_argv=self._record.argv if self._record else (),
                           run_record=self._record.path / "run.json" if self._record else None,
-                          chosen={group: v.name for group, options in step.recipe.groups.items() for v in options
-                                  if v.name in step.variations}, params=step.recipe.params)
+                          chosen=chosen_variations(step), params=step.recipe.params)
         returned = fn(ctx)
         return dict(returned) if run is not None else check_outputs(step.recipe, returned, workdir)
 
