@@ -254,11 +254,18 @@ def vllm_proxy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     test is skipped only when the download fails."""
     if PROXY_CACHE.is_file():
         return PROXY_CACHE
+    import requests
+
+    from cmx.docker.launch import default_ca_bundle
     from cmx.tools.download import download
 
     sdist = tmp_path_factory.mktemp("vllm-sdist") / "vllm-0.32.0.tar.gz"
+    session = requests.Session()
+    bundle = default_ca_bundle()  # PyPI is reached as pip reaches it (pip.conf's cert, behind a TLS-inspecting proxy)
+    if bundle is not None:
+        session.verify = str(bundle)
     try:
-        download(VLLM_SDIST_URL, sdist, sha256=VLLM_SDIST_SHA256, retries=2, keep_partial=False)
+        download(VLLM_SDIST_URL, sdist, sha256=VLLM_SDIST_SHA256, retries=2, keep_partial=False, session=session)
     except Exception as exc:  # noqa: BLE001 - any failure to fetch is a reason to skip, and says which
         pytest.skip(f"vLLM's source distribution could not be downloaded from PyPI: {exc}")
     with tarfile.open(sdist, "r:gz") as tar:  # the one member, read as bytes: no path from the archive is used

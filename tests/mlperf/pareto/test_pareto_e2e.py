@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import itertools
 import json
 import random
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from cmx.mlperf.pareto.record import LABEL, read_record
 from cmx.mlperf.pareto.regions import regions, structure_problems
+from cmx.mlperf.pareto.step import KNEE_GAIN, knee
 from tests.browser import NO_BROWSER, opened
 from tests.conftest import REPO, Home
 from tests.fake_openai import FakeOpenAIServer
@@ -32,10 +34,10 @@ class SlottedServer(FakeOpenAIServer):
     """Streams `max_tokens` tokens, one event each, at most SLOTS requests at a time; a token takes longer the
     more slots are busy, as a batch's step does (so tokens/s per user falls as concurrency grows).
 
-    Ideal system tokens/s: 32 users 16.3/TOKEN_S, 64 (48 served) 19.4/TOKEN_S (+19 %), 128 the same: the knee
-    is at 64 with a margin on both sides of the probes' 10 % rule. Requests of one pace would start and
-    finish in lock-step bursts of 48, and a short probe's window would then count one burst more or less by
-    chance (a probe at 128 once read 10 % above the one at 64): each request's pace differs a little."""
+    Its steady system tokens/s: 32 users 16.3/TOKEN_S, 64 (48 served) 19.4/TOKEN_S, 128 the same. A short
+    probe (1.5 s) does not reach that steady state: its window holds the first completions, which come in a
+    burst, so the test holds the probes to their rule, not to these figures. Each request keeps a pace of its
+    own, so that requests finish apart, as real ones do."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -91,17 +93,25 @@ def test_a_short_curve_has_the_rules_structure_and_its_page_renders(home: Home, 
     out = json.loads(proc.stdout)
     record = read_record(Path(out["record"]))
     assert record.label == LABEL and record.client == "cmx" and record.short
-    # throughput stops growing past the server's 48 slots: the probes find the knee at 64
-    assert record.c_max_source == "probes" and [p.concurrency for p in record.probes] == [32, 64, 128]
-    assert record.c_max == 64, record.probes
+    # the probes double from 32 and stop at the first doubling (from the third probe on) that gains under 10 % of
+    # system tokens/s; C_max is the last concurrency that gained. A 1.5 s probe of requests of 0.5-1 s reads the
+    # burst of the first completions, so what it measures past the 48 slots varies run to run (the ideal knee is
+    # at 64; a probe at 128 has read +34 %): the procedure is held to its rule on what it measured
+    probes = record.probes
+    assert record.c_max_source == "probes" and [p.concurrency for p in probes] == [32 * 2**i for i in
+                                                                                   range(len(probes))]
+    gained = [b.system_tps >= KNEE_GAIN * a.system_tps for a, b in itertools.pairwise(probes)]
+    assert len(probes) >= 3 and all(gained[1:-1]) and not gained[-1], probes
+    assert record.c_max == knee(probes) >= 64, probes
     steps = record.steps
     assert len(steps) == 7 and record.offline_point is not None and record.offline_point.concurrency == 16
     assert structure_problems(regions(record.c_max, record.c_min), [p.concurrency for p in steps], offline=True) == []
     assert all(p.system_tps and p.tps_per_user and p.ttft_p90_ms and p.failed == 0 for p in steps)
     by_c = {p.concurrency: p for p in steps}
     assert by_c[1].tpot_p90_ms == pytest.approx(TOKEN_S * 1000, rel=0.5)  # one request alone: the server's pace
-    assert by_c[64].tps_per_user < by_c[1].tps_per_user / 2  # a fuller batch: slower tokens per user
-    assert by_c[64].system_tps > 5 * by_c[1].system_tps  # more users, more tokens/s
+    top = by_c[max(by_c)]  # past the 48 slots: every one busy
+    assert top.tps_per_user < by_c[1].tps_per_user / 2  # a fuller batch: slower tokens per user
+    assert top.system_tps > 5 * by_c[1].system_tps  # more users, more tokens/s
     gated = [p for p in record.points if p.accuracy is not None]
     assert [p.concurrency for p in gated] == [p.concurrency for p in steps if p.role == "mandatory"] + [16]
     assert record.accuracy_passed is False  # nonsense answers: the gate runs, and says so
