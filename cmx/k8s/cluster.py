@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,21 +62,7 @@ class JobOutcome:
     log_tail: str
 
 
-@dataclass(frozen=True)
-class Rollout:
-    applied: tuple[Applied, ...]
-    stack: ServingStack
-    models: tuple[str, ...] = ()          # what the entry point listed
-    job: JobOutcome | None = None
-    crds: tuple[CrdSchema, ...] = field(default=())
-
-
 Say = Callable[[str], None]
-
-
-def missing_requirements(api: Any, needs: Sequence[Requirement]) -> list[Requirement]:
-    installed = _installed_crds(api)
-    return [r for r in needs if r.crd not in installed]
 
 
 def _installed_crds(api: Any) -> dict[str, dict[str, Any]]:
@@ -343,5 +329,5 @@ def _short(exc: BaseException) -> str:
     return f"{status} {text}" if status else text
 
 
-__all__ = ["Cluster", "JobOutcome", "MissingPrerequisites", "NotReady", "Rollout", "SmokeTestFailed", "Waits",
+__all__ = ["Cluster", "JobOutcome", "MissingPrerequisites", "NotReady", "SmokeTestFailed", "Waits",
            "is_ready", "last_json", "pod_trouble", "require"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from cmx.k8s import K8sError
 from cmx.k8s.apply import Applied
-from cmx.k8s.cluster import JobOutcome, Waits
+from cmx.k8s.cluster import Cluster, JobOutcome, Waits
 from cmx.k8s.devices import PodDeviceProfile
 from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.output import Rendered
@@ -208,17 +208,18 @@ def roll_out(deployment: K8sDeployment, request: DeployRequest) -> K8sDeployment
     against the cluster's own CRDs and applied, its readiness, a smoke test of its entry point, the cluster's
     versions and nodes into the stack's description, then the benchmark Job, waited for unless detached."""
     from cmx.k8s.apply import apply_bodies, connect
-    from cmx.k8s.cluster import Cluster, SmokeTestFailed, require
+    from cmx.k8s.cluster import SmokeTestFailed, require
     from cmx.k8s.output import render, write
+    from cmx.k8s.validate import validate_all
 
     say = request.say
     spec = deployment.rendered.spec
     api, context_namespace = connect(request.kubeconfig)
     namespace = spec.namespace or context_namespace
     crds = require(api, deployment.rendered.requirements)
-    checked = render(spec, image_is_default=deployment.image_is_default, crds=crds)
-    stack_objects, _ = split_benchmark(checked)
-    say(f"applying {len(stack_objects)} objects of {checked.stack.title()} to {api.configuration.host} "
+    validate_all((m.body for m in deployment.rendered.manifests), crds=crds)  # against the cluster's own CRDs
+    stack_objects, _ = split_benchmark(deployment.rendered)
+    say(f"applying {len(stack_objects)} objects of {deployment.rendered.stack.title()} to {api.configuration.host} "
         f"(namespace {namespace})")
     applied = apply_bodies(api, stack_objects, namespace)
     cluster = Cluster(api, namespace, spec.name, say, request.waits)
@@ -232,7 +233,7 @@ def roll_out(deployment: K8sDeployment, request: DeployRequest) -> K8sDeployment
                                                          "--served-model-name, KServe's spec.model.name)")
     say(f"{url} serves {spec.model.repo}")
     final_spec = replace(spec, stack=replace(spec.stack, entry_url=url))
-    record = cluster.observed(replace(checked.stack, entry_url=url), crds)
+    record = cluster.observed(replace(deployment.rendered.stack, entry_url=url), crds)
     final = render(final_spec, image_is_default=deployment.image_is_default, crds=crds, stack=record)
     files = write(final, deployment.out_dir)
     _, job_objects = split_benchmark(final)
@@ -256,7 +257,7 @@ def split_benchmark(rendered: Rendered) -> tuple[list[dict[str, Any]], list[dict
     return stack, [m.body for m in rendered.manifests if (m.kind, m.name) in bench]
 
 
-def entry_url(cluster: Any, rendered: Rendered) -> str:
+def entry_url(cluster: Cluster, rendered: Rendered) -> str:
     """Where the Job sends: the user's --entry-url; the Gateway's Service as the cluster labels it (llm-d
     pieces); the LLMInferenceService's own URL (kserve); else the rendered one."""
     from cmx.k8s.stacks import job_target
@@ -279,8 +280,6 @@ def entry_url(cluster: Any, rendered: Rendered) -> str:
 def delete_from_cluster(deployment: K8sDeployment, kubeconfig: Path | None = None) -> K8sDeployment:
     """--delete: every object --apply made, the benchmark first, but the two volumes (weights, results)."""
     from cmx.k8s.apply import connect
-    from cmx.k8s.cluster import Cluster
-
     api, context_namespace = connect(kubeconfig)
     spec = deployment.rendered.spec
     cluster = Cluster(api, spec.namespace or context_namespace, spec.name, lambda _: None, Waits())

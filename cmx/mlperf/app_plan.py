@@ -73,6 +73,24 @@ def check_tests(step: Choices) -> None:
         raise AppConfigError(f"unknown mode {unknown[0]!r} in modes={listed}", hint=f"modes are {', '.join(TESTS)}")
 
 
+def refuse_workers_without_url(inputs: Mapping[str, Any]) -> None:
+    if inputs.get("client_workers") and not inputs.get("endpoint_url"):
+        raise AppConfigError("--input client_workers needs --input endpoint_url: the server cmx starts itself is "
+                             "driven from the harness process",
+                             hint="give the server's URL (endpoint_url), or drop client_workers")
+
+
+def refuse_half_topology(inputs: Mapping[str, Any]) -> None:
+    """prefill_decode and disagg_proxy: both, or neither."""
+    text, proxy = inputs.get("prefill_decode"), inputs.get("disagg_proxy")
+    if (text is None) != (proxy is None):
+        given, missing = ("prefill_decode", "disagg_proxy") if proxy is None else ("disagg_proxy", "prefill_decode")
+        raise AppConfigError(f"--input {given} needs --input {missing}: a disaggregated topology is its instances "
+                             "and the proxy in front of them",
+                             hint="give both (prefill_decode=1:1, disagg_proxy=PATH to vLLM's examples/disaggregated/"
+                                  "disaggregated_serving/disagg_proxy_demo.py), or neither")
+
+
 def check_app_plan(step: Choices) -> None:
     """The scenarios and tests (a typo; a variation and a list both choosing), a target for each scenario the run
     measures, the endpoint's paired inputs, and a submission's submitter."""
@@ -85,13 +103,8 @@ def check_app_plan(step: Choices) -> None:
         raise AppConfigError(f"no target for {', '.join(missing)}: LoadGen sizes each run from the throughput you "
                              "expect", hint=f"give {give} (samples/s; `cmx tune` finds it), or add _tiny for a "
                                             "plumbing run")
-    if i.get("client_workers") and not i.get("endpoint_url"):
-        raise AppConfigError("--input client_workers needs --input endpoint_url: the server cmx starts itself is "
-                             "driven from the harness process", hint="give the server's URL (endpoint_url), or drop "
-                                                                     "client_workers")
-    if bool(i.get("prefill_decode")) != bool(i.get("disagg_proxy")):
-        raise AppConfigError("prefill_decode and disagg_proxy go together: the topology, and the proxy in front of it",
-                             hint="give both (docs/scale-out.md, disaggregated prefill and decode), or neither")
+    refuse_workers_without_url(i)
+    refuse_half_topology(i)
     if step.flag("submission") and not i.get("submitter"):
         raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
 

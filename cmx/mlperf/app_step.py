@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cmx.execute.context import StepContext, StepProgress
 from cmx.mlperf.app import MODES, AppConfig, AppConfigError
-from cmx.mlperf.app_plan import Choices, pick
+from cmx.mlperf.app_plan import Choices, pick, refuse_half_topology, refuse_workers_without_url
 from cmx.mlperf.backends.base import Sampling, SamplingError
 from cmx.mlperf.loadgen.harness_config import EndpointSettings
 from cmx.mlperf.loadgen.progress import RunProgress
@@ -229,10 +229,7 @@ def endpoint_settings(ctx: Choices) -> EndpointSettings | None:
                                  hint="add _endpoint to the query (the default, _vllm, runs vLLM in-process)")
         return None
     if not i["endpoint_url"]:
-        if i["client_workers"]:
-            raise AppConfigError("--input client_workers needs --input endpoint_url: the server cmx starts itself "
-                                 "is driven from the harness process",
-                                 hint="give the server's URL (endpoint_url), or drop client_workers")
+        refuse_workers_without_url(i)
         return None
     return EndpointSettings(url=i["endpoint_url"], model=i["endpoint_model"], request_timeout_s=i["request_timeout_s"],
                             max_concurrency=i["max_concurrency"], workers=i["client_workers"])
@@ -244,15 +241,10 @@ def prefill_decode(inputs: Mapping[str, Any]) -> PrefillDecode | None:
     from cmx.mlperf.backends.base import BackendError
     from cmx.mlperf.backends.disaggregated import parse_prefill_decode
 
+    refuse_half_topology(inputs)
     text, proxy = inputs["prefill_decode"], inputs["disagg_proxy"]
-    if text is None and proxy is None:
-        return None
     if text is None or proxy is None:
-        given, missing = ("prefill_decode", "disagg_proxy") if proxy is None else ("disagg_proxy", "prefill_decode")
-        raise AppConfigError(f"--input {given} needs --input {missing}: a disaggregated topology is its instances "
-                             "and the proxy in front of them",
-                             hint="give both (prefill_decode=1:1, disagg_proxy=PATH to vLLM's examples/disaggregated/"
-                                  "disaggregated_serving/disagg_proxy_demo.py), or neither")
+        return None
     if inputs["endpoint_url"]:
         raise AppConfigError("--input prefill_decode starts a disaggregated topology here, and an endpoint_url names "
                              "a server that is already running",
