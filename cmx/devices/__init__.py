@@ -14,7 +14,8 @@ Adding a kind (say Intel XPU) is writing `xpu.py` with its DeviceKind, adding it
 and adding the parser of its listing tool's output to cmx.tools.gpu.PARSERS: the container, engine
 and pod profiles and the visibility variables follow from the file. Outside the layers above, a
 query reaches the kind through a recipe variation that sets `device: xpu`, and the vLLM build for
-it is cmx.mlperf.runtime's (which build of vLLM a device runs is not yet a fact of its kind).
+it is cmx.mlperf.runtime's. Which vLLM release the kind's image holds is a fact of its file
+(`container.vllm`, against TESTED_VLLM below), which docs/docker.md tabulates.
 """
 
 from __future__ import annotations
@@ -29,4 +30,8 @@ from cmx.devices.rocm import ROCM
 # in the order messages list them
 KINDS: Mapping[str, DeviceKind] = {k.name: k for k in (CUDA, ROCM, CPU)}
 
-__all__ = ["CPU", "CUDA", "KINDS", "ROCM", "DeviceKind"]
+# the vLLM every test and the demo run (the CPU build, pinned in pyproject.toml): a kind whose image holds
+# another says why in its container's `vllm.why` (docs/docker.md § 3)
+TESTED_VLLM = CPU.container.vllm.version
+
+__all__ = ["CPU", "CUDA", "KINDS", "ROCM", "TESTED_VLLM", "DeviceKind"]

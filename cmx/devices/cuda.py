@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
-from cmx.devices.base import BESIDE_IMAGE_VLLM, VLLM_ON_GPUS, Container, Detection, DeviceKind, Pod, Tool, Visibility
+from cmx.devices.base import (
+    BESIDE_IMAGE_VLLM,
+    VLLM_ON_GPUS,
+    Container,
+    Detection,
+    DeviceKind,
+    Pod,
+    Tool,
+    Visibility,
+    VllmBuild,
+)
 
 # the columns nvidia-smi is asked for, with a header so a parse checks it reads what it asked for
 NVIDIA_SMI_FIELDS = ("index", "name", "memory.total", "driver_version", "pci.bus_id", "uuid")
+
+# the release's wheel pins torch==2.13.0, and the image is built from it
+VLLM = VllmBuild(version="0.32.0", distribution="vllm", torch="2.13.0",
+                 why="vLLM's own image of the release the CPU build runs")
 
 CUDA = DeviceKind(
     name="cuda",
     label="CUDA",
     container=Container(
-        # vLLM's own CUDA image (Python, PyTorch, vLLM); pinned: a moving tag would change what a rerun gets
-        base_image="vllm/vllm-openai:v0.11.1",
+        # vLLM's own CUDA image (Python, PyTorch, vLLM), which vLLM publishes for every release as
+        # vllm/vllm-openai:vX.Y.Z; pinned: a moving tag would change what a rerun gets. Since 0.20 that tag is
+        # the CUDA 13.0 build (an NVIDIA driver of the 580 series or newer); -cu129 tags are the CUDA 12.9 one.
+        base_image=f"vllm/vllm-openai:v{VLLM.version}",
+        vllm=VLLM,
         install=BESIDE_IMAGE_VLLM,
         request_driver="nvidia", request_capabilities=(("gpu",),),   # what `docker run --gpus` sends
         device_nodes=(), group_nodes=(), fallback_groups=(), security_opt=(), cap_add=(),

@@ -4,16 +4,36 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cmx.devices.base import BESIDE_IMAGE_VLLM, VLLM_ON_GPUS, Container, Detection, DeviceKind, Pod, Tool, Visibility
+from cmx.devices.base import (
+    BESIDE_IMAGE_VLLM,
+    VLLM_ON_GPUS,
+    Container,
+    Detection,
+    DeviceKind,
+    Pod,
+    Tool,
+    Visibility,
+    VllmBuild,
+)
 
 ROCM_DOCS = "AMD's \"ROCm installation for Linux\", https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
+
+# AMD's components of the image, as its "vLLM inference performance testing version history" page lists them
+# (rocm.docs.amd.com). No ROCm image of the CPU build's vLLM (0.32.0, when this was checked) could be confirmed:
+# the newest AMD rocm/vllm tag found holds vLLM 0.23.0 (ROCm 7.14, Python 3.14), and vLLM's own
+# vllm/vllm-openai-rocm was found up to v0.31.0. Neither is the same vLLM, so the pin stays where cmx's ROCm
+# defaults (HIP_FORCE_DEV_KERNARG, AITER below) were set up.
+VLLM = VllmBuild(version="0.11.1", distribution="vllm", torch="2.9.0",
+                 why="no ROCm image of the CPU build's vLLM was found (AMD's rocm/vllm tags found reach vLLM 0.23.0): "
+                     "AMD's MI300X inference-testing image stays until one is")
 
 ROCM = DeviceKind(
     name="rocm",
     label="ROCm",
     container=Container(
-        # AMD's ROCm vLLM image (ROCm 7.0.0, vLLM 0.11.1, PyTorch 2.9.0), pinned
-        base_image="rocm/vllm:rocm7.0.0_vllm_0.11.1_20251024",
+        # AMD's ROCm vLLM image (ROCm 7.0.0), pinned
+        base_image=f"rocm/vllm:rocm7.0.0_vllm_{VLLM.version}_20251024",
+        vllm=VLLM,
         install=BESIDE_IMAGE_VLLM,
         request_driver="", request_capabilities=(),   # no device request: the device files themselves
         device_nodes=("/dev/kfd", "/dev/dri"),

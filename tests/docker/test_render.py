@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cmx import api
+from cmx.devices import CUDA, ROCM
 from cmx.docker import DockerError
 from cmx.docker.launch import DockerRun, container_spec, default_ca_bundle, mounts
 from cmx.docker.render import BuildOptions, User, docker_spec, render
@@ -38,7 +39,8 @@ def test_cuda_gets_an_nvidia_device_request_and_nothing_of_amd(builtin: Home):
     assert run["device_requests"] == [{"driver": "nvidia", "count": -1, "device_ids": [], "capabilities": [["gpu"]]}]
     assert run["devices"] == [] and run["group_add"] == [] and "HIP_VISIBLE_DEVICES" not in run["environment"]
     assert run["ipc_mode"] == "host" and {u["name"] for u in run["ulimits"]} == {"memlock", "stack"}
-    assert "\nFROM vllm/vllm-openai:v0.11.1\n" in dockerfile(builtin, f"{LLAMA2} _cuda")
+    assert f"\nFROM {CUDA.container.base_image}\n" in dockerfile(builtin, f"{LLAMA2} _cuda")
+    assert CUDA.container.base_image.startswith("vllm/vllm-openai:v")  # vLLM's own CUDA image
     two = print_run(builtin, f"{LLAMA2} _cuda", "--gpus", "0,3")
     assert two["device_requests"][0]["device_ids"] == ["0", "3"] and two["device_requests"][0]["count"] == 0
 
@@ -51,7 +53,8 @@ def test_rocm_gets_kfd_dri_video_render_and_no_nvidia_flags(builtin: Home):
     assert run["environment"]["HIP_VISIBLE_DEVICES"] == "2,3"
     assert not any("NVIDIA" in k or "CUDA" in k for k in run["environment"])
     text = dockerfile(builtin, f"{LLAMA2} _rocm")
-    assert "FROM rocm/vllm:rocm7.0.0_vllm_0.11.1_20251024" in text and "[mlperf]" in text and "nvidia" not in text
+    assert f"FROM {ROCM.container.base_image}\n" in text and "[mlperf]" in text and "nvidia" not in text
+    assert ROCM.container.base_image.startswith("rocm/vllm:rocm")  # AMD's ROCm vLLM image
 
 
 def test_cpu_gets_no_devices_and_installs_the_cpu_extra_in_a_venv(builtin: Home):

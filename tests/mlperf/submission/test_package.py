@@ -245,6 +245,31 @@ def test_a_run_against_a_remote_endpoint_is_refused_for_closed_and_named_in_open
     assert "over HTTP: vLLM 0.32.0 at `http://gateway:8000/v1`" in readme
 
 
+def test_an_endpoint_readme_names_the_servers_vllm_not_the_one_beside_the_harness(tmp_path: Path, results: Path):
+    assert ORIGIN["software"]["vllm"] == "0.9.2"  # the harness's own, which served nothing over HTTP
+    set_facts(results, "Server", backend={**REMOTE, "server_version": "0.11.1"})
+    done = package(request(tmp_path, results, division="open"))
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
+    assert "over HTTP: vLLM 0.11.1 at `http://gateway:8000/v1`" in readme and "vllm 0.9.2" not in readme
+    offline = (done.tree / "results" / SYSTEM / BENCHMARK / "Offline" / "README.md").read_text()
+    assert "vLLM in the harness process" in offline and "Software: vllm 0.9.2, torch 2.7.0" in offline
+
+
+def test_a_disaggregated_run_names_the_vllm_its_decode_instance_reported(tmp_path: Path, results: Path):
+    # the proxy cmx started has no GET /v1/models or /version: cmx_run.json has the decode instance's answer
+    proxy = {"kind": "endpoint", "transport": "http", "url": "http://127.0.0.1:8100/v1", "model": "llama",
+             "server_software": None, "server_version": None, "token_ids_source": "server", "started_by_cmx": True,
+             "server_lists_models": False, "topology": {"served": {"software": "vLLM", "version": "0.32.0"}}}
+    set_facts(results, "Server", backend=proxy)
+    done = package(request(tmp_path, results, division="open"))
+    system = json.loads((done.tree / "systems" / f"{SYSTEM}.json").read_text())
+    assert system["framework"] == "vLLM 0.32.0 (OpenAI-compatible server, over HTTP)"
+    assert system["sw_notes"].startswith("SUT over HTTP: a local OpenAI-compatible server "
+                                         "(vLLM 0.32.0, started by cmx)")
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
+    assert "over HTTP: vLLM 0.32.0 at `http://127.0.0.1:8100/v1`, started by cmx" in readme
+
+
 def test_an_invalid_run_is_refused_in_open_too(tmp_path: Path, results: Path):
     detail = results / SYSTEM / BENCHMARK / "Offline" / "performance/run_1/mlperf_log_detail.txt"
     detail.write_text(detail.read_text().replace('"key": "result_validity", "value": "VALID"',
