@@ -23,20 +23,20 @@ hidden, mounts, devices, device requests, groups, shm size, ipc, ulimits).
     cmx docker "app mlperf inference llama2 _cuda" --print-run --gpus 0,1
 """)
 @query_arg
-@query_options(input_help="As for cmx run.", context_help="As for cmx run.", inputs_file=False)
+@query_options(input_help="As for cmx run.", context_help="As for cmx run.")
 @click.option("--dockerfile-only", is_flag=True, help="Print the Dockerfile and the build context listing.")
 @click.option("--print-run", is_flag=True, help="Print the container settings as JSON.")
 @docker_options
 @registry_option
 @click.pass_context
 # options: click's values, of the types the option decorators give
-def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            dockerfile_only: bool, print_run: bool, **options: Any) -> None:
+def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
+            contexts: tuple[str, ...], dockerfile_only: bool, print_run: bool, **options: Any) -> None:
     from cmx import api
 
     if dockerfile_only == print_run:
         raise click.UsageError("give one of --dockerfile-only and --print-run")
-    q = parse_query(query, inputs, contexts)
+    q = parse_query(query, inputs, contexts, inputs_file)
     options_, settings = docker_options_of(**options), app(ctx).settings()
     if dockerfile_only:
         rendered = api.docker_file(q.query, inputs=q.inputs, context=q.context, options=options_, settings=settings)

@@ -2,7 +2,7 @@
 
 TEST06 is a performance-mode run with `AUDIT_CONFIG_TEST06` in LoadGen's working folder:
 LoadGen then logs about 100 sampled outputs to mlperf_log_accuracy.json. `verify` repeats the
-checks of mlcommons/inference `compliance/nvidia/TEST06/run_verification.py` on that log, in
+checks of mlcommons/inference `compliance/TEST06/run_verification.py` on that log, in
 cmx's own code and naming every sample that fails:
 
 - first token (not in Offline, where it reads "Skipped"): the token(s) LoadGen recorded at

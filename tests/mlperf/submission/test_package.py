@@ -22,8 +22,8 @@ from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
-from cmx.mlperf.submission.package import package
-from cmx.mlperf.submission.sources import PackageRequest, SubmissionRefused
+from cmx.mlperf.submission.package import measurements, package
+from cmx.mlperf.submission.sources import PackageRequest, SourceResult, SubmissionRefused
 from cmx.mlperf.submission.system_desc import (
     SystemDescriptionError,
     as_field_text,
@@ -136,6 +136,21 @@ def test_each_result_gets_logs_truncated_accuracy_with_hash_measurements_and_a_r
     assert "cmx 0.1.0" in readme and "Natively on the host" in readme and sha256_file(full) in readme
     assert (paths.user_conf.read_text() ==
             (results / SYSTEM / BENCHMARK / "Server" / "user.conf").read_text())
+
+
+@pytest.mark.parametrize("engine, model, weights, transformed", [
+    ("bf16", {"precision": "bf16", "dtype": "bfloat16"}, "bf16", "none (weights loaded as bfloat16)"),
+    ("fp8", {"precision": "fp8"}, "fp8", "quantization to fp8"),
+    ("bf16", {"precision": "mxfp4"}, "mxfp4", "none (the checkpoint as published, mxfp4 weights)"),
+    ("bf16", {"precision": "bf16", "is_tiny": True}, "bf16", "none (weights loaded as bf16)"),
+])
+def test_measurements_name_the_weights_data_type_the_checkpoint_holds(engine: str, model: dict, weights: str,
+                                                                      transformed: str):
+    origin = {**ORIGIN, "model": {"name": "m", **model}}
+    source = SourceResult(Path("x"), SYSTEM, BENCHMARK, "Offline", {"engine": {"precision": engine}, "origin": origin})
+    written = measurements(source, PackageRequest(results_dir=Path("r"), out_dir=Path("o"), submitter="s",
+                                                  division="closed"))
+    assert (written["weight_data_types"], written["weight_transformations"]) == (weights, transformed)
 
 
 def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(tmp_path: Path, results: Path):
