@@ -13,5 +13,6 @@ def run(ctx: StepContext) -> dict[str, Any]:
     i = ctx.inputs
     request = PackageRequest(results_dir=i["results_dir"], out_dir=i["out_dir"], submitter=i["submitter"],
                              division=i["division"], round=i["round"], system_file=i["system_file"],
-                             calibration_file=i["calibration_file"], tar=i["tar"])
+                             calibration_file=i["calibration_file"], tar=i["tar"],
+                             scenarios=tuple(i["scenarios"].split(",")) if i["scenarios"] else ())
     return package_and_check(request, ctx.log)

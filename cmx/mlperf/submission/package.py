@@ -37,6 +37,7 @@ from cmx.mlperf.submission.sources import (
     PackageRequest,
     SourceResult,
     SubmissionRefused,
+    chosen_scenarios,
     find_results,
 )
 from cmx.mlperf.submission.system_desc import (
@@ -89,7 +90,7 @@ def package(request: PackageRequest) -> Packaged:
     """Build `<out>/<division>/<submitter>/` from `request.results_dir`, or raise SubmissionRefused with every
     reason."""
     _check_request(request)
-    results = find_results(request.results_dir)
+    results = chosen_scenarios(find_results(request.results_dir), request.scenarios)
     round_ = load_round(request.round or _results_round(results))
     user = read_user_file(request.system_file, round_) if request.system_file else {}
     descriptions = {system: build_description(round_, detected=_detected(results, system),

@@ -40,6 +40,7 @@ class PackageRequest:
     system_file: Path | None = None     # the fields detection cannot fill (status, cooling, ...)
     calibration_file: Path | None = None  # closed, quantized weights: what calibration was done
     tar: bool = False
+    scenarios: tuple[str, ...] = ()     # only these scenarios' results (default: every one found)
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,18 @@ def find_results(results_dir: Path) -> list[SourceResult]:
         raise SubmissionRefused(f"no cmx results under {results_dir} (no <system>/<benchmark>/<Scenario>/"
                                 f"{CMX_RUN_JSON})", hint="point results_dir at the folder an app run wrote")
     return found
+
+
+def chosen_scenarios(results: list[SourceResult], scenarios: tuple[str, ...]) -> list[SourceResult]:
+    """The results of the scenarios asked for (all of them when none is): a submitter leaves out one that came out
+    INVALID. A scenario asked for that no result has is refused, with those there are."""
+    if not scenarios:
+        return results
+    there = sorted({r.scenario for r in results})
+    wanted = {s.strip().lower(): s.strip() for s in scenarios if s.strip()}
+    missing = [name for key, name in wanted.items() if key not in {t.lower() for t in there}]
+    if missing:
+        raise SubmissionRefused(f"no result of scenario {', '.join(missing)} under the results_dir",
+                                hint=f"the scenarios there are {', '.join(there)}; name some of them in --input "
+                                     "scenarios=..., or leave it out to package every one")
+    return [r for r in results if r.scenario.lower() in wanted]

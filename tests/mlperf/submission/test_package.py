@@ -83,6 +83,18 @@ def test_compliant_results_package_into_a_closed_tree_that_cmx_check_passes(tmp_
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["closed"]  # nothing else at the root
 
 
+def test_scenarios_picks_the_results_packaged_and_the_tree_still_checks(tmp_path: Path, results: Path):
+    set_facts(results, "Interactive", ok=False)          # came out INVALID: the submitter leaves it out
+    done = package(request(tmp_path, results, scenarios=("Offline", "server")))
+    assert [r.name for r in done.results] == [f"{SYSTEM}/{BENCHMARK}/{s}" for s in ("Offline", "Server")]
+    assert check_tree(tmp_path / "out", "v6.0").problems == []
+
+
+def test_a_scenario_with_no_result_is_refused_naming_those_there(tmp_path: Path, results: Path):
+    said = refusal(request(tmp_path, results, scenarios=("Offline", "SingleStream")))
+    assert "no result of scenario SingleStream" in said and "Interactive, Offline, Server" in said
+
+
 def test_a_tunes_record_beside_the_results_never_reaches_the_submission_tree(tmp_path: Path, results: Path):
     pytest.importorskip("matplotlib")  # the tune is built with the report tests' helpers
     from cmx.mlperf.tune.record import CMX_TUNE_JSON
