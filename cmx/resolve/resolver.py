@@ -145,15 +145,23 @@ def _select(provider: RecipeProvider, query: Query, where: str | None) -> Recipe
                      hint="add a tag that tells them apart, exclude one with -tag, or use the recipe's name")
 
 
-def _suggest(provider: RecipeProvider, query: Query) -> str:
+def _closest(word: str, known: set[str]) -> list[str]:
+    """Up to three known words like WORD, those about as close as the closest: 'pyton' suggests python, not
+    python-only too."""
     import difflib
 
+    ratios = sorted(((difflib.SequenceMatcher(None, word, k).ratio(), k) for k in known), key=lambda r: (-r[0], r[1]))
+    scored = [(score, k) for score, k in ratios[:3] if score >= 0.6]
+    return [k for score, k in scored if score >= scored[0][0] - 0.1] if scored else []
+
+
+def _suggest(provider: RecipeProvider, query: Query) -> str:
     known = provider.all_tags()
     unknown = [t for t in query.tags if t not in known]
     if unknown:
         parts = []
         for tag in unknown:
-            close = difflib.get_close_matches(tag, known, n=3, cutoff=0.6)
+            close = _closest(tag, known)
             parts.append(f"{tag!r}: did you mean {', '.join(close)}?" if close else f"no recipe has tag {tag!r}")
         return "; ".join(parts) + " (`cmx find TAG` lists recipes)"
     best: list[tuple[int, str]] = []

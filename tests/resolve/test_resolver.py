@@ -120,8 +120,8 @@ def test_a_query_picks_one_recipe_and_its_variations(lab: Lab, query: str, name:
 
 
 @pytest.mark.parametrize("query, says, hint", [
-    pytest.param("get pyton", ["no recipe matches 'get pyton'"], ["'pyton': did you mean", "python"],
-                 id="zero-matches-suggest-the-close-tag"),
+    pytest.param("get pyton", ["no recipe matches 'get pyton'"], ["'pyton': did you mean python?"],
+                 id="zero-matches-suggest-the-closest-tag-not-python-venv-far-behind"),
     pytest.param("venv python-package", [], ["no recipe carries them all", "get-python-package", "get-python-venv"],
                  id="zero-matches-of-known-tags-name-the-closest-recipes"),
     pytest.param("get python", ["matches 2 recipes", "get-python (tags: tool)", "get-python-venv (tags: venv)"],
