@@ -161,6 +161,7 @@ def serving_spec(request: DeployRequest, settings: Settings) -> ServingSpec:
     from cmx.docker import profile_for
     from cmx.docker.render import plan_device
     from cmx.docker.request import DockerQuery, dockerfile
+    from cmx.execute.plan_check import check_plan
     from cmx.execute.request import Runtime, resolved
     from cmx.k8s.served import engine_inputs, plan_precision, served_model
     from cmx.mlperf.loadgen.harness_config import EngineSettings
@@ -172,6 +173,9 @@ def serving_spec(request: DeployRequest, settings: Settings) -> ServingSpec:
     profile = pod_profile_for(plan_device(p), options)
     model = served_model(p)
     engine = engine_inputs(p)
+    # what the Job's run would refuse at its start (a scenario without a target...) is refused here, before the
+    # stack pulls its weights: its plan as the Job runs it, with the endpoint the Job is given
+    check_plan(resolved(query, {**given, "endpoint_url": "http://stack-entry:8000/v1"}, context, Runtime(settings)))
     tp = int(engine["tensor_parallel_size"] or 1)
     image = options.image or dockerfile(DockerQuery(query, given, context), settings).tag
     return ServingSpec(

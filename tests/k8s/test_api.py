@@ -17,12 +17,14 @@ from cmx.settings import Settings
 
 QUERY = "app mlperf inference llama2"
 IMAGE = api.K8sOptions(image="registry.example.com/cmx:1")
+TARGET = {"target_qps_offline": "60"}  # a full run's Offline target: the Job's plan is checked at deploy
 
 
 @pytest.mark.parametrize("device, resource", [("cuda", "nvidia.com/gpu"), ("rocm", "amd.com/gpu")])
 def test_the_files_are_written_validated_and_summarised(repo_settings: Settings, tmp_path: Path, device: str,
                                                         resource: str) -> None:
-    result = api.deploy_k8s(f"{QUERY} _{device}", inputs={"tensor_parallel_size": "8"}, out_dir=tmp_path / "out",
+    result = api.deploy_k8s(f"{QUERY} _{device}", inputs={"tensor_parallel_size": "8", **TARGET},
+                            out_dir=tmp_path / "out",
                             options=IMAGE, settings=repo_settings)
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == ["00-pvc-model-cache.yaml", "01-pvc-results.yaml", "10-deployment.yaml", "20-service.yaml",
@@ -43,7 +45,7 @@ def test_the_files_are_written_validated_and_summarised(repo_settings: Settings,
 
 def test_the_default_image_is_the_tag_run_docker_builds_for_the_jobs_query(repo_settings: Settings,
                                                                            tmp_path: Path) -> None:
-    result = api.deploy_k8s(f"{QUERY} _rocm", out_dir=tmp_path, settings=repo_settings)
+    result = api.deploy_k8s(f"{QUERY} _rocm", inputs=TARGET, out_dir=tmp_path, settings=repo_settings)
     tag = api.docker_file(f"{QUERY} _rocm _endpoint", settings=repo_settings).tag
     assert result.image_is_default and result.rendered.spec.benchmark_image == tag
     assert "docker push" in (tmp_path / "README.md").read_text()
@@ -51,9 +53,9 @@ def test_the_default_image_is_the_tag_run_docker_builds_for_the_jobs_query(repo_
 
 def test_nodes_render_a_leader_worker_set_and_drop_the_stale_deployment(repo_settings: Settings,
                                                                          tmp_path: Path) -> None:
-    api.deploy_k8s(f"{QUERY} _cuda", out_dir=tmp_path, options=IMAGE, settings=repo_settings)
+    api.deploy_k8s(f"{QUERY} _cuda", inputs=TARGET, out_dir=tmp_path, options=IMAGE, settings=repo_settings)
     (tmp_path / "99-mine.yaml").write_text("kind: ConfigMap\n")
-    api.deploy_k8s(f"{QUERY} _cuda", inputs={"tensor_parallel_size": "8"}, out_dir=tmp_path,
+    api.deploy_k8s(f"{QUERY} _cuda", inputs={"tensor_parallel_size": "8", "target_qps_offline": "60"}, out_dir=tmp_path,
                    options=replace(IMAGE, nodes=2), settings=repo_settings)
     names = {p.name for p in tmp_path.iterdir()}
     assert "10-leaderworkerset.yaml" in names and "10-deployment.yaml" not in names
@@ -71,6 +73,15 @@ def test_a_tiny_plan_is_refused(repo_settings: Settings, tmp_path: Path) -> None
         api.deploy_k8s(f"{QUERY} _cuda _tiny", out_dir=tmp_path, options=IMAGE, settings=repo_settings)
 
 
+def test_a_job_its_run_would_refuse_is_refused_before_anything_is_written(repo_settings: Settings,
+                                                                          tmp_path: Path) -> None:
+    from cmx.mlperf.app_plan import AppConfigError
+
+    with pytest.raises(AppConfigError, match="no target for Offline"):
+        api.deploy_k8s(f"{QUERY} _cuda", out_dir=tmp_path / "out", options=IMAGE, settings=repo_settings)
+    assert not (tmp_path / "out").exists()
+
+
 def test_inputs_the_job_sets_itself_are_refused(repo_settings: Settings, tmp_path: Path) -> None:
     with pytest.raises(K8sError, match="endpoint_url"):
         api.deploy_k8s(f"{QUERY} _cuda", inputs={"endpoint_url": "http://x/v1"}, out_dir=tmp_path, options=IMAGE,
@@ -82,7 +93,7 @@ def test_inputs_the_job_sets_itself_are_refused(repo_settings: Settings, tmp_pat
 def test_a_vendor_option_on_the_other_vendor_is_refused(repo_settings: Settings, tmp_path: Path, device: str,
                                                         options: api.K8sOptions) -> None:
     with pytest.raises(K8sError):
-        api.deploy_k8s(f"{QUERY} _{device}", out_dir=tmp_path, options=options, settings=repo_settings)
+        api.deploy_k8s(f"{QUERY} _{device}", inputs=TARGET, out_dir=tmp_path, options=options, settings=repo_settings)
 
 
 def test_apply_without_a_kubeconfig_still_leaves_the_files(repo_settings: Settings, tmp_path: Path,
@@ -91,5 +102,6 @@ def test_apply_without_a_kubeconfig_still_leaves_the_files(repo_settings: Settin
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nope"))
     with pytest.raises(KubeconfigError):
-        api.deploy_k8s(f"{QUERY} _cuda", out_dir=tmp_path / "out", options=IMAGE, apply=True, settings=repo_settings)
+        api.deploy_k8s(f"{QUERY} _cuda", inputs=TARGET, out_dir=tmp_path / "out", options=IMAGE, apply=True,
+                       settings=repo_settings)
     assert (tmp_path / "out" / "10-deployment.yaml").is_file()

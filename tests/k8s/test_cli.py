@@ -25,7 +25,8 @@ def repo_home(home: Home) -> Home:
 def test_deploy_writes_valid_manifests_of_the_devices_vendor_only(repo_home: Home, tmp_path: Path, device: str,
                                                                   resource: str, other: str) -> None:
     out = tmp_path / "k8s"
-    proc = repo_home.cmx("deploy", f"app mlperf inference llama2 _{device}", "--k8s", str(out), check=True)
+    proc = repo_home.cmx("deploy", f"app mlperf inference llama2 _{device}", "--k8s", str(out),
+                         "-i", "target_qps_offline=60", check=True)
     assert "10-deployment.yaml" in proc.stdout and "benchmark image: cmx-app-mlperf-inference-llama2:" in proc.stdout
     texts = [p.read_text() for p in sorted(out.glob("*.yaml"))]
     assert len(texts) == 6
@@ -37,6 +38,7 @@ def test_deploy_writes_valid_manifests_of_the_devices_vendor_only(repo_home: Hom
 
 def test_deploy_json_summarises(repo_home: Home, tmp_path: Path) -> None:
     proc = repo_home.cmx("deploy", "app mlperf inference llama2 _rocm", "--k8s", str(tmp_path / "o"), "--json",
+                         "-i", "target_qps_offline=60",
                          "--image", "r.example.com/cmx:1", "--nodes", "2", check=True)
     summary = json.loads(proc.stdout)
     assert summary["gpu_resource"] == "amd.com/gpu" and summary["image"] == "r.example.com/cmx:1"
@@ -57,14 +59,16 @@ def test_deploy_apply_with_an_unreachable_cluster_names_the_server(repo_home: Ho
     config = tmp_path / "kubeconfig"
     config.write_text(KUBECONFIG.format(port=port))
     proc = subprocess.run([*CMX, "deploy", "app mlperf inference llama2 _cuda", "--k8s", str(tmp_path / "o"),
-                           "--apply", "--image", "r/x:1"], env={**repo_home.env, "KUBECONFIG": str(config)},
+                           "--apply", "--image", "r/x:1", "-i", "target_qps_offline=60"],
+                          env={**repo_home.env, "KUBECONFIG": str(config)},
                           cwd=repo_home.root, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and f"https://127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_deploy_renders_the_chosen_stack_and_says_what_it_was_checked_against(repo_home: Home, tmp_path: Path) -> None:
     proc = repo_home.cmx("deploy", "app mlperf inference deepseek-r1 _cuda", "--k8s", str(tmp_path / "o"),
-                         "--stack", "dynamo", "--input", "tensor_parallel_size=8", "--prefill-workers", "2",
+                         "--stack", "dynamo", "--input", "tensor_parallel_size=8", "-i", "target_qps_offline=60",
+                         "--prefill-workers", "2",
                          "--decode-tp", "4", "--router", "round-robin", "--image", "r/x:1", check=True)
     assert "NVIDIA Dynamo (round-robin routing): 2 prefill x TP 8 + 1 decode x TP 4" in proc.stdout
     assert "DynamoGraphDeployment: no CRD at hand, only the pod specs checked" in proc.stdout

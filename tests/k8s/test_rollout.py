@@ -19,6 +19,7 @@ from tests.k8s.fake_cluster import GATEWAY_CRDS, FakeCluster, crd, real_crd
 
 MODEL = "meta-llama/Llama-2-70b-chat-hf"
 QUERY = "app mlperf inference llama2 _cuda"
+TARGET = {"target_qps_offline": "60"}  # a full run's Offline target: deploy checks the plan its Job runs
 FAST = Waits(ready_s=2.0, poll_s=0.01)
 OPTIONS = {"image": "registry.example.com/cmx:1", "name": "vllm-llama2"}
 RESULT = {"outputs": {"results_dir": "/results/vllm-llama2-benchmark-0", "summary": [{"validity": "VALID"}]}}
@@ -28,7 +29,7 @@ POOL_CRD = "inference.networking.k8s.io_inferencepools.yaml"
 
 def _deploy(cluster: FakeCluster, settings: Settings, tmp_path: Path, stack: StackOptions | None = None,
             **request: Any) -> api.K8sDeployment:
-    return api.deploy_k8s(QUERY, out_dir=tmp_path / "k8s", settings=settings, apply=True,
+    return api.deploy_k8s(QUERY, inputs=TARGET, out_dir=tmp_path / "k8s", settings=settings, apply=True,
                           kubeconfig=cluster.kubeconfig(tmp_path / "kubeconfig"), waits=FAST,
                           options=api.K8sOptions(**OPTIONS, stack=stack or StackOptions()), **request)
 
@@ -150,7 +151,7 @@ def test_kserve_is_ready_by_its_condition_and_reached_at_its_own_address(repo_se
 def test_delete_removes_what_apply_made_but_the_volumes(repo_settings: Settings, tmp_path: Path) -> None:
     with FakeCluster(served_model=MODEL) as cluster:
         _deploy(cluster, repo_settings, tmp_path)
-        result = api.deploy_k8s(QUERY, out_dir=tmp_path / "k8s", settings=repo_settings, delete=True,
+        result = api.deploy_k8s(QUERY, inputs=TARGET, out_dir=tmp_path / "k8s", settings=repo_settings, delete=True,
                                 kubeconfig=tmp_path / "kubeconfig",
                                 options=api.K8sOptions(**OPTIONS))
         left = {(o["kind"], o["metadata"]["name"]) for kind in ("PersistentVolumeClaim", "Deployment", "Job")

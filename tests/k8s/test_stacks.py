@@ -25,6 +25,7 @@ from cmx.settings import Settings
 from tests.k8s.conftest import make_spec, shared_crd
 from tests.k8s.dynamo_crd import dynamo_crd
 from tests.k8s.fake_cluster import SHARED_CRDS
+from tests.k8s.test_api import TARGET
 
 BENCHMARKS = ("llama2", "gpt-oss-120b", "deepseek-r1")
 STACKS = {"llm-d": StackOptions(name="llm-d"), "llm-d-pieces": StackOptions(name="llm-d", llmd_form="pieces"),
@@ -63,7 +64,7 @@ def test_every_stack_renders_manifests_that_validate_for_each_benchmark_and_devi
     own_image = "registry.example.com/dynamo-rocm:1" if (stack, device) == ("dynamo", "rocm") else None
     options = api.K8sOptions(image="registry.example.com/cmx:1", stack=STACKS[stack], serving_image=own_image,
                              crd_files=_crd_files(stack, tmp_path))
-    result = api.deploy_k8s(f"app mlperf inference {bench} _{device}", inputs={"tensor_parallel_size": "8"},
+    result = api.deploy_k8s(f"app mlperf inference {bench} _{device}", inputs={"tensor_parallel_size": "8", **TARGET},
                             out_dir=tmp_path / "out", options=options, settings=repo_settings)
     validation = result.rendered.validation
     custom = {m.kind for m in result.rendered.manifests if "/" in m.body["apiVersion"]
@@ -183,10 +184,12 @@ def test_dynamo_refuses_what_it_cannot_render(repo_settings: Settings, tmp_path:
     with pytest.raises(StackOptionError, match="--nodes above 1"):
         objects(make_spec("cuda", stack=StackOptions(name="dynamo"), nodes=2))
     with pytest.raises(CmxError, match="no default image for rocm") as err:
-        api.deploy_k8s("app mlperf inference llama2 _rocm", out_dir=tmp_path, settings=repo_settings,
+        api.deploy_k8s("app mlperf inference llama2 _rocm", inputs={"target_qps_offline": "60"}, out_dir=tmp_path,
+                       settings=repo_settings,
                        options=api.K8sOptions(stack=StackOptions(name="dynamo")))
     assert "--serving-image" in (err.value.hint or "")
-    assert api.deploy_k8s("app mlperf inference llama2 _cuda", out_dir=tmp_path, settings=repo_settings,
+    assert api.deploy_k8s("app mlperf inference llama2 _cuda", inputs={"target_qps_offline": "60"}, out_dir=tmp_path,
+                          settings=repo_settings,
                           options=api.K8sOptions(stack=StackOptions(name="dynamo"))).rendered.spec.serving_image \
         == DYNAMO_IMAGE
 
