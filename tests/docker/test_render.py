@@ -173,7 +173,8 @@ def test_docker_options_without_docker_are_a_usage_error(builtin: Home):
 def test_cmx_docker_reads_an_inputs_file_as_cmx_run_does_under_its_explicit_inputs(builtin: Home, tmp_path: Path):
     inputs = tmp_path / "h200.yaml"
     inputs.write_text("target_qps_offline: 60\ntensor_parallel_size: 2\n", encoding="utf-8")
-    command = print_run(builtin, f"{LLAMA2} _cuda", "--inputs-file", str(inputs), "-i", "tensor_parallel_size=4")["command"]
+    run = print_run(builtin, f"{LLAMA2} _cuda", "--inputs-file", str(inputs), "-i", "tensor_parallel_size=4")
+    command = run["command"]
     assert "target_qps_offline=60" in command and "tensor_parallel_size=4" in command
     assert "tensor_parallel_size=2" not in command
 

@@ -40,7 +40,7 @@ from pathlib import Path
 PAGE_CHECKOUT = "/work/main"                     # the checkout the pages were written in
 PAGE_TMP = "/tmp"
 DIRECTIVE = re.compile(r"<!--\s*console:\s*(\w+)\s*(.*?)\s*-->", re.S)
-FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w-]*)\s*$")
+FENCE = re.compile(r"^( *)(`{3,}|~{3,})\s*([\w-]*)\s*$")     # a fence, indented too (in a list item)
 STATE_MARK = "__cmx_console_state__"
 
 
@@ -99,10 +99,12 @@ def items(text: str) -> list[Block | Directive]:
     while i < len(lines):
         fence = FENCE.match(lines[i])
         if fence:
+            indent, marker = fence.group(1), fence.group(2)
             end = i + 1
-            while end < len(lines) and not lines[end].startswith(fence.group(1)):
+            while end < len(lines) and not lines[end].lstrip(" ").startswith(marker):
                 end += 1
-            found.append(Block(i + 2, "\n".join(lines[i + 1:end]), fence.group(2)))
+            body = [line[len(indent):] if line.startswith(indent) else line.lstrip(" ") for line in lines[i + 1:end]]
+            found.append(Block(i + 2, "\n".join(body), fence.group(3)))
             i = end + 1
         elif lines[i].startswith("    ") and lines[i].strip() and (i == 0 or not lines[i - 1].strip()):
             end = i
@@ -113,7 +115,7 @@ def items(text: str) -> list[Block | Directive]:
                 body.pop()
             found.append(Block(i + 1, "\n".join(body), ""))
             i = end
-        elif lines[i].startswith("<!--") and "console:" in lines[i]:
+        elif lines[i].lstrip(" ").startswith("<!--") and "console:" in lines[i]:
             end = i
             while end < len(lines) - 1 and "-->" not in lines[end]:
                 end += 1

@@ -30,12 +30,20 @@ mkdir -p /tmp/made
     $ echo indented \\
         and continued
     indented and continued
+
+- a list item, with its example:
+
+  ```
+  $ echo in a list
+  in a list
+  ```
 """
 
 
 def test_a_page_reads_as_its_blocks_and_directives_in_order() -> None:
     found = items(PAGE)
-    assert [type(i).__name__ for i in found] == ["Directive", "Block", "Directive", "Block", "Directive", "Block"]
+    kinds = [type(i).__name__ for i in found]
+    assert kinds == ["Directive", "Block", "Directive", "Block", "Directive", "Block", "Block"]
     skip, console = found[0], found[1]
     assert isinstance(skip, Directive) and (skip.name, skip.argument) == ("skip", "needs a GPU")
     assert isinstance(console, Block) and console.is_console and console.line == 7
@@ -45,6 +53,10 @@ def test_a_page_reads_as_its_blocks_and_directives_in_order() -> None:
     assert isinstance(indented, Block) and indented.is_console
     [example] = indented.examples()
     assert example.command == "echo indented and continued" and example.expected == "indented and continued"
+    listing = found[6]
+    assert isinstance(listing, Block)
+    [listed] = listing.examples()
+    assert (listed.command, listed.expected) == ("echo in a list", "in a list")
 
 
 @pytest.mark.parametrize("expected, actual", [
