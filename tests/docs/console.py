@@ -31,6 +31,7 @@ import difflib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -87,7 +88,7 @@ class Block:
 class Directive:
     """A `<!-- console: NAME ARGUMENT -->` comment of a page."""
     line: int
-    name: str                                    # skip, file, sh or setup
+    name: str                                    # skip, file, sh, setup or measured
     argument: str
 
 
@@ -268,16 +269,22 @@ class Session:
             text = text.replace(ours, page)
         return text
 
-    def shell(self, script: str, check_output: bool = True) -> str:
+    def shell(self, script: str) -> str:
         """Run SCRIPT in bash with the session's state ($? of the last command included); keep its exports
-        and its current folder."""
+        and its current folder. A script past the timeout is killed with every process it started."""
         wrapped = f"(exit {self.status})\n{script}\n__rc=$?\necho {STATE_MARK}; echo $__rc; pwd; env -0"
-        done = subprocess.run(["bash", "-c", wrapped], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=self.timeout)
-        text = done.stdout.decode("utf-8", "replace")
-        output, _, state = text.rpartition(f"{STATE_MARK}\n")
-        if not _:
-            raise RuntimeError(f"the shell ended before its state was read ({done.returncode}):\n{text}")
+        with subprocess.Popen(["bash", "-c", wrapped], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True) as proc:
+            try:
+                out, _ = proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                raise
+        text = out.decode("utf-8", "replace")
+        output, mark, state = text.rpartition(f"{STATE_MARK}\n")
+        if not mark:
+            raise RuntimeError(f"the shell ended before its state was read ({proc.returncode}):\n{text}")
         rc, cwd, environ = state.split("\n", 2)
         self.status, self.cwd = int(rc), Path(cwd)
         self.env = dict(item.split("=", 1) for item in environ.split("\0") if "=" in item)

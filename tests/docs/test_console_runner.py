@@ -123,3 +123,15 @@ def test_a_skip_needs_a_reason_and_a_setup_must_exist(tmp_path: Path) -> None:
     page.write_text("<!-- console: setup nowhere -->\n", encoding="utf-8")
     with pytest.raises(KeyError, match="no set-up named 'nowhere'"):
         run_page(page, "page.md", Session.fresh(REPO, tmp_path / "b"), {})
+
+
+def test_a_command_past_the_timeout_is_killed_with_what_it_started(tmp_path: Path) -> None:
+    import subprocess
+
+    session = Session.fresh(REPO, tmp_path)
+    session.timeout = 0.5
+    marker = f"sleep 31.{tmp_path.stat().st_ino % 1000}"    # a command line of this test's own
+    with pytest.raises(subprocess.TimeoutExpired):
+        session.shell(f"{marker} & {marker}")
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == ""
