@@ -76,9 +76,9 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 __all__ = [*_LAZY, "Secret", "Settings", "load_settings", "to_json", "index", "find", "show", "plan", "run", "tune",
            "pareto", "lock", "lock_plan", "replay_docker", "docker_file", "docker_container", "run_docker",
-           "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather", "cache_entries",
-           "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify", "registry_sources",
-           "registry_update", "report", "check"]
+           "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather",
+           "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
+           "registry_sources", "registry_update", "report", "check"]
 
 
 def __getattr__(name: str) -> Any:
@@ -279,6 +279,20 @@ def run_docker(query: str, *, settings: Settings | None = None, emit: Callable[[
     from cmx.docker.request import run as run_in_docker
 
     return run_in_docker(_docker_query(query, options), _settings(settings), emit)
+
+
+def tune_docker(query: str, *, scenario: str, settings: Settings | None = None,
+                emit: Callable[[str], None] = print, **options: Any) -> int:
+    """`cmx tune --docker`: build (or reuse) the plan's image and tune the query in it, as `tune` does here; the
+    container's exit status. What the tune would refuse is refused before the build. `options`: TuneRequest's
+    (start_qps, out, tolerance, max_probes, confirm, confirm_tries, probe_seconds) and DockerQuery's (inputs,
+    context, options, jobs, argv)."""
+    from cmx.docker.request import run as run_in_docker
+    from cmx.mlperf.tune.step import TuneRequest
+
+    asked, docker = _split(options, TuneRequest, "out")
+    return run_in_docker(_docker_query(query, {**docker, "tune": TuneRequest(scenario, **asked)}),
+                         _settings(settings), emit)
 
 
 # --- Kubernetes -------------------------------------------------------------------------------

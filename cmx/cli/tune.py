@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from cmx.cli.common import app, echo_json, join_query, parse_query, query_arg, query_options, registry_option
+from cmx.cli.docker_options import docker_options, docker_options_of
 
 if TYPE_CHECKING:
     from cmx.api import Confirm, TuneAnswer
@@ -31,11 +33,16 @@ run and the probes (cmx_tune.json) into the app's results_dir, which
 its device (_cpu, _cuda, _rocm). Probes are not submission runs: only the confirm
 run reads a user.conf, exactly as `cmx run` would.
 
+With --docker the tune runs in the image `cmx run QUERY --docker` builds (the same
+plan, the same options), with the cache, run records and the --out file at their
+host paths; what the tune would refuse is refused before the build.
+
 \b
     cmx tune "app mlperf inference llama2 _cpu _tiny _short" --scenario Server
     cmx tune "app mlperf inference llama2 _rocm" --scenario Interactive --start 20 \\
         --input model_path=/models/Llama-2-70b-chat-hf --out tuned.yaml
     cmx run "app mlperf inference llama2 _rocm _interactive" --inputs-file tuned.yaml
+    cmx tune "app mlperf inference llama2 _rocm _fp8" --scenario Server --docker --out mi300x.yaml
 """)
 @query_arg
 @click.option("--scenario", "-s", required=True, type=click.Choice(["Offline", "Server", "Interactive"],
@@ -60,11 +67,16 @@ run reads a user.conf, exactly as `cmx run` would.
 @click.option("--progress", type=click.Choice(["auto", "live", "plain", "none"]), default="auto", show_default=True,
               help="Live display on a terminal, plain lines otherwise.")
 @click.option("--json", "as_json", is_flag=True, help="Print the probes, the confirm runs and the answer as JSON.")
+@click.option("--docker", "in_docker", is_flag=True, help="Tune in the container `cmx run --docker` would use.")
+@click.option("--rebuild", is_flag=True, help="With --docker: build the image even if an identical one exists.")
+@click.option("--keep", is_flag=True, help="With --docker: keep the container and the build context.")
+@docker_options
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
             inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
-            no_confirm: bool, **search: Any) -> None:
+            no_confirm: bool, in_docker: bool, rebuild: bool, keep: bool, base_image: str | None, gpus: str | None,
+            ca_bundle: Path | None, wheelhouse: Path | None, **search: Any) -> None:
     """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
     probe_seconds, confirm_tries)."""
     from cmx import api
@@ -72,6 +84,23 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
 
     text = join_query(query)
     state = app(ctx)
+    docker = docker_options_of(base_image=base_image, gpus=gpus, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
+                               rebuild=rebuild, keep=keep)
+    if in_docker:
+        if as_json:
+            raise click.UsageError("--json does not go with --docker: the tune inside prints its table; read its "
+                                   "run.json (the path is printed at the end)")
+        q = parse_query(query, inputs, contexts, inputs_file)
+        code = api.tune_docker(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,
+                               options=docker, confirm=not no_confirm, **search, jobs=jobs,
+                               argv=["cmx", *sys.argv[1:]], settings=state.settings(), emit=click.echo)
+        if code != 0:
+            click.echo(f"error: the tune in the container exited with status {code} (its error is above)", err=True)
+            ctx.exit(code)
+        return
+    if rebuild or keep or base_image or gpus or ca_bundle or wheelhouse:
+        raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
+                               "--docker")
     try:  # a bad inputs file is answered as JSON too under --json
         q = parse_query(query, inputs, contexts, inputs_file)
         result = api.tune(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,

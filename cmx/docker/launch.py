@@ -105,6 +105,8 @@ class DockerRun:
     host_command: tuple[str, ...] = ()  # what was typed on the host (secrets redacted), for the run's record
     locked: Path | None = None          # a lockfile the container replays (`cmx run --locked`) instead of the query
     lock_to: Path | None = None         # where the container writes the query's lock (`cmx lock -o`) instead of running
+    tune: tuple[str, ...] = ()          # `cmx tune`'s arguments (--scenario S ...): the container tunes the query
+    tune_out: Path | None = None        # the inputs file that tune writes (absolute): its folder is mounted
 
 
 # --- the container's settings --------------------------------------------------------------------
@@ -118,6 +120,7 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
     inputs, variables, secrets = _inputs(plan, request.inputs, env_in)
     command = (["cmx", "run", "--locked", str(request.locked)] if request.locked else
                ["cmx", "lock", plan.query, "--output", str(request.lock_to)] if request.lock_to else
+               ["cmx", "tune", plan.query] if request.tune else
                ["cmx", "run", plan.query])
     for name, value in inputs:
         command += ["--input", f"{name}={value}"]
@@ -125,8 +128,9 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
         command += ["--context", f"{key}={_context_text(value)}"]
     if request.jobs and not request.lock_to:
         command += ["--jobs", str(request.jobs)]
-    if request.install_missing and not request.lock_to:
+    if request.install_missing and not request.lock_to and not request.tune:
         command += ["--install-missing"]
+    command += request.tune
     if not request.lock_to:
         command += ["--progress", "plain"]
     environment = {"CMX_CACHE": str(settings.cache), "CMX_RUNS": str(settings.runs), "PYTHONUNBUFFERED": "1",
@@ -141,8 +145,10 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
 
 
 def _lock_paths(request: DockerRun) -> tuple[Path, ...]:
-    """The lockfile the container replays, or the folder it writes one into: mounted at their own paths."""
-    return tuple(p for p in (request.locked, request.lock_to.parent if request.lock_to else None) if p is not None)
+    """The lockfile the container replays, or the folder it writes one or a tune's inputs file into: mounted at
+    their own paths."""
+    written = request.lock_to or request.tune_out
+    return tuple(p for p in (request.locked, written.parent if written else None) if p is not None)
 
 
 def _context_text(value: Any) -> str:

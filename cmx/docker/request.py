@@ -3,16 +3,20 @@ the user's build options to the DockerRun the launcher takes."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.docker.launch import ContainerSpec, DockerRun, Emit
 from cmx.docker.render import Rendered
 from cmx.execute.request import Runtime, resolved
 from cmx.resolve.plan import Plan
 from cmx.settings import Settings
+
+if TYPE_CHECKING:
+    from cmx.mlperf.tune.step import TuneRequest
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class DockerQuery:
     jobs: int | None = None
     install_missing: bool = False
     argv: Sequence[str] | None = None
+    tune: TuneRequest | None = None      # `cmx tune --docker`: the container tunes the query as asked
 
 
 def docker_run(plan: Plan, asked: DockerQuery) -> DockerRun:
@@ -54,9 +59,13 @@ def docker_run(plan: Plan, asked: DockerQuery) -> DockerRun:
                          wheelhouse=options.wheelhouse or (default_wheelhouse() if device in (None, "cpu") else None),
                          user=host_user())
     host_command = tuple(redact_argv(list(asked.argv), plan)) if asked.argv else ()
+    tune = asked.tune
+    if tune is not None and tune.out is not None:
+        tune = replace(tune, out=Path(os.path.abspath(tune.out)))  # the container's folder is /
     return DockerRun(query=asked.query, inputs=dict(asked.inputs), context=dict(asked.context), build=build,
                      gpus=options.gpus, rebuild=options.rebuild, keep=options.keep, jobs=asked.jobs,
-                     install_missing=asked.install_missing, host_command=host_command)
+                     install_missing=asked.install_missing, host_command=host_command,
+                     tune=tune.options() if tune else (), tune_out=tune.out if tune else None)
 
 
 def _plan(asked: DockerQuery, settings: Settings) -> Plan:
@@ -84,10 +93,16 @@ def container(asked: DockerQuery, settings: Settings) -> ContainerSpec:
 
 
 def run(asked: DockerQuery, settings: Settings, emit: Emit) -> int:
-    """Build (or reuse) the plan's image and run the same query in it; the container's exit status."""
+    """Build (or reuse) the plan's image and run the same query in it (or, with `asked.tune`, tune it there); the
+    container's exit status. What the run or the tune would refuse is refused before the image is built."""
     from cmx.docker.launch import run_in_docker
     from cmx.execute.plan_check import check_plan
+    from cmx.mlperf.tune.step import tune_target
+    from cmx.recipe.query import query_of
 
     p = _plan(asked, settings)
-    check_plan(p)  # before the image is built, not inside it after the build
+    if asked.tune is None:
+        check_plan(p)
+    else:
+        tune_target(p.root_step, query_of(asked.query).variations, dict(asked.context), asked.tune)
     return run_in_docker(p, docker_run(p, asked), settings, emit=emit)

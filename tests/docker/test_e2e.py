@@ -88,6 +88,18 @@ def test_the_tiny_benchmark_runs_in_a_container_and_leaves_its_results_on_the_ho
     assert files_under(results) == files_under(tmp_path / "native") != []
 
 
+def test_a_tune_in_the_container_writes_its_answer_on_the_host(builtin: Home, tmp_path: Path):
+    import yaml
+
+    out = tmp_path / "tuned" / "cpu.yaml"
+    with timed_cpu_section():  # the image the test above built; a tune's plan is its run's
+        proc = builtin.cmx("tune", TINY, "--scenario", "Offline", "--out", str(out), *docker_args(), timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "is up to date" in proc.stdout and "running `cmx tune" in proc.stdout
+    assert yaml.safe_load(out.read_text())["target_qps_offline"] > 0
+    assert out.stat().st_uid == os.getuid()  # written as the host user
+
+
 def files_under(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 

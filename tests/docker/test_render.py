@@ -229,3 +229,29 @@ def test_the_default_wheelhouse_is_pips_find_links_folder(tmp_path: Path):
 def test_json_does_not_go_with_docker(builtin: Home):
     proc = builtin.cmx("run", "detect python", "--docker", "--json")
     assert proc.returncode == 2 and "--json does not go with --docker" in proc.stderr
+
+
+def test_a_tune_in_docker_runs_cmx_tune_in_the_runs_image_and_writes_its_inputs_file_on_the_host(
+        builtin: Home, tmp_path: Path):
+    from cmx.docker.request import DockerQuery, container
+    from cmx.docker.request import dockerfile as rendered_file
+    from cmx.mlperf.tune.step import TuneRequest
+
+    out = tmp_path / "nodes" / "mi300x.yaml"
+    asked = DockerQuery(f"{LLAMA2} _rocm", inputs={"tensor_parallel_size": "8"},
+                        tune=TuneRequest("Server", start_qps=20.0, out=out))
+    spec = container(asked, builtin.settings)
+    assert spec.command[:3] == ("cmx", "tune", f"{LLAMA2} _rocm")
+    assert spec.command[3:] == ("--input", "tensor_parallel_size=8", "--scenario", "Server", "--start", "20",
+                                "--out", str(out), "--progress", "plain")
+    assert str(out.parent) in {m.source for m in spec.mounts}      # the inputs file lands on the host
+    ran = DockerQuery(f"{LLAMA2} _rocm", inputs={"tensor_parallel_size": "8"})
+    assert rendered_file(asked, builtin.settings).tag == rendered_file(ran, builtin.settings).tag  # one image
+
+
+def test_a_tune_in_docker_that_cannot_tune_is_refused_before_any_build(builtin: Home):
+    proc = builtin.cmx("tune", LLAMA2, "--scenario", "Server", "--docker", "--base-image", "cmx-test/none:1")
+    assert proc.returncode == 1 and "the query names no device" in proc.stderr
+    assert "image" not in proc.stdout
+    assert builtin.cmx("tune", f"{LLAMA2} _cuda", "--scenario", "Server", "--docker", "--json").returncode == 2
+    assert builtin.cmx("tune", f"{LLAMA2} _cuda", "--scenario", "Server", "--gpus", "0").returncode == 2

@@ -51,13 +51,14 @@ class TuneRequest:
     probe_seconds: float = PROBE_SECONDS
 
     def options(self) -> tuple[str, ...]:
-        """`cmx tune`'s options that ask for this request again (those left at their defaults are left out)."""
+        """`cmx tune`'s arguments that ask for this request again (those left at their defaults are left out), as
+        an argv takes them: a command line quotes each."""
         default = TuneRequest(self.scenario)
         out = ["--scenario", self.scenario]
         if self.start_qps is not None:
             out += ["--start", f"{self.start_qps:g}"]
         if self.out is not None:
-            out += ["--out", shlex.quote(str(self.out))]
+            out += ["--out", str(self.out)]
         if self.tolerance != default.tolerance:
             out += ["--tolerance", f"{self.tolerance:g}"]
         if self.max_probes != default.max_probes:

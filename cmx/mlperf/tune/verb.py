@@ -3,6 +3,7 @@ search; the result with its outputs read into dataclasses (the answer, the probe
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -115,5 +116,6 @@ def tune(run: RunRequest, request: TuneRequest, runtime: Runtime, invocation: st
     result = run_with_root(RunRequest(run.query, jobs=run.jobs, argv=run.argv, rerun_prefix=f"{invocation} run",
                                       install_missing=run.install_missing), runtime, p,
                            root_run=lambda ctx: tune_step(ctx, target, request),
-                           root_rerun=lambda words: " ".join([f"{invocation} tune", words, *request.options()]))
+                           root_rerun=lambda words: " ".join([f"{invocation} tune", words,
+                                                              *map(shlex.quote, request.options())]))
     return TuneResult(result.run_dir, dict(result.outputs), result.error, result.seconds)

@@ -54,21 +54,23 @@ def test_a_failing_tune_step_names_the_tune_command_and_a_failing_dep_names_cmx_
     assert dep.error.rerun == "cmx run child --input fail=True --context device=cpu"
 
 
-def test_the_cli_prints_the_tune_command_as_the_rerun_line(home: Home):
+def test_the_cli_prints_the_tune_command_as_the_rerun_line(home: Home, tmp_path: Path):
     _tunable_app(home)
-    proc = home.cmx("tune", "fake-app", "_cpu", "--scenario", "server", "--start", "2.5", "--tolerance", "0.1")
+    out = tmp_path / "a b.yaml"
+    proc = home.cmx("tune", "fake-app", "_cpu", "--scenario", "server", "--start", "2.5", "--tolerance", "0.1",
+                    "--out", str(out))
     assert proc.returncode != 0
     rerun = re.search(r"^\s+re-run just this step: (.+)$", proc.stderr, re.M)
     assert rerun, proc.stderr
     assert rerun.group(1) == ("cmx tune 'fake-app _cpu' --context device=cpu --scenario Server --start 2.5 "
-                              "--tolerance 0.1")
+                              f"--out '{out}' --tolerance 0.1")
 
 
 @pytest.mark.parametrize(("request_", "options"), [
     (TuneRequest("Offline"), ("--scenario", "Offline")),
     (TuneRequest("Interactive", start_qps=20.0, out=Path("/t/a b.yaml"), tolerance=0.04, max_probes=3,
                  confirm=False, probe_seconds=12.5),
-     ("--scenario", "Interactive", "--start", "20", "--out", "'/t/a b.yaml'", "--max-probes", "3",
+     ("--scenario", "Interactive", "--start", "20", "--out", "/t/a b.yaml", "--max-probes", "3",
       "--probe-seconds", "12.5", "--no-confirm")),
 ])
 def test_a_tune_requests_options_are_those_that_ask_for_it_again(request_: TuneRequest, options: tuple[str, ...]):
