@@ -83,17 +83,15 @@ INPUTS_FILE_HELP = ("YAML of NAME: VALUE inputs, each as if given with --input (
                     "`cmx tune` writes one.")
 
 
-def query_options(*, input_help: str = INPUT_HELP, context_help: str = CONTEXT_HELP,
-                  inputs_file: bool = True) -> Callable[[Callable], Callable]:
-    """`--input`, `--inputs-file` (unless `inputs_file` is false) and `--context`, in that order in --help; the
-    command takes them as `inputs`, `inputs_file` and `contexts`, which `parse_query` reads."""
+def query_options(*, input_help: str = INPUT_HELP, context_help: str = CONTEXT_HELP) -> Callable[[Callable], Callable]:
+    """`--input`, `--inputs-file` and `--context`, in that order in --help (every verb that takes a query takes
+    all three); the command takes them as `inputs`, `inputs_file` and `contexts`, which `parse_query` reads."""
 
     def apply(fn: Callable) -> Callable:
         # click lists a command's options in the reverse order of the decorators' calls: the last applied is first
         fn = click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help=context_help)(fn)
-        if inputs_file:
-            fn = click.option("--inputs-file", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
-                              help=INPUTS_FILE_HELP)(fn)
+        fn = click.option("--inputs-file", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
+                          help=INPUTS_FILE_HELP)(fn)
         return click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help=input_help)(fn)
 
     return apply

@@ -38,7 +38,7 @@ submission packaged from its results carries it in src/.
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" --docker -o cmx.lock
 """)
 @query_arg
-@query_options(inputs_file=False)
+@query_options()
 @click.option("--output", "-o", "out", type=click.Path(path_type=Path, dir_okay=False), default=Path("cmx.lock"),
               show_default=True, help="Where the lockfile goes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the lockfile's path and step count as JSON.")
@@ -48,8 +48,8 @@ submission packaged from its results carries it in src/.
 @registry_option
 @click.pass_context
 # options: click's values, of the types the option decorators give
-def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-            out: Path, as_json: bool, in_docker: bool, **options: Any) -> None:
+def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
+            contexts: tuple[str, ...], out: Path, as_json: bool, in_docker: bool, **options: Any) -> None:
     from cmx import api
 
     if options["gpus"]:
@@ -59,7 +59,7 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         raise click.UsageError("--base-image, --ca-bundle and --wheelhouse go with --docker")
     docker = docker_options_of(**options) if in_docker else None
     # the build's lines go to stderr: stdout is the summary (or the JSON)
-    q = parse_query(query, inputs, contexts)
+    q = parse_query(query, inputs, contexts, inputs_file)
     lock = api.lock(q.query, inputs=q.inputs, context=q.context, settings=app(ctx).settings(), docker=docker,
                     emit=lambda line: click.echo(line, err=True))
     path = lock.write(out)

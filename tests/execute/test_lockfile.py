@@ -76,6 +76,13 @@ def test_a_lock_pins_every_step_with_its_cached_files_and_the_packages(lab: Home
     assert data["packages"]["cmx"] == "0.1.0"
 
 
+def test_a_lock_takes_an_inputs_file_under_its_explicit_inputs(lab: Home, tmp_path: Path):
+    inputs = tmp_path / "node.yaml"
+    inputs.write_text("rate: 3\nresults_dir: /data/r\n", encoding="utf-8")
+    data = yaml.safe_load(lock_file(lab, "--inputs-file", str(inputs), "--input", "rate=4").read_text())
+    assert data["inputs"] == {"rate": "4", "results_dir": "/data/r"}
+
+
 def test_a_locked_run_replays_and_may_move_its_results(lab: Home, tmp_path: Path):
     lab.cmx("run", "app count", check=True)
     lock = lock_file(lab)

@@ -45,6 +45,15 @@ def test_deploy_json_summarises(repo_home: Home, tmp_path: Path) -> None:
     assert "LeaderWorkerSet" in [o["kind"] for o in summary["objects"]]
 
 
+def test_deploy_reads_an_inputs_file_and_passes_its_values_to_the_jobs_run(repo_home: Home, tmp_path: Path) -> None:
+    inputs = tmp_path / "node.yaml"
+    inputs.write_text("target_qps_offline: 60\ntensor_parallel_size: 8\n", encoding="utf-8")
+    repo_home.cmx("deploy", "app mlperf inference llama2 _cuda", "--k8s", str(tmp_path / "o"), "--inputs-file",
+                  str(inputs), "--image", "r/x:1", check=True)
+    job = (tmp_path / "o" / "91-job-benchmark.yaml").read_text()
+    assert "target_qps_offline=60" in job and "tensor_parallel_size=8" in job
+
+
 def test_deploy_of_a_cpu_plan_is_one_error(repo_home: Home, tmp_path: Path) -> None:
     proc = repo_home.cmx("deploy", "app mlperf inference llama2 _cpu", "--k8s", str(tmp_path / "o"))
     assert proc.returncode == 1 and proc.stdout == ""
