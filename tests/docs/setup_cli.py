@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
+from tests.conftest import DATA
 from tests.docs.console import Session
 from tests.submission_trees import MEASUREMENTS, REFERENCE, build_tree, result_dir
 
-SHORT_LOGS = Path(__file__).resolve().parent.parent / "data" / "loadgen"
+SHORT_LOGS = DATA / "loadgen"
 
 
 def short_submission(session: Session) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import random
 import shutil
 import subprocess
 import sys
@@ -12,21 +11,19 @@ from pathlib import Path
 
 from tests.conftest import DATA
 from tests.docs.console import Session
+from tests.tools.test_download import DATA as DOWNLOADED
+from tests.tools.test_download import Handler, Site
 from tests.tools.test_pip import write_wheel
 
 GPU_DATA = DATA / "gpu"
 
 
 def _tool(path: Path, default: str, query: str | None = None) -> None:
-    """An executable PATH printing the recorded output DEFAULT (QUERY when its arguments hold --query-gpu),
-    copied beside it, as tests/recipes/test_system_gpu.py makes them."""
+    """An executable PATH printing the recorded output DEFAULT (QUERY when its arguments hold --query-gpu), as
+    tests/recipes/test_system_gpu.py makes them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    cases = ""
-    for name in filter(None, (default, query)):
-        shutil.copy(GPU_DATA / name, path.parent / f".{path.name}-{name}")
-    if query:
-        cases = f'  *--query-gpu*) cat "{path.parent}/.{path.name}-{query}" ;;\n'
-    path.write_text(f'#!/bin/sh\ncase "$*" in\n{cases}  *) cat "{path.parent}/.{path.name}-{default}" ;;\nesac\n')
+    cases = f'  *--query-gpu*) cat "{GPU_DATA / query}" ;;\n' if query else ""
+    path.write_text(f'#!/bin/sh\ncase "$*" in\n{cases}  *) cat "{GPU_DATA / default}" ;;\nesac\n')
     path.chmod(0o755)
 
 
@@ -41,28 +38,12 @@ def gpu_fakes(session: Session) -> None:
     _tool(rocm / "bin" / "amd-smi", "amd-smi-static-mi300x.json")
 
 
-MODEL = random.Random(1).randbytes(1_000_000)   # sha256 ca5248fc...e8, as tests/tools/test_download.py serves
-
-
-class _Files(http.server.BaseHTTPRequestHandler):
-    """/models/llama/model.bin, whole (no ranges: the page's download never drops)."""
-
-    def do_GET(self) -> None:
-        if self.path != "/models/llama/model.bin":
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(MODEL)))
-        self.end_headers()
-        self.wfile.write(MODEL)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 def file_server(session: Session) -> None:
-    """An HTTP server on 127.0.0.1:8765 with /models/llama/model.bin (1,000,000 bytes), stopped after the page."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 8765), _Files)
+    """tests/tools/test_download.py's server on 127.0.0.1:8765 (the port the page names), serving its 1,000,000
+    bytes (sha256 ca5248fc...e8) as /models/llama/model.bin; stopped after the page."""
+    site = Site(files={"/models/llama/model.bin": DOWNLOADED})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 8765), type("Handler", (Handler,), {"site": site}))
+    server.daemon_threads = True                  # a keep-alive connection does not hold the page's end
     threading.Thread(target=server.serve_forever, daemon=True).start()
     session.cleanups.append(lambda: (server.shutdown(), server.server_close()))
 

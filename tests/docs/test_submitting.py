@@ -10,19 +10,16 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.docs.console import Block, Directive, items
 
 PAGE = REPO / "docs" / "submitting.md"
 CMX = [sys.executable, "-m", "cmx"]
-FENCE = re.compile(r"^```(\S*)\s*$")
-FILE_NOTE = re.compile(r"^<!--\s*console:\s*file\s+(\S+)\s*-->\s*$")
 # options of `cmx run` that `cmx plan` does not take and that change nothing in the plan
 RUN_ONLY_FLAGS = {"--install-missing", "--dry-run", "--json"}
 RUN_ONLY_VALUED = {"--progress", "--jobs", "-j"}
@@ -30,26 +27,16 @@ DOCKER_VALUED = {"--gpus", "--base-image", "--ca-bundle", "--wheelhouse"}
 SCENARIO_VARIATIONS = ("_offline", "_server", "_interactive", "_all-scenarios")
 
 
-@dataclass(frozen=True)
-class Block:
-    info: str
-    text: str
-    file: str | None  # the path its `<!-- console: file PATH -->` note names
-
-
-def blocks(text: str) -> Iterator[Block]:
-    """Every fenced block of the page, with its info string and the file note on the line before it."""
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        note = FILE_NOTE.match(lines[i - 1]) if i else None
-        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        yield Block(m.group(1), "\n".join(lines[i + 1:end]) + "\n", note.group(1) if note else None)
-        i = end + 1
+def files(text: str) -> dict[str, str]:
+    """The page's files by name: each block under a `<!-- console: file PATH -->` directive (the console runner's)."""
+    found: dict[str, str] = {}
+    path = None
+    for item in items(text):
+        if isinstance(item, Directive):
+            path = item.argument if item.name == "file" else path
+        elif path is not None:
+            found[Path(path).name], path = item.text + "\n", None
+    return found
 
 
 def commands(block: Block) -> list[str]:
@@ -66,8 +53,8 @@ def commands(block: Block) -> list[str]:
 
 
 PAGE_TEXT = PAGE.read_text(encoding="utf-8")
-BLOCKS = list(blocks(PAGE_TEXT))
-FILES = {Path(b.file).name: b.text for b in BLOCKS if b.file}
+BLOCKS = [item for item in items(PAGE_TEXT) if isinstance(item, Block)]
+FILES = files(PAGE_TEXT)
 CMX_COMMANDS = [c for b in BLOCKS if b.info == "sh" for c in commands(b)
                 if re.match(r"cmx (run|tune|check|docker) ", c)]
 
@@ -265,12 +252,13 @@ def tune_refusals(query: str, scenario: str, inputs: dict[str, str], start: str 
 
 def print_run(query: str, valued: dict[str, list[str]], env: dict[str, str], work: Path) -> None:
     """`cmx run Q ... --docker` as `cmx docker Q --print-run`: the container's settings, worked out before any build
-    (mounts, secrets). `cmx docker` takes no --inputs-file, so the file's values are given as --input."""
+    (mounts, secrets)."""
     inputs = inputs_of(valued)
     for f in valued.get("--inputs-file", []):
         inputs = [f"{k}={v}" for k, v in yaml.safe_load(Path(f).read_text()).items()] + inputs
-    args = ["docker", query, "--print-run", *[a for i in inputs for a in ("--input", i)],
-            *plan_args({k: v for k, v in valued.items() if k in DOCKER_VALUED}, set())]
+    args = ["docker", query, "--print-run",
+            *plan_args({k: v for k, v in valued.items() if k in {"--input", "-i", "--inputs-file", *DOCKER_VALUED}},
+                       set())]
     run = cmx(args, env, work)
     assert run.returncode == 0, run.stdout + run.stderr
     settings = json.loads(run.stdout)
