@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.loadgen.accuracy_log import truncate_accuracy_log
+from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.submission.refusals import (
     UNQUANTIZED,
@@ -236,6 +237,18 @@ def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str
             "weight_transformations": transformations}
 
 
+def engine_line(backend: Mapping[str, Any], origin: RunOrigin | None) -> str:
+    """The vLLM that LoadGen drove without HTTP, with its version: in the harness process, or in replicas on Ray (whose
+    version is the driving node's: each replica's own is not recorded)."""
+    version = (origin.software.get("vllm") if origin else None) or "(version not recorded)"
+    if backend.get("transport") != "ray":
+        return f"vLLM {version} in the harness process"
+    n = int(backend.get("replicas") or 1)
+    where = f"at `{backend['ray_address']}`" if backend.get("ray_address") else "started in the harness process"
+    return (f"vLLM {version} (the driving node's) in {n} engine replica{'' if n == 1 else 's'} on Ray, "
+            f"as actors of the Ray cluster {where}")
+
+
 def render_readme(source: SourceResult, round_: Round, request: PackageRequest, digest: str) -> str:
     from cmx.templates import render
 
@@ -248,6 +261,7 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
         if origin is not None:
             origin = replace(origin, software={k: v for k, v in origin.software.items() if k != "vllm"})
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
+                  engine=engine_line(backend, origin),
                   code_dir=round_.layout.code_dir, lock=source.lock_in_src,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],

@@ -279,7 +279,19 @@ def test_an_endpoint_readme_names_the_servers_vllm_not_the_one_beside_the_harnes
     readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
     assert "over HTTP: vLLM 0.11.1 at `http://gateway:8000/v1`" in readme and "vllm 0.9.2" not in readme
     offline = (done.tree / "results" / SYSTEM / BENCHMARK / "Offline" / "README.md").read_text()
-    assert "vLLM in the harness process" in offline and "Software: vllm 0.9.2, torch 2.7.0" in offline
+    assert "vLLM 0.9.2 in the harness process." in offline and "Software: vllm 0.9.2, torch 2.7.0" in offline
+
+
+def test_a_ray_run_names_its_replicas_and_the_ray_cluster_not_the_harness_process(tmp_path: Path, results: Path):
+    ray = {"kind": "vllm", "transport": "ray", "ray_address": "10.0.0.5:6379", "replicas": 8}
+    set_facts(results, "Server", backend=ray)
+    set_facts(results, "Offline", backend={**ray, "ray_address": None, "replicas": 1})
+    done = package(request(tmp_path, results))
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
+    assert "vLLM 0.9.2 (the driving node's) in 8 engine replicas on Ray, as actors of the Ray cluster at " \
+           "`10.0.0.5:6379`." in readme and "in the harness process." not in readme
+    offline = (done.tree / "results" / SYSTEM / BENCHMARK / "Offline" / "README.md").read_text()
+    assert "in 1 engine replica on Ray, as actors of the Ray cluster started in the harness process." in offline
 
 
 def test_a_disaggregated_run_names_the_vllm_its_decode_instance_reported(tmp_path: Path, results: Path):
