@@ -58,6 +58,7 @@ from cmx.mlperf.backends.batching import request_cost
 from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.profiles import shard_by_cost
 from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
+from cmx.mlperf.provenance import software_versions
 
 STREAM_WAIT_S = 1.0  # Offline: how long the driver waits for a replica's next batch before it looks for ended ones
 RAY_LOGS_HINT = "the node's Ray logs are in /tmp/ray/session_latest/logs on that node (raylet.out, worker-*.err)"
@@ -97,6 +98,7 @@ class Replica:
     node_id: str
     node_ip: str
     devices: tuple[str, ...]
+    vllm: str = ""  # the vLLM installed where the replica runs ("" where none is)
     samples: int = 0
     tokens: int = 0
     alive: bool = True
@@ -108,7 +110,7 @@ class Replica:
 
     def record(self) -> dict[str, Any]:
         return {"index": self.index, "node_ip": self.node_ip, "node_id": self.node_id, "devices": list(self.devices),
-                "samples": self.samples, "tokens": self.tokens, "alive": self.alive}
+                "vllm": self.vllm, "samples": self.samples, "tokens": self.tokens, "alive": self.alive}
 
 
 # --- what the driver checks before starting anything ----------------------------------------------------------
@@ -250,7 +252,8 @@ class ReplicaActor:
 
         context = ray.get_runtime_context()
         return {"node_id": context.get_node_id(), "node_ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                "gpus": [str(g) for g in ray.get_gpu_ids()], "cores": sorted(os.sched_getaffinity(0))}
+                "gpus": [str(g) for g in ray.get_gpu_ids()], "cores": sorted(os.sched_getaffinity(0)),
+                "vllm": software_versions()["vllm"]}
 
     async def start(self, cpu_bind: str | None) -> dict[str, Any]:
         import ray
@@ -389,7 +392,10 @@ class RayReplicaBackend(StartStop):
             raise
         self._state = state
         for r in state.replicas:
-            self.log.info("%s: devices %s", r.name, ",".join(r.devices) or "-")
+            self.log.info("%s: devices %s, vLLM %s", r.name, ",".join(r.devices) or "-", r.vllm or "?")
+        if len({r.vllm for r in state.replicas}) > 1:
+            self.log.warning("the replicas run different vLLMs (%s): a result names one; install the same on every "
+                             "node", ", ".join(f"{r.index}: {r.vllm or '?'}" for r in state.replicas))
         return StartInfo(
             engines=tuple(e for info in infos for e in info["engines"]),
             start_seconds=time.monotonic() - began,
@@ -427,7 +433,8 @@ class RayReplicaBackend(StartStop):
         ).remote(config.engine) for g in state.groups]
         state.places = ray.get([a.where.remote() for a in state.actors])
         state.replicas = [Replica(index=i, node_id=p["node_id"], node_ip=p["node_ip"],
-                                  devices=tuple(f"gpu:{g}" for g in p["gpus"]) or tuple(f"cpu:{c}" for c in p["cores"]))
+                                  devices=tuple(f"gpu:{g}" for g in p["gpus"]) or tuple(f"cpu:{c}" for c in p["cores"]),
+                                  vllm=str(p.get("vllm") or ""))
                           for i, p in enumerate(state.places)]
 
     def _start_engines(self, state: _Started) -> list[dict[str, Any]]:

@@ -237,16 +237,27 @@ def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str
             "weight_transformations": transformations}
 
 
-def engine_line(backend: Mapping[str, Any], origin: RunOrigin | None) -> str:
-    """The vLLM that LoadGen drove without HTTP, with its version: in the harness process, or in replicas on Ray (whose
-    version is the driving node's: each replica's own is not recorded)."""
+def engine_line(backend: Mapping[str, Any], origin: RunOrigin | None, runs: Sequence[Mapping[str, Any]]) -> str:
+    """The vLLM that LoadGen drove without HTTP, with its version: in the harness process, or in replicas on Ray
+    (each replica's own version, as it reported it; the driving node's for a run that recorded none)."""
     version = (origin.software.get("vllm") if origin else None) or "(version not recorded)"
     if backend.get("transport") != "ray":
         return f"vLLM {version} in the harness process"
     n = int(backend.get("replicas") or 1)
     where = f"at `{backend['ray_address']}`" if backend.get("ray_address") else "started in the harness process"
-    return (f"vLLM {version} (the driving node's) in {n} engine replica{'' if n == 1 else 's'} on Ray, "
-            f"as actors of the Ray cluster {where}")
+    on_ray = f"in {n} engine replica{'' if n == 1 else 's'} on Ray, as actors of the Ray cluster {where}"
+    replicas: dict[str, set[int]] = {}
+    for run in runs:
+        for r in (run.get("details") or {}).get("replicas") or []:
+            if r.get("vllm"):
+                replicas.setdefault(str(r["vllm"]), set()).add(int(r["index"]))
+    if not replicas:
+        return f"vLLM {version} (the driving node's; the replicas' own were not recorded) {on_ray}"
+    if len(replicas) == 1:
+        return f"vLLM {next(iter(replicas))} {on_ray}"
+    each = "; ".join(f"vLLM {v} on replica{'s' if len(i) > 1 else ''} {', '.join(map(str, sorted(i)))}"
+                     for v, i in sorted(replicas.items()))
+    return f"{n} engine replicas on Ray, as actors of the Ray cluster {where}, **not one vLLM**: {each}"
 
 
 def render_readme(source: SourceResult, round_: Round, request: PackageRequest, digest: str) -> str:
@@ -261,7 +272,7 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
         if origin is not None:
             origin = replace(origin, software={k: v for k, v in origin.software.items() if k != "vllm"})
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
-                  engine=engine_line(backend, origin),
+                  engine=engine_line(backend, origin, source.facts.get("runs") or []),
                   code_dir=round_.layout.code_dir, lock=source.lock_in_src,
                   division=request.division, submitter=request.submitter, accuracy_sha256=digest,
                   runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],

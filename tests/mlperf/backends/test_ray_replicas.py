@@ -48,6 +48,7 @@ from cmx.mlperf.backends.vllm import VllmBackendConfig
 from cmx.mlperf.backends.vllm_server import engine_flags
 from cmx.mlperf.loadgen.harness import build_backend
 from cmx.mlperf.loadgen.harness_config import EngineSettings, HarnessConfig, HarnessError
+from cmx.mlperf.provenance import software_versions
 from tests.conftest import CMX, REPO, Home, needs_vllm
 
 
@@ -389,6 +390,7 @@ def test_two_replicas_on_two_nodes_run_offline_and_server_valid(cluster, app_hom
         assert len({r["node_id"] for r in replicas}) == 2, replicas  # one per node: each has one CPU
         assert all(r["samples"] > 0 and r["tokens"] >= 2 * r["samples"] and r["alive"] for r in replicas), replicas
         assert sorted(d for r in replicas for d in r["devices"]) == ["cpu:0", "cpu:1"]  # disjoint cores
+        assert {r["vllm"] for r in replicas} == {software_versions()["vllm"]} != {""}  # each replica's own vLLM
         result = json.loads((scenario_dir(results, scenario) / "performance" / "run_1" / "result.json").read_text())
         assert sum(r["samples"] for r in replicas) >= result["completed_samples"]  # warm-up is not counted
 

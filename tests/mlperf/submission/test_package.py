@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -282,16 +283,34 @@ def test_an_endpoint_readme_names_the_servers_vllm_not_the_one_beside_the_harnes
     assert "vLLM 0.9.2 in the harness process." in offline and "Software: vllm 0.9.2, torch 2.7.0" in offline
 
 
-def test_a_ray_run_names_its_replicas_and_the_ray_cluster_not_the_harness_process(tmp_path: Path, results: Path):
-    ray = {"kind": "vllm", "transport": "ray", "ray_address": "10.0.0.5:6379", "replicas": 8}
-    set_facts(results, "Server", backend=ray)
-    set_facts(results, "Offline", backend={**ray, "ray_address": None, "replicas": 1})
+def ray_runs(results: Path, scenario: str, *versions: str) -> list[dict[str, Any]]:
+    """The scenario's runs, as a Ray run's with replicas that reported these vLLM versions."""
+    runs = json.loads((results / SYSTEM / BENCHMARK / scenario / "cmx_run.json").read_text())["runs"]
+    replicas = [{"index": i, "vllm": v} for i, v in enumerate(versions)]
+    return [{**run, "details": {**run.get("details", {}), "transport": "ray", "replicas": replicas}} for run in runs]
+
+
+def test_a_ray_run_names_its_replicas_their_vllm_and_the_ray_cluster_not_the_harness_process(tmp_path: Path,
+                                                                                              results: Path):
+    ray = {"kind": "vllm", "transport": "ray", "ray_address": "10.0.0.5:6379", "replicas": 2}
+    set_facts(results, "Server", backend=ray, runs=ray_runs(results, "Server", "0.32.0", "0.32.0"))
+    set_facts(results, "Offline", backend={**ray, "ray_address": None, "replicas": 1})  # recorded no versions
     done = package(request(tmp_path, results))
     readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
-    assert "vLLM 0.9.2 (the driving node's) in 8 engine replicas on Ray, as actors of the Ray cluster at " \
-           "`10.0.0.5:6379`." in readme and "in the harness process." not in readme
+    assert "vLLM 0.32.0 in 2 engine replicas on Ray, as actors of the Ray cluster at `10.0.0.5:6379`." in readme
+    assert "in the harness process." not in readme and "0.9.2" not in readme.split("Software:")[0]
     offline = (done.tree / "results" / SYSTEM / BENCHMARK / "Offline" / "README.md").read_text()
-    assert "in 1 engine replica on Ray, as actors of the Ray cluster started in the harness process." in offline
+    assert "vLLM 0.9.2 (the driving node's; the replicas' own were not recorded) in 1 engine replica on Ray, as " \
+           "actors of the Ray cluster started in the harness process." in offline
+
+
+def test_replicas_on_different_vllms_are_each_named(tmp_path: Path, results: Path):
+    ray = {"kind": "vllm", "transport": "ray", "ray_address": "h:6379", "replicas": 3}
+    set_facts(results, "Server", backend=ray, runs=ray_runs(results, "Server", "0.32.0", "0.31.1", "0.32.0"))
+    done = package(request(tmp_path, results, division="open"))
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Server" / "README.md").read_text()
+    assert "3 engine replicas on Ray, as actors of the Ray cluster at `h:6379`, **not one vLLM**: vLLM 0.31.1 on " \
+           "replica 1; vLLM 0.32.0 on replicas 0, 2." in readme
 
 
 def test_a_disaggregated_run_names_the_vllm_its_decode_instance_reported(tmp_path: Path, results: Path):
