@@ -265,6 +265,8 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
 
     origin = source.origin
     backend = source.facts.get("backend") or {"kind": "vllm"}
+    runs = source.facts.get("runs") or []
+    engine = None if backend.get("kind") == "endpoint" else engine_line(backend, origin, runs)
     if backend.get("kind") == "endpoint":
         # the vLLM that ran is the server's, as it reported it; the one beside the harness (its client) served nothing
         software, version = served_software(backend)
@@ -272,10 +274,9 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
         if origin is not None:
             origin = replace(origin, software={k: v for k, v in origin.software.items() if k != "vllm"})
     return render("submission/README.md.j2", source=source, origin=origin, round=round_.name,
-                  engine=engine_line(backend, origin, source.facts.get("runs") or []),
-                  code_dir=round_.layout.code_dir, lock=source.lock_in_src,
-                  division=request.division, submitter=request.submitter, accuracy_sha256=digest,
-                  runs=source.facts.get("runs") or [], noncompliance=source.facts.get("noncompliance") or [],
+                  engine=engine, code_dir=round_.layout.code_dir, lock=source.lock_in_src,
+                  division=request.division, submitter=request.submitter, accuracy_sha256=digest, runs=runs,
+                  noncompliance=source.facts.get("noncompliance") or [],
                   backend=backend, stack=served_by(backend), sampling=source.facts.get("sampling"),
                   reference_sampling=source.facts.get("reference_sampling") or source.facts.get("sampling"),
                   overrides=source.facts.get("sampling_overrides") or [])
