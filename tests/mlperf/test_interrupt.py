@@ -103,11 +103,15 @@ class Watched:
         return int(found.group(1)) if found else None
 
     def sample(self) -> None:
+        """Each live descendant's command, read again at every sample: one first seen between its fork and its
+        exec (its parent's command, or an empty one) has its own the next time."""
         for pid in descendants(self.proc.pid):
             start = start_time(pid)
-            with contextlib.suppress(OSError), self.lock:
-                if start is not None and (pid, start) not in self.seen:
-                    self.seen[(pid, start)] = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+                if start is not None and command:
+                    with self.lock:
+                        self.seen[(pid, start)] = command
 
     def commands(self) -> list[str]:
         with self.lock:
