@@ -30,6 +30,13 @@ def docker_options(fn: Callable) -> Callable:
     return fn
 
 
+def refuse_without_docker(*given: object) -> None:
+    """The build and container options (--rebuild, --keep and docker_options' own) given without --docker."""
+    if any(given):
+        raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
+                               "--docker")
+
+
 def docker_options_of(*, base_image: str | None, gpus: str | None, ca_bundle: Path | None,
                       wheelhouse: Path | None, rebuild: bool = False, keep: bool = False) -> DockerOptions:
     """The options as the API takes them (`--gpus 0,1` as ids)."""

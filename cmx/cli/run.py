@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from cmx.cli.common import app, echo_json, parse_query, query_options, registry_option
-from cmx.cli.docker_options import docker_options, docker_options_of
+from cmx.cli.docker_options import docker_options, docker_options_of, refuse_without_docker
 from cmx.cli.run_output import done_lines, result_json
 from cmx.cli.slurm_options import (
     any_slurm_option,
@@ -144,9 +144,7 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
         _run_in_docker(ctx, text, given, context, jobs=jobs, rebuild=rebuild, keep=keep,
                        install_missing=bool(install_missing), **docker)
         return
-    if rebuild or keep or any(docker.values()):
-        raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
-                               "--docker")
+    refuse_without_docker(rebuild, keep, *docker.values())
     from cmx import api
     from cmx.errors import CmxError
 

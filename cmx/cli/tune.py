@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cmx.cli.common import app, echo_json, join_query, parse_query, query_arg, query_options, registry_option
-from cmx.cli.docker_options import docker_options, docker_options_of
+from cmx.cli.docker_options import docker_options, docker_options_of, refuse_without_docker
 
 if TYPE_CHECKING:
     from cmx.api import Confirm, TuneAnswer
@@ -98,9 +98,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
             click.echo(f"error: the tune in the container exited with status {code} (its error is above)", err=True)
             ctx.exit(code)
         return
-    if rebuild or keep or base_image or gpus or ca_bundle or wheelhouse:
-        raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle and --wheelhouse go with "
-                               "--docker")
+    refuse_without_docker(rebuild, keep, base_image, gpus, ca_bundle, wheelhouse)
     try:  # a bad inputs file is answered as JSON too under --json
         q = parse_query(query, inputs, contexts, inputs_file)
         result = api.tune(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,
