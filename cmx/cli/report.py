@@ -30,7 +30,7 @@ and a row per point. With OTHER, the page holds both and a table of each metric
 of B against A with the ratio B/A; when both hold curves, one chart overlays them.
 
 The page needs no network to view: its plots are inline SVG drawn with
-matplotlib (`pip install 'cmx[report]'`), its styles in the page.
+matplotlib (`pip install 'cmx-bench[report]'`), its styles in the page.
 
 \b
     cmx report results/demo

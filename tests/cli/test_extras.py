@@ -55,7 +55,7 @@ def _says_only(proc: subprocess.CompletedProcess[str], line: str) -> None:
 
 def test_deploy_without_the_scale_extra_names_its_install_command(bare: Bare) -> None:
     proc = bare.cmx("deploy", "app mlperf inference llama2 _cuda", "--k8s", str(bare.home / "k8s"))
-    _says_only(proc, "cmx deploy needs the scale extra: pip install 'cmx[scale]'")
+    _says_only(proc, "cmx deploy needs the scale extra: pip install 'cmx-bench[scale]'")
     assert not (bare.home / "k8s").exists()
 
 
@@ -63,11 +63,11 @@ def test_report_without_the_report_extra_names_its_install_command(bare: Bare) -
     results = bare.home / "results"
     results.mkdir()
     proc = bare.cmx("report", str(results))
-    _says_only(proc, "cmx report needs the report extra: pip install 'cmx[report]'")
+    _says_only(proc, "cmx report needs the report extra: pip install 'cmx-bench[report]'")
     assert not (results / "report.html").exists()
 
 
 def test_tune_without_the_mlperf_extra_names_its_install_command(bare: Bare) -> None:
     proc = bare.cmx("tune", "app mlperf inference llama2 _cpu _tiny _short", "--scenario", "Server")
-    _says_only(proc, "cmx tune needs the mlperf extra: pip install 'cmx[mlperf]' (on a machine without vLLM: "
-                     "pip install 'cmx[cpu]', which holds it)")
+    _says_only(proc, "cmx tune needs the mlperf extra: pip install 'cmx-bench[mlperf]' (on a machine without vLLM: "
+                     "pip install 'cmx-bench[cpu]', which holds it)")

@@ -22,7 +22,7 @@ from cmx.mlperf.pareto.record import CHOICE, HIGH, LOW, MARGIN, MEDIUM, ULTRA_LO
 from cmx.mlperf.report.collect import ResultRow, SampleTimes, TuneConfirm, TuneRecord
 from cmx.mlperf.tune.search import Probe
 
-if TYPE_CHECKING:  # matplotlib is an extra (cmx[report]); imported when a plot is drawn
+if TYPE_CHECKING:  # matplotlib is an extra (cmx-bench[report]); imported when a plot is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -39,7 +39,7 @@ def _pyplot() -> ModuleType:
         import matplotlib
     except ImportError:
         raise PlotsUnavailable("cmx report draws its plots with matplotlib, which is not installed",
-                               hint="pip install 'cmx[report]' (or matplotlib>=3.8)") from None
+                               hint="pip install 'cmx-bench[report]' (or matplotlib>=3.8)") from None
     matplotlib.use("Agg")  # no display: draw to files only
     import matplotlib.pyplot as plt
 

@@ -112,7 +112,7 @@ def _rouge_scorer() -> Any:  # rouge_score.rouge_scorer.RougeScorer: rouge-score
         from rouge_score import rouge_scorer
     except ImportError:
         raise AccuracyError("the rouge-score package is not installed",
-                            hint="pip install rouge-score==0.1.2 (or install cmx with the cpu extra)") from None
+                            hint="pip install rouge-score==0.1.2 (or install cmx with its cpu extra: pip install 'cmx-bench[cpu]')") from None
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
 

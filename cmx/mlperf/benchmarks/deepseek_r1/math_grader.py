@@ -42,7 +42,7 @@ def require_dependencies() -> None:
     if missing:
         verb = "is" if len(missing) == 1 else "are"
         raise CmxError(f"MATH500 answers cannot be graded: {' and '.join(missing)} {verb} not installed",
-                       hint="pip install 'cmx[mlperf]' (it brings sympy and pylatexenc), then score again")
+                       hint="pip install 'cmx-bench[mlperf]' (it brings sympy and pylatexenc), then score again")
 
 
 # --- math_normalize.py (Hendrycks' MATH) ---------------------------------------------------------
