@@ -19,15 +19,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx import __version__
+from cmx import DISTRIBUTION, __version__
 from cmx.docker import DockerError, profile_for
 from cmx.recipe.model import DockerSpec
 from cmx.resolve.plan import Plan
 from cmx.settings import CHECKOUT, Settings
 
-WHEEL_NAME = f"cmx-{__version__}-py3-none-any.whl"
-# what the cmx wheel is built from: when none of these changed, the wheel is the same
-WHEEL_SOURCES = ("cmx", "templates", "pyproject.toml", "README.md")
+# a wheel's file name spells the distribution with underscores (cmx-bench: cmx_bench-0.2.0-py3-none-any.whl)
+WHEEL_PREFIX = DISTRIBUTION.replace("-", "_")
+WHEEL_NAME = f"{WHEEL_PREFIX}-{__version__}-py3-none-any.whl"
+# what the cmx wheel is built from (pyproject.toml's wheel target: cmx/, templates/ and recipes/ force-included,
+# the license file, the readme): when none of these changed, the wheel is the same
+WHEEL_SOURCES = ("cmx", "templates", "recipes", "pyproject.toml", "README.md", "LICENSE")
 _SKIP = ("__pycache__", ".pyc", ".index", ".sources")
 
 
@@ -206,7 +209,7 @@ def build_wheel(dest: Path) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", tmp,
                                str(CHECKOUT)], capture_output=True, text=True)
-        built = list(Path(tmp).glob("cmx-*.whl"))
+        built = list(Path(tmp).glob(f"{WHEEL_PREFIX}-*.whl"))
         if proc.returncode != 0 or len(built) != 1:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
             raise DockerError(f"building the cmx wheel failed (pip wheel exited with status {proc.returncode}):\n"
