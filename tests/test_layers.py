@@ -17,7 +17,8 @@ CMX = REPO / "cmx"
 # (devices: what each kind of device is, as data every layer from tools up reads; it imports none of them)
 ORDER = ("cli", "api", "sweep", "slurm", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe",
          "cache", "tools", "devices")
-FLOOR = {"errors", "extras", "settings", "home", "secrets", "container", "templates", "__version__", "__main__"}
+FLOOR = {"errors", "extras", "settings", "home", "secrets", "container", "templates", "__version__", "DISTRIBUTION",
+         "__main__"}
 
 
 def imports(path: Path) -> list[str]:

@@ -217,6 +217,7 @@ class Runner:
                 self.store.discard(build_dir)
             if scratch is not None and scratch.is_dir() and not any(scratch.iterdir()):
                 scratch.rmdir()  # kept only when the step left something to resume from
+            exc = _missing_extra(exc, step)
             message = _message(exc) + ("" if isinstance(exc, CmxError)
                                        else _raised_at(exc, step.recipe.run_path.parent))
             message = log.redact(message)  # an error may quote a revealed secret; it goes to stderr and run.json
@@ -358,6 +359,23 @@ def _raised_at(exc: BaseException, recipe_dir: Path) -> str:
     own = [f for f in frames if Path(f.filename).resolve().is_relative_to(recipe_dir.resolve())]
     frame = (own or frames)[-1]
     return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
+
+
+def _missing_extra(exc: BaseException, step: Step) -> BaseException:
+    """A module an extra of cmx brings, missing here, as the one line that names the extra to install; `exc` else."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return exc
+    from cmx.extras import MissingExtra, extra_bringing, install_command
+
+    module = exc.name.partition(".")[0]
+    device = step.full_context.get("device")
+    extra = extra_bringing(module, device if isinstance(device, str) else None)
+    if extra is None:
+        return exc
+    missing = MissingExtra(f"{step.name} needs {module}, which the {extra} extra of cmx brings: "
+                           f"{install_command(extra)}")
+    missing.__cause__ = exc
+    return missing
 
 
 def _message(exc: BaseException) -> str:

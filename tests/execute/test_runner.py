@@ -929,3 +929,42 @@ def test_the_rerun_line_keeps_the_inputs_aimed_at_the_steps_below(home: Home) ->
     assert first.returncode == 1
     line = next(x for x in first.stderr.splitlines() if "re-run just this step: " in x).split(": ", 1)[1]
     assert line == """cmx run user --input source.url=file:///local --input "source.key=$CMX_TEST_KEY\""""
+
+
+# --- a module of a missing extra ----------------------------------------------------------------------
+
+_EXTRA_RECIPE = """
+    name: needs-module
+    summary: imports a module an extra of cmx brings
+    tags: [needs-module]
+    context: [device]
+    variations:
+      device:
+        cuda: {default: true, context: {device: cuda}}
+        cpu: {context: {device: cpu}}
+    cache: false
+    """
+_EXTRA_RUN = "def run(ctx):\n    import cmx_test_no_such_module.sub  # noqa: F401\n    return {}\n"
+
+
+@pytest.mark.parametrize(("variation", "extra"), [("_cpu", "cpu"), ("_cuda", "mlperf")])
+def test_a_module_of_a_missing_extra_fails_the_step_naming_the_extra_to_install(
+        home: Home, monkeypatch: pytest.MonkeyPatch, variation: str, extra: str) -> None:
+    from cmx import extras
+
+    for name in ("cpu", "mlperf"):  # both bring it: a CPU run is told the cpu extra, a GPU run never is
+        monkeypatch.setitem(extras.EXTRAS, name, (*extras.EXTRAS[name], "cmx_test_no_such_module"))
+    home.recipe("needs-module", _EXTRA_RECIPE, _EXTRA_RUN)
+    result = api.run(f"needs-module {variation}", settings=home.settings, check=False)
+    assert isinstance(result.error, StepFailed)
+    assert result.error.message == (f"needs-module needs cmx_test_no_such_module, which the {extra} extra of cmx "
+                                    f"brings: pip install 'cmx-bench[{extra}]'")
+    assert result.error.chain == ["needs-module"]
+
+
+def test_a_missing_module_no_extra_brings_stays_as_python_said_it(home: Home) -> None:
+    home.recipe("needs-module", _EXTRA_RECIPE, _EXTRA_RUN)
+    result = api.run("needs-module", settings=home.settings, check=False)
+    assert result.error is not None
+    assert result.error.message.startswith("ModuleNotFoundError: No module named 'cmx_test_no_such_module' (at ")
+    assert "pip install" not in result.error.render()
