@@ -9,7 +9,8 @@ from pathlib import Path
 # set by `cmx run --docker` on the container it starts
 CONTAINER_ENV = {"image_id": "CMX_CONTAINER_IMAGE_ID", "image": "CMX_CONTAINER_IMAGE",
                  "base_image": "CMX_CONTAINER_BASE_IMAGE", "base_digest": "CMX_CONTAINER_BASE_DIGEST",
-                 "host_command": "CMX_CONTAINER_HOST_COMMAND"}  # the `cmx run ... --docker` typed on the host
+                 "host_command": "CMX_CONTAINER_HOST_COMMAND",  # the `cmx run ... --docker` typed on the host
+                 "cmx_source": "CMX_CONTAINER_CMX_SOURCE"}  # the cmx it installed (cmx.docker.cmx_source)
 DOCKERFILE_IN_IMAGE = Path("/opt/cmx/Dockerfile")  # the rendered Dockerfile, copied into every image cmx builds
 
 

@@ -56,7 +56,7 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         raise click.UsageError("--gpus is not part of the image: give it when replaying "
                                "(`cmx run --locked FILE --gpus IDS`)")
     if not in_docker and any(options.values()):
-        raise click.UsageError("--base-image, --ca-bundle and --wheelhouse go with --docker")
+        raise click.UsageError("--base-image, --ca-bundle, --wheelhouse and --cmx-wheel go with --docker")
     docker = docker_options_of(**options) if in_docker else None
     # the build's lines go to stderr: stdout is the summary (or the JSON)
     q = parse_query(query, inputs, contexts, inputs_file)

@@ -111,9 +111,9 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
     if locked:
         from cmx import api
 
-        if rebuild or docker["base_image"] or docker["ca_bundle"] or docker["wheelhouse"]:
-            raise click.UsageError("--rebuild, --base-image, --ca-bundle and --wheelhouse would change the image; "
-                                   "a lock made with --docker holds its image")
+        if rebuild or docker["base_image"] or docker["ca_bundle"] or docker["wheelhouse"] or docker["cmx_wheel"]:
+            raise click.UsageError("--rebuild, --base-image, --ca-bundle, --wheelhouse and --cmx-wheel would change "
+                                   "the image; a lock made with --docker holds its image")
         if api.lock_runs_in_docker(locked):
             if as_json:
                 raise click.UsageError("--json does not go with a lock made with --docker: the replay in the "

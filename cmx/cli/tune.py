@@ -76,7 +76,7 @@ host paths; what the tune would refuse is refused before the build.
 def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
             inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
             no_confirm: bool, in_docker: bool, rebuild: bool, keep: bool, base_image: str | None, gpus: str | None,
-            ca_bundle: Path | None, wheelhouse: Path | None, **search: Any) -> None:
+            ca_bundle: Path | None, wheelhouse: Path | None, cmx_wheel: Path | None, **search: Any) -> None:
     """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
     probe_seconds, confirm_tries)."""
     from cmx import api
@@ -85,7 +85,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
     text = join_query(query)
     state = app(ctx)
     docker = docker_options_of(base_image=base_image, gpus=gpus, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
-                               rebuild=rebuild, keep=keep)
+                               cmx_wheel=cmx_wheel, rebuild=rebuild, keep=keep)
     if in_docker:
         if as_json:
             raise click.UsageError("--json does not go with --docker: the tune inside prints its table; read its "
@@ -98,7 +98,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
             click.echo(f"error: the tune in the container exited with status {code} (its error is above)", err=True)
             ctx.exit(code)
         return
-    refuse_without_docker(rebuild, keep, base_image, gpus, ca_bundle, wheelhouse)
+    refuse_without_docker(rebuild, keep, base_image, gpus, ca_bundle, wheelhouse, cmx_wheel)
     try:  # a bad inputs file is answered as JSON too under --json
         q = parse_query(query, inputs, contexts, inputs_file)
         result = api.tune(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,

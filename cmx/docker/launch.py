@@ -52,12 +52,13 @@ class ContainerSpec:
     # the host's name: a step keyed by a machine fingerprint (detect-system) keys the same in every container
     # (Docker would name each one anew) and so stays cached, and a locked replay finds the locked key
     hostname: str = ""
+    cmx_install: str = ""   # the image's line that installs cmx (cmx.docker.cmx_source), for `--print-run`
 
     def to_json(self) -> dict[str, Any]:
         """The settings as `cmx docker --print-run` shows them, secrets replaced by ********."""
         d = self.device
         return {
-            "image": self.image, "command": list(self.command), "user": self.user,
+            "image": self.image, "cmx_install": self.cmx_install, "command": list(self.command), "user": self.user,
             "environment": {k: "********" if k in self.secret_names else v for k, v in self.environment},
             "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir, "hostname": self.hostname,
             "devices": list(d.devices), "device_requests": [asdict(r) for r in d.device_requests],
@@ -301,22 +302,32 @@ def prepare(plan: Plan, request: DockerRun, settings: Settings, emit: Emit) -> t
     else:
         image_id = _build(client, rendered, request, emit)
     labels = {"image": rendered.tag, "image_id": image_id, "base_image": rendered.base_image,
-              "base_digest": base.digest, "host_command": shlex.join(request.host_command)}
+              "base_digest": base.digest, "host_command": shlex.join(request.host_command),
+              "cmx_source": rendered.cmx.describe()}
     return client, rendered, image_id, labels
 
 
 def _build(client: Any, rendered: Rendered, request: DockerRun, emit: Emit) -> str:
+    from cmx.docker.cmx_source import not_on_the_index
     from cmx.tools import docker as engine
 
     context = Path(tempfile.mkdtemp(prefix="cmx-docker-context-"))
     try:
         emit(f"building {rendered.tag} ({rendered.profile} profile, from {rendered.base_image})")
+        emit(f"  cmx in the image: {rendered.cmx.describe()}: {rendered.cmx.chosen}")
         write_context(rendered, context)
         buildargs = {k: v for k, v in os.environ.items() if k in PROXY_VARIABLES}
         hint = (f"the build context is kept in {context}" if request.keep else
                 "run again with --keep to keep the build context") + "; fix the cause the output names"
-        return engine.build(client, context, rendered.tag, buildargs=buildargs, emit=lambda line: emit(f"  {line}"),
-                            keep_hint=hint, nocache=request.rebuild)
+        try:
+            return engine.build(client, context, rendered.tag, buildargs=buildargs,
+                                emit=lambda line: emit(f"  {line}"), keep_hint=hint, nocache=request.rebuild)
+        except engine.DockerEngineError as exc:
+            # pip's own words end the build's tail; said plainly when it is cmx itself that the index lacks
+            missing = not_on_the_index(exc.message) if rendered.cmx.kind == "index" else None
+            if missing is not None:
+                raise missing from None
+            raise
     finally:
         if request.keep:
             emit(f"build context kept in {context}")

@@ -37,8 +37,9 @@ from cmx.resolve.plan import Plan
 from cmx.settings import Settings
 
 # the build context's files, grouped by where they come from (the first prefix that matches)
-CONTEXT_PARTS = (("Dockerfile", "the Dockerfile"), ("dist/", "the cmx wheel (cmx's source: cmx/, templates/, "
-                                                              "pyproject.toml, README.md)"),
+CONTEXT_PARTS = (("Dockerfile", "the Dockerfile"), ("dist/", "the cmx wheel (built from a checkout's cmx/, "
+                                                              "templates/, recipes/..., or the wheel given or "
+                                                              "installed from)"),
                  ("cmx-home/", "the recipe sources copied into the image"), ("wheelhouse/", "the wheelhouse"),
                  ("ca-bundle.crt", "the CA bundle"))
 
@@ -83,7 +84,8 @@ def lock_image(host_lock: Lock, plan: Plan, request: DockerRun, settings: Settin
                         dockerfile_sha256=_sha256(rendered.dockerfile), dockerfile=rendered.dockerfile,
                         context=context_parts(rendered),
                         ca_bundle=str(request.build.ca_bundle) if request.build.ca_bundle else None,
-                        wheelhouse=str(request.build.wheelhouse) if request.build.wheelhouse else None)
+                        wheelhouse=str(request.build.wheelhouse) if request.build.wheelhouse else None,
+                        cmx_wheel=str(request.build.cmx_wheel) if request.build.cmx_wheel else None)
     return in_image(found, host_lock, image)
 
 
@@ -94,7 +96,8 @@ def _sha256(text: str) -> str:
 def locked_build(image: LockedImage) -> BuildOptions:
     """The build options the locked image was rendered with, for the user running cmx now."""
     return BuildOptions(base_image=image.base_image, ca_bundle=Path(image.ca_bundle) if image.ca_bundle else None,
-                        wheelhouse=Path(image.wheelhouse) if image.wheelhouse else None, user=host_user())
+                        wheelhouse=Path(image.wheelhouse) if image.wheelhouse else None, user=host_user(),
+                        cmx_wheel=Path(image.cmx_wheel) if image.cmx_wheel else None)
 
 
 def check_rendering(image: LockedImage, rendered: Rendered, query: str) -> None:
@@ -103,9 +106,9 @@ def check_rendering(image: LockedImage, rendered: Rendered, query: str) -> None:
     if _sha256(rendered.dockerfile) != image.dockerfile_sha256:
         raise LockMismatch(f"the Dockerfile rendered now differs from the locked image's: "
                            f"{first_line_difference(image.dockerfile, rendered.dockerfile)}",
-                           hint="a recipe's docker: additions, the base image or cmx's template changed, or "
-                                "another user (the image holds the host's UID) replays it; restore it, or lock "
-                                f"again: {_relock(query)}")
+                           hint="a recipe's docker: additions, the base image, where cmx comes from or cmx's "
+                                "template changed, or another user (the image holds the host's UID) replays it; "
+                                f"restore it, or lock again: {_relock(query)}")
     now = context_parts(rendered)
     for part in sorted(set(now) | set(image.context)):
         if now.get(part) != image.context.get(part):
@@ -185,7 +188,8 @@ def replay_in_image(lock: Lock, lock_path: Path, plan: Plan, request: DockerRun,
 
     image = lock.docker
     assert image is not None
-    check_rendering(image, render(plan, request.build, settings), lock.query)
+    rendered = render(plan, request.build, settings)
+    check_rendering(image, rendered, lock.query)
     client = engine.connect()
     if engine.image(client, image.image_id) is None:
         raise LockMismatch(f"the locked image {image.image_id} ({image.tag}) is not on this machine",
@@ -193,7 +197,8 @@ def replay_in_image(lock: Lock, lock_path: Path, plan: Plan, request: DockerRun,
                                 "image.tar.gz` there, `docker load -i image.tar.gz` here): a new build would have "
                                 f"another ID. Or lock again here: {_relock(lock.query)}")
     labels = {"image": image.tag, "image_id": image.image_id, "base_image": image.base_image,
-              "base_digest": image.base_digest, "host_command": shlex.join(request.host_command)}
+              "base_digest": image.base_digest, "host_command": shlex.join(request.host_command),
+              "cmx_source": rendered.cmx.describe()}  # the rendering matched the lock's: so does its cmx
     request = replace(request, locked=Path(os.path.abspath(lock_path)))
     spec = container_spec(plan, request, settings, image=image.tag, labels=labels)
     for mount in spec.mounts:

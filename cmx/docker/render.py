@@ -2,8 +2,9 @@
 
 Everything that goes into the image is listed in the build context, and the tag is a hash of
 the Dockerfile and of every context file, so an unchanged plan names the image it built last
-time and reuses it. Rendering is pure: it reads files and builds nothing (the cmx wheel is
-built only when an image is, `write_context`).
+time and reuses it. Rendering is pure: it reads files and builds nothing (where the image's cmx
+comes from is cmx.docker.cmx_source's choice; a checkout's wheel is built only when an image is,
+`write_context`).
 """
 
 from __future__ import annotations
@@ -15,23 +16,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx import DISTRIBUTION, __version__
+from cmx import __version__
 from cmx.docker import DockerError, profile_for
+from cmx.docker.cmx_source import WHEEL_NAME, WHEEL_PREFIX, CmxSource, choose, file_sha256, tree
 from cmx.recipe.model import DockerSpec
 from cmx.resolve.plan import Plan
 from cmx.settings import CHECKOUT, Settings
-
-# a wheel's file name spells the distribution with underscores (cmx-bench: cmx_bench-0.2.0-py3-none-any.whl)
-WHEEL_PREFIX = DISTRIBUTION.replace("-", "_")
-WHEEL_NAME = f"{WHEEL_PREFIX}-{__version__}-py3-none-any.whl"
-# what the cmx wheel is built from (pyproject.toml's wheel target: cmx/, templates/ and recipes/ force-included,
-# the license file, the readme): when none of these changed, the wheel is the same
-WHEEL_SOURCES = ("cmx", "templates", "recipes", "pyproject.toml", "README.md", "LICENSE")
-_SKIP = ("__pycache__", ".pyc", ".index", ".sources")
 
 
 @dataclass(frozen=True)
@@ -48,6 +41,7 @@ class BuildOptions:
     ca_bundle: Path | None = None
     wheelhouse: Path | None = None
     user: User | None = None        # None: root in the container (the host user is root)
+    cmx_wheel: Path | None = None   # the wheel of the running cmx to install (--cmx-wheel; cmx.docker.cmx_source)
 
 
 @dataclass(frozen=True)
@@ -55,9 +49,9 @@ class ContextFile:
     """One file of the build context: its name there, where it comes from, its size and sha256."""
 
     name: str
-    source: Path | None     # None: written by cmx (the Dockerfile, the registry, the wheel)
-    size: int | None        # None: built with the context (the wheel)
-    sha256: str             # the wheel's: of the sources it is built from
+    source: Path | None     # None: written by cmx (the Dockerfile, the registry, a checkout's wheel)
+    size: int | None        # None: built with the context (a checkout's wheel)
+    sha256: str             # a checkout's wheel's: of the sources it is built from
 
 
 @dataclass(frozen=True)
@@ -70,6 +64,8 @@ class Rendered:
     files: tuple[ContextFile, ...]
     registry_yaml: str
     tag: str
+    cmx: CmxSource          # where the image's cmx comes from
+    cmx_install: str        # the Dockerfile's line that installs it
 
     def listing(self) -> list[str]:
         """The build context, one `size  name` line per file."""
@@ -105,7 +101,8 @@ def render(plan: Plan, options: BuildOptions, settings: Settings) -> Rendered:
     install = profile.install()
     spec = docker_spec(plan)
     base = options.base_image or profile.default_base_image
-    wheel = f"/opt/cmx/dist/{WHEEL_NAME}" + (f"[{install.extra}]" if install.extra else "")
+    cmx = choose(options.cmx_wheel)
+    cmx_install = f"{install.python} -m pip install --no-cache-dir {shlex.quote(cmx.requirement(install.extra))}"
     from cmx.templates import render as render_template
 
     dockerfile = render_template(
@@ -113,22 +110,26 @@ def render(plan: Plan, options: BuildOptions, settings: Settings) -> Rendered:
         ca_bundle=options.ca_bundle is not None, profile_apt=sorted(install.apt),
         apt=[a for a in spec.apt if a not in install.apt], pip=[shlex.quote(p) for p in spec.pip],
         make_venv=install.make_venv, wheelhouse=options.wheelhouse is not None, python=install.python,
-        wheel=shlex.quote(wheel), remove_after=install.remove_after,
-        env=[(name, shlex.quote(value)) for name, value in spec.env], user=options.user)
+        cmx=cmx.summary(), cmx_dist=cmx.wheel_name is not None, cmx_install=cmx_install,
+        remove_after=install.remove_after, env=[(name, shlex.quote(value)) for name, value in spec.env],
+        user=options.user)
     registry_yaml, sources = _registry(settings)
-    files = [_text_file("Dockerfile", dockerfile), _text_file("cmx-home/registry.yaml", registry_yaml),
-             _wheel_file()]
+    files = [_text_file("Dockerfile", dockerfile), _text_file("cmx-home/registry.yaml", registry_yaml)]
+    if cmx.kind == "checkout":  # built with the context, named by the sources it is built from
+        files.append(ContextFile(f"dist/{WHEEL_NAME}", None, None, cmx.sha256))
+    elif cmx.wheel is not None:
+        files.append(_file(f"dist/{cmx.wheel.name}", cmx.wheel))
     if options.ca_bundle is not None:
         files.append(_file("ca-bundle.crt", _existing(options.ca_bundle, "the CA bundle (--ca-bundle)")))
     if options.wheelhouse is not None:
         folder = _existing(options.wheelhouse, "the wheelhouse (--wheelhouse)")
         files += [_file(f"wheelhouse/{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file()]
     for name, folder in sources:
-        files += [_file(f"cmx-home/{name}/{rel}", folder / rel) for rel in _tree(folder)]
+        files += [_file(f"cmx-home/{name}/{rel}", folder / rel) for rel in tree(folder)]
     files.sort(key=lambda f: f.name)
     digest = hashlib.sha256("".join(f"{f.name}\0{f.sha256}\n" for f in files).encode()).hexdigest()
     return Rendered(profile.name, base, dockerfile, tuple(files), registry_yaml,
-                    tag=f"cmx-{plan.root_step.name}:{digest[:16]}")
+                    tag=f"cmx-{plan.root_step.name}:{digest[:16]}", cmx=cmx, cmx_install=cmx_install)
 
 
 def _registry(settings: Settings) -> tuple[str, list[tuple[str, Path]]]:
@@ -147,14 +148,6 @@ def _registry(settings: Settings) -> tuple[str, list[tuple[str, Path]]]:
     return "\n".join(lines) + "\n", folders
 
 
-def _tree(folder: Path) -> Iterator[str]:
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
-        for name in sorted(names):
-            if not name.endswith(".pyc"):
-                yield (Path(root) / name).relative_to(folder).as_posix()
-
-
 def _existing(path: Path, what: str) -> Path:
     if not path.exists():
         raise DockerError(f"{what} {path} does not exist")
@@ -162,11 +155,7 @@ def _existing(path: Path, what: str) -> Path:
 
 
 def _file(name: str, source: Path) -> ContextFile:
-    digest = hashlib.sha256()
-    with open(source, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return ContextFile(name, source, source.stat().st_size, digest.hexdigest())
+    return ContextFile(name, source, source.stat().st_size, file_sha256(source))
 
 
 def _text_file(name: str, text: str) -> ContextFile:
@@ -174,23 +163,9 @@ def _text_file(name: str, text: str) -> ContextFile:
     return ContextFile(name, None, len(data), hashlib.sha256(data).hexdigest())
 
 
-def _wheel_file() -> ContextFile:
-    """The cmx wheel, named by the sources it is built from (building it is left to write_context)."""
-    digest = hashlib.sha256()
-    for top in WHEEL_SOURCES:
-        path = CHECKOUT / top
-        files = [path] if path.is_file() else [path / rel for rel in _tree(path)] if path.is_dir() else []
-        for file in files:
-            digest.update(f"{file.relative_to(CHECKOUT).as_posix()}\0".encode())
-            digest.update(file.read_bytes())
-    if not (CHECKOUT / "pyproject.toml").is_file():
-        raise DockerError(f"cmx runs from {CHECKOUT}, not from a checkout with pyproject.toml",
-                          hint="--docker builds the image from cmx's source: run it from a git checkout of cmx")
-    return ContextFile(f"dist/{WHEEL_NAME}", None, None, digest.hexdigest())
-
-
 def write_context(rendered: Rendered, dest: Path) -> Path:
-    """The build context in `dest`: the Dockerfile, the copied files, the registry and a freshly built cmx wheel."""
+    """The build context in `dest`: the Dockerfile, the copied files, the registry and, from a checkout, a freshly
+    built cmx wheel."""
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "Dockerfile").write_text(rendered.dockerfile, encoding="utf-8")
     (dest / "cmx-home").mkdir(exist_ok=True)
@@ -200,7 +175,8 @@ def write_context(rendered: Rendered, dest: Path) -> Path:
             target = dest / f.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f.source, target)
-    build_wheel(dest / "dist")
+    if rendered.cmx.kind == "checkout":
+        build_wheel(dest / "dist")
     return dest
 
 

@@ -27,6 +27,7 @@ class DockerOptions:
     gpus: tuple[str, ...] | None = None  # the GPU ids the container gets (None: all)
     ca_bundle: Path | None = None        # an extra CA bundle for the build (default: pip's or requests', if set)
     wheelhouse: Path | None = None       # wheels pip may install from in the image
+    cmx_wheel: Path | None = None        # the running cmx's wheel, to install in the image (cmx.docker.cmx_source)
     rebuild: bool = False                # build without Docker's layer cache
     keep: bool = False                   # keep the build context
 
@@ -57,7 +58,7 @@ def docker_run(plan: Plan, asked: DockerQuery) -> DockerRun:
     options = asked.options
     build = BuildOptions(base_image=options.base_image, ca_bundle=options.ca_bundle or default_ca_bundle(),
                          wheelhouse=options.wheelhouse or (default_wheelhouse() if device in (None, "cpu") else None),
-                         user=host_user())
+                         user=host_user(), cmx_wheel=options.cmx_wheel)
     host_command = tuple(redact_argv(list(asked.argv), plan)) if asked.argv else ()
     tune = asked.tune
     if tune is not None and tune.out is not None:
@@ -88,8 +89,9 @@ def container(asked: DockerQuery, settings: Settings) -> ContainerSpec:
     p = _plan(asked, settings)
     request = docker_run(p, asked)
     rendered = render(p, request.build, settings)
-    labels = {"image": rendered.tag, "base_image": rendered.base_image}
-    return container_spec(p, request, settings, image=rendered.tag, labels=labels)
+    labels = {"image": rendered.tag, "base_image": rendered.base_image, "cmx_source": rendered.cmx.describe()}
+    spec = container_spec(p, request, settings, image=rendered.tag, labels=labels)
+    return replace(spec, cmx_install=rendered.cmx_install)
 
 
 def run(asked: DockerQuery, settings: Settings, emit: Emit) -> int:
@@ -97,12 +99,13 @@ def run(asked: DockerQuery, settings: Settings, emit: Emit) -> int:
     container's exit status. What the run or the tune would refuse is refused before the image is built."""
     from cmx.docker.launch import run_in_docker
     from cmx.execute.plan_check import check_plan
-    from cmx.mlperf.tune.step import tune_target
-    from cmx.recipe.query import query_of
 
     p = _plan(asked, settings)
     if asked.tune is None:
         check_plan(p)
-    else:
+    else:  # the tune's code (numpy's user) loads only for a tune: a run needs none of it on the host
+        from cmx.mlperf.tune.step import tune_target
+        from cmx.recipe.query import query_of
+
         tune_target(p.root_step, query_of(asked.query).variations, dict(asked.context), asked.tune)
     return run_in_docker(p, docker_run(p, asked), settings, emit=emit)

@@ -85,6 +85,7 @@ class LockedImage:
     context: dict[str, str]          # part of the build context -> sha256 of its files (cmx wheel, recipes, ...)
     ca_bundle: str | None = None     # the build options the image was rendered with (paths on the locking host)
     wheelhouse: str | None = None
+    cmx_wheel: str | None = None     # --cmx-wheel: the cmx wheel the image installed
 
 
 @dataclass(frozen=True)
