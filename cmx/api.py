@@ -438,8 +438,10 @@ def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
     return write_report(Path(results), target, other=Path(other) if other is not None else None)
 
 
-def check(path: str | os.PathLike, *, round_name: str = "v6.0") -> CheckReport:
-    """Check a submission tree against a round's rules (cmx.mlperf.submission.check); the report lists every problem."""
+def check(path: str | os.PathLike, *, round_name: str | None = None) -> CheckReport:
+    """Check a submission tree against a round's rules (cmx.mlperf.submission.check), the newest round's when none is
+    named; the report lists every problem."""
+    from cmx.mlperf.rounds import latest_round
     from cmx.mlperf.submission.check import check_tree
 
-    return check_tree(Path(path), round_name)
+    return check_tree(Path(path), round_name or latest_round())

@@ -20,7 +20,7 @@ the round's rules say but that checker misses (INVALID results, the
 Interactive 450/40 ms limits). It prints a table of results, then one line per
 problem: path, [rule], what was found, what to do.
 
-With --round v6.1, a scenario folder without LoadGen logs is read as a result
+Under v6.1 (the default round), a scenario folder without LoadGen logs is read as a result
 of MLCommons' endpoint client ("Loadgen++": config.yaml,
 performance/result_summary.json, accuracy/accuracy_results.json), as the
 official checker reads it, and stricter where the rules ask more (measured
@@ -34,21 +34,21 @@ a _short run breaks by design), 1 otherwise; every problem is still printed.
 
 \b
     cmx check submission/
-    cmx check submission/ --round v5.1
+    cmx check submission/ --round v6.0
     cmx check submission/ --json
     cmx check submission/ --csv summary.csv
     cmx check demo/ --expect loadgen.min-duration,loadgen.sample-count
 """)
 @click.argument("path", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--round", "round_name", default="v6.0", show_default=True, metavar="ROUND",
-              help="The MLPerf Inference round whose rules apply (v5.1, v6.0, v6.1).")
+@click.option("--round", "round_name", default=None, metavar="ROUND",
+              help="The MLPerf Inference round whose rules apply (v5.1, v6.0, ...; default: the newest cmx knows).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results and problems as JSON.")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Also write the official checker's summary.csv columns to FILE.")
 @click.option("--expect", "expected", multiple=True, metavar="RULES",
               help="Comma-separated rule ids the tree is known to break; exit 0 only if it breaks exactly these.")
 @click.pass_context
-def command(ctx: click.Context, path: Path, round_name: str, as_json: bool, csv_path: Path | None,
+def command(ctx: click.Context, path: Path, round_name: str | None, as_json: bool, csv_path: Path | None,
             expected: tuple[str, ...]) -> None:
     from cmx import api
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from cmx.errors import StepError
+from cmx.mlperf.app_targets import named_target, targeted_benchmark
 
 SCENARIOS = ("Offline", "Server", "Interactive")
 TESTS = ("performance", "accuracy", "compliance", "test01", "test06", "test07", "test09")
@@ -30,6 +31,9 @@ class Choices(Protocol):
 
     @property
     def inputs(self) -> Mapping[str, Any]: ...
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
 
     def variation(self, group: str) -> str: ...
 
@@ -93,8 +97,9 @@ def refuse_half_topology(inputs: Mapping[str, Any]) -> None:
 
 def check_app_plan(step: Choices) -> None:
     """The scenarios and tests (a typo; a variation and a list both choosing), a target for each scenario the run
-    measures, the endpoint's paired inputs, and a submission's submitter."""
+    measures, the endpoint's paired inputs, a submission's submitter, and an accuracy target the round keeps."""
     i = step.inputs
+    targeted_benchmark(step.params["benchmark"], i["round"], named_target(step))
     scenarios = planned_scenarios(step)
     check_tests(step)
     missing = [s for s in scenarios or () if i.get(f"target_qps_{s.lower()}") is None]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cmx.execute.context import StepContext, StepProgress
 from cmx.mlperf.app import MODES, AppConfig, AppConfigError
 from cmx.mlperf.app_plan import Choices, pick, refuse_half_topology, refuse_workers_without_url
+from cmx.mlperf.app_targets import named_target, targeted_benchmark
 from cmx.mlperf.backends.base import Sampling, SamplingError
 from cmx.mlperf.loadgen.harness_config import EndpointSettings
 from cmx.mlperf.loadgen.progress import RunProgress
@@ -193,13 +194,13 @@ class ProgressLines:
 
 
 def benchmark_of(names: tuple[str, ...], ctx: Choices) -> str:
-    """The MLPerf name the query chose: the `target` variation (99, 99.9) where the benchmark has several."""
+    """The MLPerf name the query chose: where the benchmark has several targets, the `target` variation (99, 99.9)
+    the round keeps, or the round's own when none is named (cmx.mlperf.app_targets)."""
     if len(names) == 1:
         return names[0]
-    target = ctx.variation("target")
-    name = next((n for n in names if n.endswith(f"-{target}")), None)
-    if name is None:
-        raise AppConfigError(f"no benchmark {target!r} among {', '.join(names)}")
+    name = targeted_benchmark(ctx.params["benchmark"], ctx.inputs["round"], named_target(ctx))
+    if name is None or name not in names:
+        raise AppConfigError(f"no benchmark {name!r} among {', '.join(names)}")
     return name
 
 

@@ -3,7 +3,7 @@
 Each round is one YAML file beside this module (`v6.0.yaml`, ...), read with `yaml.safe_load`
 and checked strictly: an unknown or missing key is an error that names the file. The files
 say where each fact comes from. `load_round("v6.0")` returns a frozen `Round`;
-`Round.benchmark("llama2-70b-99")` one of its `Benchmark`s.
+`Round.benchmark("llama2-70b-99")` one of its `Benchmark`s; `latest_round()` names the newest, the default.
 """
 
 from __future__ import annotations
@@ -224,6 +224,12 @@ class Round:
 def known_rounds() -> list[str]:
     """Names of the rounds that have a data file, oldest first (v5.1, v6.0, v6.1)."""
     return sorted((p.stem for p in ROUNDS_DIR.glob("v*.yaml")), key=_version_key)
+
+
+def latest_round() -> str:
+    """The newest round cmx has a data file for: the default wherever a round is chosen for the user (the apps'
+    `round` input, `cmx check`; tests/mlperf/test_round_default.py holds the recipes' literal defaults to it)."""
+    return known_rounds()[-1]
 
 
 def load_round(name: str) -> Round:

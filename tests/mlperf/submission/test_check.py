@@ -70,7 +70,7 @@ def test_the_compliant_tree_passes_every_rule(tree: Path):
 
 
 def test_the_csv_has_the_official_columns_and_one_quoted_row_per_result(tree: Path):
-    text = summary_csv(check_tree(tree))
+    text = summary_csv(check_tree(tree, "v6.0"))
     assert text.splitlines()[0] == ",".join(CSV_HEADER)
     assert all(line.startswith('"') for line in text.splitlines()[1:])
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -87,7 +87,7 @@ def test_an_open_tree_needs_neither_test06_nor_calibration_nor_every_scenario(tm
     root = build_tree(tmp_path / "s", division="open", scenarios=("Offline",))
     below = result_dir(root, "Offline", division="open") / "accuracy" / "accuracy.txt"
     below.write_text(below.read_text().replace("'rouge1': 44.4312", "'rouge1': 12.5"))
-    report = check_tree(root)
+    report = check_tree(root, "v6.0")
     assert report.problems == [], format_report(report)
 
 
@@ -298,13 +298,13 @@ def test_check_catches_each_perturbation_with_its_rule(tree: Path, mutate: Mutat
 def test_each_perturbation_breaks_only_its_own_rules(tree: Path):
     """The rules do not cascade: a wrong seed is a seed problem, not also an INVALID or a layout one."""
     edit_log(perf(tree) / "mlperf_log_detail.txt", "effective_qsl_rng_seed", "1780908523862526354")
-    assert check_tree(tree).rules_broken() == {"loadgen.seeds"}
+    assert check_tree(tree, "v6.0").rules_broken() == {"loadgen.seeds"}
 
 
 @pytest.mark.parametrize("scenario", ["Server", "Interactive"])
 def test_early_stopping_not_met_is_the_only_problem_of_an_otherwise_passing_tree(tree: Path, scenario: str):
     _early_stopping_not_met(scenario)(tree)
-    report = check_tree(tree)
+    report = check_tree(tree, "v6.0")
     assert report.rules_broken() == {"loadgen.early-stopping"}
     assert "run longer" in report.errors[0].line() and "lower target_qps" in report.errors[0].line()
 
@@ -314,7 +314,7 @@ def test_a_real_server_log_that_misses_early_stopping_fails_with_loadgens_number
     data = DATA / "loadgen" / "early-stopping"
     for name in ("mlperf_log_detail.txt", "mlperf_log_summary.txt"):
         shutil.copyfile(data / name, perf(tree, "Server") / name)
-    hits = [p.line() for p in check_tree(tree).errors if p.rule == "loadgen.early-stopping"]
+    hits = [p.line() for p in check_tree(tree, "v6.0").errors if p.rule == "loadgen.early-stopping"]
     assert hits == [f"closed/{SUBMITTER}/results/{SYSTEM}/{BENCHMARK}/Server/performance/run_1/mlperf_log_detail.txt: "
                     "[loadgen.early-stopping] LoadGen's early-stopping condition was not met (TTFT: processed 592 "
                     "queries, would need at least 409 more with every one under the limit); the checker fails it "
@@ -330,7 +330,7 @@ def _advises_removing(report, fragment: str) -> list[str]:
 
 def test_a_missing_system_description_is_the_first_problem_and_its_folder_is_not_to_be_removed(tree: Path):
     system_json(tree).unlink()
-    report = check_tree(tree)
+    report = check_tree(tree, "v6.0")
     assert report.errors[0].rule == "system.missing-json", format_report(report)
     assert _advises_removing(report, "systems") == []
     empty = [p for p in report.errors if p.rule == "layout.hygiene"]
@@ -341,7 +341,7 @@ def test_a_missing_system_description_is_the_first_problem_and_its_folder_is_not
 def test_empty_results_say_no_results_were_found_and_where_they_belong(tree: Path):
     for folder in (sub(tree) / "results").iterdir():
         shutil.rmtree(folder)
-    report = check_tree(tree)
+    report = check_tree(tree, "v6.0")
     first = report.errors[0]
     assert (first.rule, first.found) == ("layout.no-results",
                                          "no results: it holds no <system>/<benchmark>/<scenario>/ folder")
@@ -352,25 +352,25 @@ def test_empty_results_say_no_results_were_found_and_where_they_belong(tree: Pat
 
 def test_a_lost_test06_accuracy_log_is_to_be_restored_not_its_folder_removed(tree: Path):
     (result_dir(tree, "Offline") / "TEST06" / "accuracy" / "mlperf_log_accuracy.json").unlink()
-    report = check_tree(tree)
+    report = check_tree(tree, "v6.0")
     assert report.errors[0].rule == "test06.missing" and report.errors[0].path.endswith(
         "Offline/TEST06/accuracy/mlperf_log_accuracy.json")
     assert _advises_removing(report, "TEST06") == []
     # doing what the old hint said (removing the empty folder) must not make the tree pass
     (result_dir(tree, "Offline") / "TEST06" / "accuracy").rmdir()
-    assert check_tree(tree).rules_broken() == {"test06.missing"}
+    assert check_tree(tree, "v6.0").rules_broken() == {"test06.missing"}
 
 
 def test_a_closed_tree_without_the_whole_test06_fails(tree: Path):
     shutil.rmtree(result_dir(tree, "Server") / "TEST06")
-    report = check_tree(tree)
+    report = check_tree(tree, "v6.0")
     assert report.rules_broken() == {"test06.missing"}
     assert [p.found for p in report.errors] == ["no TEST06 folder"]
 
 
 def test_a_network_tree_with_a_boolean_is_network_is_reported_not_a_crash(tree: Path):
     edit_json(system_json(tree), is_network=True)
-    found = [p.line() for p in check_tree(tree).errors if p.rule == "system.network"]
+    found = [p.line() for p in check_tree(tree, "v6.0").errors if p.rule == "system.network"]
     assert found and "not a string" in found[0]
 
 
@@ -383,18 +383,27 @@ def test_the_v51_layout_keeps_measurements_and_compliance_in_their_own_folders(t
 
 
 def test_cmx_check_prints_the_table_and_problems_and_exits_1(home: Home, tree: Path, tmp_path: Path):
-    ok = home.cmx("check", str(tree), "--csv", str(tmp_path / "summary.csv"))
+    ok = home.cmx("check", str(tree), "--round", "v6.0", "--csv", str(tmp_path / "summary.csv"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "PASS" in ok.stdout and "Offline" in ok.stdout
     assert (tmp_path / "summary.csv").read_text().startswith("Organization,Availability,Division")
     edit_json(system_json(tree), cooling="")
-    bad = home.cmx("check", str(tree))
+    bad = home.cmx("check", str(tree), "--round", "v6.0")
     assert bad.returncode == 1
     assert f"closed/{SUBMITTER}/systems/{SYSTEM}.json: [system.field] cooling: empty; put it in the system file" \
         in bad.stdout
-    data = json.loads(home.cmx("check", str(tree), "--json").stdout)
+    data = json.loads(home.cmx("check", str(tree), "--round", "v6.0", "--json").stdout)
     assert data["ok"] is False and data["problems"][0]["rule"] == "system.field"
     assert len(data["results"]) == 3
+
+
+def test_cmx_check_judges_by_the_newest_round_unless_told(home: Home, tree: Path):
+    """The v6.0 tree (llama2-70b-99) passes under --round v6.0; without --round it is judged by the newest round's
+    rules, v6.1's, which keep llama2-70b-99.9 only."""
+    assert home.cmx("check", str(tree), "--round", "v6.0").returncode == 0
+    proc = home.cmx("check", str(tree))
+    assert proc.returncode == 1
+    assert f"[layout.benchmark] '{BENCHMARK}' is not a v6.1 benchmark; did you mean 'llama2-70b-99.9'?" in proc.stdout
 
 
 def test_cmx_check_of_a_missing_folder_says_so(home: Home, tmp_path: Path):
@@ -405,15 +414,15 @@ def test_cmx_check_of_a_missing_folder_says_so(home: Home, tmp_path: Path):
 
 def test_expect_passes_only_when_exactly_the_listed_rules_break(home: Home, tree: Path):
     edit_log(perf(tree, "Server") / "mlperf_log_detail.txt", "effective_min_duration_ms", "1000")
-    exact = home.cmx("check", str(tree), "--expect", "loadgen.min-duration")
+    exact = home.cmx("check", str(tree), "--round", "v6.0", "--expect", "loadgen.min-duration")
     assert exact.returncode == 0, exact.stdout
     assert "[loadgen.min-duration]" in exact.stdout  # still reported
     assert "FAIL:" in exact.stdout and "AS EXPECTED: the tree breaks exactly loadgen.min-duration" in exact.stdout
-    more = home.cmx("check", str(tree), "--expect", "loadgen.min-duration,accuracy.coverage")
+    more = home.cmx("check", str(tree), "--round", "v6.0", "--expect", "loadgen.min-duration,accuracy.coverage")
     assert more.returncode == 1
     assert "does not break accuracy.coverage, which was expected" in more.stdout
     edit_json(system_json(tree), cooling="")
-    other = home.cmx("check", str(tree), "--expect", "loadgen.min-duration", "--json")
+    other = home.cmx("check", str(tree), "--round", "v6.0", "--expect", "loadgen.min-duration", "--json")
     assert other.returncode == 1
     assert json.loads(other.stdout)["expectation"].startswith("NOT AS EXPECTED: the tree breaks system.field")
 
@@ -479,7 +488,7 @@ def test_a_power_measurement_is_named_as_unchecked_not_passed_silently(tree: Pat
     power = perf(tree, "Server").parent / "power"
     power.mkdir()
     (power / "server.json").write_text("{}")
-    report = check_tree(tree)
+    report = check_tree(tree, "v6.0")
     assert report.ok  # a warning: cmx fails nothing it did not check
     assert [(p.rule, p.severity) for p in report.problems] == [("power.unchecked", "warning")]
 

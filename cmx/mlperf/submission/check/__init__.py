@@ -59,8 +59,9 @@ _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "divisi
                 "sw_notes": "system.endpoint"}
 
 
-def check_tree(root: Path | str, round_name: str = "v6.0") -> CheckReport:
-    """Every problem of the tree at `root` under `round_name`'s rules, and a row per result found."""
+def check_tree(root: Path | str, round_name: str) -> CheckReport:
+    """Every problem of the tree at `root` under `round_name`'s rules, and a row per result found (no default here:
+    `cmx check` and cmx.api.check choose the newest round, packaging the round the results were run for)."""
     root = Path(root)
     refuse_results_folder(root)
     round_ = load_round(round_name)
