@@ -35,3 +35,16 @@ class Secret:
 
     def __reduce__(self) -> NoReturn:  # pickling a secret would write it to disk
         raise TypeError("a Secret cannot be pickled")
+
+
+def public_url(url: str) -> str:
+    """`url` without user:password@ (what may be logged and recorded): a token is often given as the user name
+    (https://TOKEN@host/...), so the whole of it goes, not only a password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -4,8 +4,10 @@
 lock holds, per step: the recipe, the sha256 of its files, the registry source and that source's
 commit, the chosen variations, the inputs (a secret by its name only) and context, the cache key,
 and the checksums of the step's cached files where the cache holds them. Beside the steps: the
-query and the inputs and context it was asked with, and the versions of the packages the MLPerf
-harness runs on (vLLM, torch, LoadGen, ...) in the interpreter running cmx.
+query and the inputs and context it was asked with, the versions of the packages the MLPerf
+harness runs on (vLLM, torch, LoadGen, ...) in the interpreter running cmx, and each registry
+source the steps' recipes were read from (its kind, URL or folder, and commit: what a packaged
+submission's src/ copies the recipes from and names).
 
 `cmx run --locked cmx.lock` resolves the lock's query again and compares, in order: the packages,
 then each step (recipe files, variations, inputs, context, cache key), then the checksums of every
@@ -71,6 +73,18 @@ class LockedStep:
 
 
 @dataclass(frozen=True)
+class LockedSource:
+    """A registry source the plan's recipes were read from, as the run found it."""
+
+    name: str
+    kind: str                        # builtin, local or git (cmx.registry.sources.Source.kind)
+    folder: str                      # the folder holding its recipe folders, on the machine that ran
+    commit: str | None               # as the steps have it (source_commit)
+    url: str | None = None           # a git source's repository, without user or password
+    subdir: str | None = None        # a git source's folder of recipes inside the repository
+
+
+@dataclass(frozen=True)
 class LockedImage:
     """The container image a `cmx lock --docker` lock runs in, and what it was built from."""
 
@@ -99,11 +113,13 @@ class Lock:
     steps: tuple[LockedStep, ...]
     version: int = LOCK_VERSION
     docker: LockedImage | None = None    # the image a `cmx lock --docker` lock runs in
+    sources: tuple[LockedSource, ...] = ()  # where the steps' recipes came from (none in a lock of cmx < 0.2)
 
     def to_yaml(self) -> str:
         data = asdict(self)
         data["steps"] = [{**asdict(s), "variations": list(s.variations), "secrets": list(s.secrets)}
                          for s in self.steps]
+        data["sources"] = [asdict(s) for s in self.sources]
         head = ("# cmx.lock: every step of a plan, pinned. Replay it with `cmx run --locked FILE`;\n"
                 "# any difference in recipes, packages or artefacts refuses the run.\n")
         if self.docker is not None:
@@ -132,7 +148,8 @@ class Lock:
             steps = tuple(LockedStep(**{**s, "variations": tuple(s["variations"]), "secrets": tuple(s["secrets"])})
                           for s in data.pop("steps"))
             image = data.pop("docker", None)
-            return cls(**data, steps=steps, docker=LockedImage(**image) if image else None)
+            sources = tuple(LockedSource(**s) for s in data.pop("sources", None) or ())
+            return cls(**data, steps=steps, docker=LockedImage(**image) if image else None, sources=sources)
         except (TypeError, KeyError) as err:
             raise LockError(f"{path} is not a cmx lockfile: {err}") from None
 
@@ -148,12 +165,24 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def make_lock(plan: Plan, store: Store, commits: Mapping[str, str | None], *, cmx_version: str) -> Lock:
+def make_lock(plan: Plan, store: Store, commits: Mapping[str, str | None], *, cmx_version: str,
+              sources: tuple[LockedSource, ...] = ()) -> Lock:
     """The lock of `plan`: its steps with the checksums of their cached entries, and the packages installed here.
-    `commits` is each registry source's commit (`source_commit`)."""
+    `commits` is each registry source's commit (`source_commit`); `sources` those sources (`locked_source`)."""
     steps = tuple(_locked(step, store, commits.get(step.recipe.source)) for step in plan)
     return Lock(query=plan.query, inputs=_asked_inputs(plan), context={k: to_json(v) for k, v in plan.context.items()},
-                cmx_version=cmx_version, python=sys.executable, packages=installed_packages(), steps=steps)
+                cmx_version=cmx_version, python=sys.executable, packages=installed_packages(), steps=steps,
+                sources=sources)
+
+
+def locked_source(source: Source, folder: Path, commit: str | None) -> LockedSource:
+    """`source` as a lock records it: its recipes' folder, and a git source's URL with no user or password (a
+    lock travels: into a submission's src/)."""
+    from cmx.secrets import public_url
+
+    return LockedSource(name=source.name, kind=source.kind, folder=str(folder), commit=commit,
+                        url=public_url(source.git) if source.git else None,
+                        subdir=source.subdir if source.git else None)
 
 
 def in_image(inner: Lock, host: Lock, image: LockedImage) -> Lock:
@@ -226,14 +255,23 @@ def refuse_other_device(plan: Plan, packages: Mapping[str, str]) -> None:
 def source_commit(source: Source, folder: Path) -> str | None:
     """A git source's pinned commit; for a local folder, the commit of the checkout holding it (None outside one),
     marked `+dirty` when the folder has uncommitted changes."""
-    if source.git:
-        return source.rev
+    return source.rev if source.git else folder_commit(folder)
+
+
+def folder_commit(folder: Path) -> str | None:
+    """The commit of the git work tree holding `folder` (None outside one, when the folder is missing, or when the
+    work tree tracks nothing in it: a venv's site-packages inside a checkout), marked `+dirty` when the folder has
+    uncommitted changes (untracked files included)."""
     if not folder.is_dir():
         return None
     try:
         head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
         if head.returncode != 0:
+            return None
+        tracked = subprocess.run(["git", "-C", str(folder), "ls-files", "--", "."], capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+        if not tracked:
             return None
         dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", "."],
                                capture_output=True, text=True, timeout=10).stdout.strip()

@@ -153,13 +153,15 @@ def lock_plan(plan: Plan, settings: Settings) -> Lock:
     """The lockfile of a plan: every step pinned, the checksums of the entries cached now, the packages here."""
     from cmx import __version__
     from cmx.cache.store import Store
-    from cmx.execute.lockfile import make_lock, source_commit
+    from cmx.execute.lockfile import locked_source, make_lock, source_commit
     from cmx.registry.sources import read_registry
 
     used = {step.recipe.source for step in plan}
-    commits = {src.name: source_commit(src, src.recipes_dir(settings.sources_dir))
-               for src in read_registry(settings.registry) if src.name in used}
-    return make_lock(plan, Store(settings.cache), commits, cmx_version=__version__)
+    folders = {src: src.recipes_dir(settings.sources_dir) for src in read_registry(settings.registry)
+               if src.name in used}
+    commits = {src.name: source_commit(src, folder) for src, folder in folders.items()}
+    sources = tuple(locked_source(src, folder, commits[src.name]) for src, folder in folders.items())
+    return make_lock(plan, Store(settings.cache), commits, cmx_version=__version__, sources=sources)
 
 
 def lock_runs_in_docker(path: str | os.PathLike) -> bool:

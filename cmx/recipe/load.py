@@ -46,14 +46,20 @@ def load_recipe(folder: Path, source: str = "", *,
     base, base_stamps = _base(data, folder, source, _below)
     recipe = validate_recipe(data, folder, source=source, has_run=has_run, base=base)
     digest = hashlib.sha256()
-    names = ["recipe.yaml", *(["run.py"] if has_run else []), *sorted(recipe.files)]
-    for name in names:
+    for name in hashed_files(recipe):
         data_bytes = raw if name == "recipe.yaml" else (folder / name).read_bytes()
         digest.update(name.encode() + b"\0" + len(data_bytes).to_bytes(8, "little") + data_bytes)
     if base is not None:
         digest.update(b"extends\0" + base.name.encode() + b"\0" + base.digest.encode())
     stamps = stamp_files(folder, ("recipe.yaml", "run.py", *recipe.files))
     return replace(recipe, digest=digest.hexdigest()), stamps + base_stamps
+
+
+def hashed_files(recipe: Recipe) -> tuple[str, ...]:
+    """The files of its own folder a recipe's digest covers, in the order hashed (its base's digest is hashed after
+    them): recipe.yaml, its own run.py (not one it runs from a base), and the files it lists."""
+    own_run = recipe.has_run and recipe.run_from is None
+    return ("recipe.yaml", *(("run.py",) if own_run else ()), *sorted(recipe.files))
 
 
 def _base(data: object, folder: Path, source: str,

@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from cmx.mlperf.backends.base import Audio, BackendError, ChatPrompt, GenRequest, GenResult, Sampling
+from cmx.secrets import public_url as public_url  # where it lives: the floor, for the lock's git URLs too
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
             "LoadGen issued it")
@@ -52,16 +52,6 @@ RETOKENIZE_SLACK_SHARE = 0.01
 
 
 # --- URLs --------------------------------------------------------------------------------------------
-
-
-def public_url(url: str) -> str:
-    """`url` without user:password@ (what may be logged and recorded)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def api_base(url: str) -> str:
