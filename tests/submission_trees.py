@@ -13,12 +13,18 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from cmx import __version__
+from cmx.execute.lockfile import Lock, LockedSource, LockedStep
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
 from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
+from cmx.recipe.load import load_recipe
 
 COMPLIANT = Path(__file__).resolve().parent / "data" / "loadgen" / "compliant"
+REPO_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 SCENARIOS = ("Offline", "Server", "Interactive")
 BENCHMARK = "llama2-70b-99"
 SYSTEM = "box"
@@ -105,7 +111,7 @@ def _text(path: Path, text: str) -> None:
 
 ORIGIN = {
     "command": ["cmx", "run", "app mlperf inference llama2 _rocm _all-scenarios", "--input", "system_name=box"],
-    "cmx_version": "0.1.0", "run_record": "/runs/20261123-120000-app-mlperf-inference-llama2/run.json",
+    "cmx_version": __version__, "run_record": "/runs/20261123-120000-app-mlperf-inference-llama2/run.json",
     "system": {"os": "Ubuntu 24.04 LTS", "kernel": "6.8.0-45-generic", "arch": "x86_64",
                "cpu_model": "AMD EPYC 9575F 64-Core Processor", "cpus": 256, "sockets": 2, "cores_per_socket": 64,
                "memory_bytes": 1623497216000, "python": "3.12.3", "gpu_count": 8, "gpu_vendor": "amd",
@@ -125,8 +131,41 @@ USER_SYSTEM = {"status": "available", "system_name": "Supermicro AS-8125GS-TNMR2
                "accelerator_memory_configuration": "HBM3", "cooling": "air"}
 
 
-def cmx_results(root: Path, scenarios: tuple[str, ...] = SCENARIOS, **facts: object) -> Path:
-    """`<root>/box/llama2-70b-99/<Scenario>/` as the app leaves it after performance, accuracy and TEST06."""
+# the recipes the run's lock pins by default: the app (and, through it, the base it extends) and one dep
+RAN = ("app-mlperf-inference-llama2", "detect-system")
+RUN_RECORD = "20261123-120000-app-mlperf-inference-llama2"
+
+
+def builtin_source(folder: Path = REPO_RECIPES) -> LockedSource:
+    """The recipes of this checkout, as a run's lock records the builtin source (its commit left out: the tests
+    that need one make a git repository)."""
+    return LockedSource(name="builtin", kind="builtin", folder=str(folder), commit=None)
+
+
+def write_lock(record: Path, ran: Sequence[tuple[LockedSource, Sequence[str]]],
+               query: str = "app mlperf inference llama2 _rocm _all-scenarios") -> Path:
+    """`<record>/cmx.lock` as `cmx run` leaves it beside run.json: a step per recipe of each source, pinned to the
+    sha256 of its files as they are now in the source's folder."""
+    steps = []
+    for source, names in ran:
+        for name in names:
+            recipe, _ = load_recipe(Path(source.folder) / name, source.name)
+            steps.append(LockedStep(id=name, recipe=name, digest=recipe.digest, source=source.name,
+                                    source_commit=source.commit, variations=(), inputs={}, secrets=(), context={},
+                                    key="0" * 64))
+    lock = Lock(query=query, inputs={}, context={}, cmx_version=__version__, python=sys.executable, packages={},
+                steps=tuple(steps), sources=tuple(source for source, _ in ran))
+    return lock.write(record / "cmx.lock")
+
+
+def cmx_results(root: Path, scenarios: tuple[str, ...] = SCENARIOS,
+                ran: Sequence[tuple[LockedSource, Sequence[str]]] | None = None, **facts: object) -> Path:
+    """`<root>/box/llama2-70b-99/<Scenario>/` as the app leaves it after performance, accuracy and TEST06, and the
+    run's record beside `root` (`<root>/../runs/<run>/cmx.lock`) pinning the recipes `ran` (default: RAN, of this
+    checkout)."""
+    record = root.parent / "runs" / RUN_RECORD
+    write_lock(record, ran if ran is not None else [(builtin_source(), RAN)])
+    origin = {**ORIGIN, "run_record": str(record / "run.json")}
     for scenario in scenarios:
         name = scenario.lower()
         folder = root / SYSTEM / BENCHMARK / scenario
@@ -150,6 +189,6 @@ def cmx_results(root: Path, scenarios: tuple[str, ...] = SCENARIOS, **facts: obj
         _json(folder / "cmx_run.json", {
             "round": "v6.0", "benchmark": BENCHMARK, "scenario": scenario, "system": SYSTEM, "device": "rocm",
             "short": False, "tiny": False, "rows": None, "max_tokens": 1024, "compliant": True,
-            "noncompliance": [], "ok": True, "runs": runs, "engine": {"precision": "bf16"}, "origin": ORIGIN,
+            "noncompliance": [], "ok": True, "runs": runs, "engine": {"precision": "bf16"}, "origin": origin,
             **facts})
     return root

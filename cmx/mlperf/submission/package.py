@@ -4,7 +4,8 @@ The source is what `cmx.mlperf.app` writes: `<results>/<system>/<benchmark>/<Sce
 cmx_run.json, user.conf and the LoadGen logs of each test. Every reason not to package is
 collected before anything is written (INVALID runs, errors in a log, seeds of another round,
 short or tiny results or missed accuracy targets into closed, a missing scenario or test, an
-incomplete system description), so one attempt shows the whole list. Nothing is invented: a
+incomplete system description, a run's lockfile missing or a recipe changed since it ran), so one
+attempt shows the whole list. Nothing is invented: a
 field no one supplied is a refusal, never a placeholder. The tree is built in a temporary
 folder beside its destination and moved into place whole.
 """
@@ -15,7 +16,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +26,7 @@ from typing import Any
 from cmx.mlperf.loadgen.accuracy_log import truncate_accuracy_log
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
+from cmx.mlperf.submission.code import plan_code, write_code
 from cmx.mlperf.submission.refusals import (
     UNQUANTIZED,
     calibration_refusals,
@@ -59,11 +60,6 @@ from cmx.mlperf.submission.tree import (
     ResultPaths,
     system_json,
 )
-from cmx.settings import CHECKOUT
-
-# what src/ gets: enough to `pip install -e src` and run the same recipes
-SOURCE_FOLDERS = ("cmx", "recipes", "templates")
-SOURCE_FILES = ("pyproject.toml", "registry.yaml")
 
 
 @dataclass(frozen=True)
@@ -101,6 +97,8 @@ def package(request: PackageRequest) -> Packaged:
     for system, desc in descriptions.items():
         reasons += [f"systems/{system}.json: {p}" for p in description_problems(desc, round_)]
     reasons += calibration_refusals(request, results)
+    code, code_reasons = plan_code(results)  # src/: the recipes that ran, as the runs' lockfiles pin them
+    reasons += code_reasons
     measured = {r.name: measurements(r, request) for r in results}
     reasons += [f"{name}: measurements.json would have no {field}: the results do not record it (a cmx_run.json "
                 "without 'origin' predates cmx recording the model); run them again with this cmx"
@@ -116,8 +114,7 @@ def package(request: PackageRequest) -> Packaged:
         packaged = [_write_result(staging, round_, request, r, measured[r.name]) for r in results]
         for system, desc in descriptions.items():
             write_description(desc, system_json(staging, system))
-        _write_code(staging / round_.layout.code_dir)
-        _write_locks(staging / round_.layout.code_dir, results)
+        write_code(staging / round_.layout.code_dir, code)
         if request.division == "closed" or request.calibration_file:
             _write_calibration(staging / "documentation" / CALIBRATION, request, results)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -280,44 +277,6 @@ def render_readme(source: SourceResult, round_: Round, request: PackageRequest, 
                   backend=backend, stack=served_by(backend), sampling=source.facts.get("sampling"),
                   reference_sampling=source.facts.get("reference_sampling") or source.facts.get("sampling"),
                   overrides=source.facts.get("sampling_overrides") or [])
-
-
-def _write_code(dest: Path) -> None:
-    """The harness source: this cmx package and its recipes, as they ran (the tree must say how results were made)."""
-    from cmx import __version__
-    from cmx.templates import render
-
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
-    for name in SOURCE_FOLDERS:
-        if (CHECKOUT / name).is_dir():
-            shutil.copytree(CHECKOUT / name, dest / name, ignore=ignore)
-    for name in SOURCE_FILES:
-        if (CHECKOUT / name).is_file():
-            shutil.copyfile(CHECKOUT / name, dest / name)
-    (dest / "README.md").write_text(render("submission/src-README.md.j2", version=__version__,
-                                           commit=source_commit()), encoding="utf-8")
-
-
-def _write_locks(code_dir: Path, results: list[SourceResult]) -> None:
-    """Each run's lockfile, so the README's `cmx run --locked` line replays exactly what ran."""
-    for r in results:
-        if r.lock_file is not None and r.lock_in_src is not None:
-            (code_dir / r.lock_in_src).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(r.lock_file, code_dir / r.lock_in_src)
-
-
-def source_commit() -> str:
-    """The git commit of the cmx checkout ("" outside one), with " (with uncommitted changes)" when dirty."""
-    if not (CHECKOUT / ".git").exists():
-        return ""
-    try:
-        sha = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(CHECKOUT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return f"{sha} (with uncommitted changes)" if dirty else sha
 
 
 def _write_calibration(path: Path, request: PackageRequest, results: Sequence[SourceResult]) -> None:

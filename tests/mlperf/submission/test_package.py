@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cmx import __version__
 from cmx.mlperf.loadgen.accuracy_log import is_truncated_accuracy_log, sha256_file
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import load_round
@@ -35,7 +36,7 @@ from cmx.mlperf.submission.system_desc import (
 )
 from cmx.mlperf.submission.tree import ResultPaths
 from tests.conftest import REPO, Home
-from tests.submission_trees import BENCHMARK, ORIGIN, SYSTEM, USER_SYSTEM, cmx_results
+from tests.submission_trees import BENCHMARK, ORIGIN, RUN_RECORD, SYSTEM, USER_SYSTEM, cmx_results
 
 V60 = load_round("v6.0")
 
@@ -70,6 +71,12 @@ def refusal(req: PackageRequest) -> str:
 def set_facts(results: Path, scenario: str, **facts: object) -> None:
     path = results / SYSTEM / BENCHMARK / scenario / "cmx_run.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **facts}))
+
+
+def set_origin(results: Path, scenario: str, **changes: object) -> None:
+    """Change what cmx_run.json's origin records (its run record, and so the run's lockfile, kept)."""
+    path = results / SYSTEM / BENCHMARK / scenario / "cmx_run.json"
+    set_facts(results, scenario, origin={**json.loads(path.read_text())["origin"], **changes})
 
 
 # --- packaging compliant results -------------------------------------------------------------------
@@ -146,7 +153,7 @@ def test_each_result_gets_logs_truncated_accuracy_with_hash_measurements_and_a_r
     assert measurements["weight_data_types"] == "bf16"
     readme = paths.readme.read_text()
     assert "cmx run 'app mlperf inference llama2 _rocm _all-scenarios' --input system_name=box" in readme
-    assert "cmx 0.1.0" in readme and "Natively on the host" in readme and sha256_file(full) in readme
+    assert f"cmx {__version__}" in readme and "Natively on the host" in readme and sha256_file(full) in readme
     assert (paths.user_conf.read_text() ==
             (results / SYSTEM / BENCHMARK / "Server" / "user.conf").read_text())
 
@@ -166,30 +173,20 @@ def test_measurements_name_the_weights_data_type_the_checkpoint_holds(engine: st
     assert (written["weight_data_types"], written["weight_transformations"]) == (weights, transformed)
 
 
-def test_the_tree_carries_the_harness_source_and_closed_a_calibration_statement(tmp_path: Path, results: Path):
+def test_closed_gets_a_calibration_statement_when_no_file_is_given(tmp_path: Path, results: Path):
     package(request(tmp_path, results))
-    sub = tmp_path / "out/closed/cmx-test"
-    harness = "cmx/mlperf/loadgen/harness.py"
-    assert (sub / "src" / harness).read_bytes() == (REPO / harness).read_bytes()
-    assert (sub / "src/recipes/app-mlperf-inference-llama2/recipe.yaml").is_file()
-    assert (sub / "src/pyproject.toml").is_file() and "cmx 0.1.0" in (sub / "src/README.md").read_text()
-    assert not list(sub.rglob("__pycache__"))
-    assert "No calibration or quantization" in (sub / "documentation/calibration.md").read_text()
+    statement = tmp_path / "out/closed/cmx-test/documentation/calibration.md"
+    assert "No calibration or quantization" in statement.read_text()
 
 
 def test_the_runs_lockfile_goes_into_src_and_the_readme_names_the_replay(tmp_path: Path, results: Path):
-    record = tmp_path / "runs" / "20261125-101500-app-mlperf-inference-llama2"
-    record.mkdir(parents=True)
-    (record / "cmx.lock").write_text("version: 1\n# the run's lock\n")
-    for scenario in ("Offline", "Server", "Interactive"):
-        set_facts(results, scenario, origin={**ORIGIN, "run_record": str(record / "run.json")})
     package(request(tmp_path, results))
     sub = tmp_path / "out/closed/cmx-test"
-    locked = sub / "src/locks/20261125-101500-app-mlperf-inference-llama2.lock"
-    assert locked.read_text() == "version: 1\n# the run's lock\n"
+    locked = sub / f"src/locks/{RUN_RECORD}.lock"
+    assert locked.read_bytes() == (tmp_path / "runs" / RUN_RECORD / "cmx.lock").read_bytes()
     readme = (sub / "results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
-    assert ("`cmx run --locked src/locks/20261125-101500-app-mlperf-inference-llama2.lock "
-            "--input results_dir=RESULTS`") in readme
+    assert f"`cmx run --locked src/locks/{RUN_RECORD}.lock --input results_dir=RESULTS`" in readme
+    assert "as `src/README.md`" in readme and "pip install -e" not in readme
     assert check_tree(tmp_path / "out", "v6.0").rules_broken() == set()
 
 
@@ -207,18 +204,19 @@ def test_the_readme_states_the_sampling_and_an_override_of_the_references(tmp_pa
     assert "the run's cmx recorded no sampling" in readme["Interactive"]  # results from an older cmx
 
 
-def test_results_without_a_lockfile_say_nothing_of_replaying_one(tmp_path: Path, results: Path):
-    package(request(tmp_path, results))
-    sub = tmp_path / "out/closed/cmx-test"
-    assert not (sub / "src/locks").exists()
-    assert "--locked" not in (sub / "results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
+def test_results_whose_lockfile_is_gone_are_refused_naming_where_it_was(tmp_path: Path, results: Path):
+    lock = tmp_path / "runs" / RUN_RECORD / "cmx.lock"
+    lock.unlink()
+    text = refusal(request(tmp_path, results))
+    assert f"Offline: the run's lockfile is not there (no {lock})" in text
+    assert "src/ could not name the recipes that ran" in text
 
 
 def test_a_run_in_a_container_names_its_image_in_the_readme(tmp_path: Path, results: Path):
     container = {"image": "cmx/llama2-rocm:3f2a", "image_id": "sha256:" + "b" * 64, "base_image": "rocm/vllm:1",
                  "host_command": "cmx run 'app mlperf inference llama2 _rocm' --docker"}
     for scenario in ("Offline", "Server", "Interactive"):
-        set_facts(results, scenario, origin={**ORIGIN, "container": container})
+        set_origin(results, scenario, container=container)
     package(request(tmp_path, results))
     readme = (tmp_path / "out/closed/cmx-test/results" / SYSTEM / BENCHMARK / "Offline/README.md").read_text()
     assert "cmx/llama2-rocm:3f2a" in readme and "sha256:" + "b" * 64 in readme and "rocm/vllm:1" in readme
