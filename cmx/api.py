@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.recipe.model import Recipe
     from cmx.recipe.model import Variation as Variation
     from cmx.registry.sources import Source
-    from cmx.registry.verbs import SourceInfo
+    from cmx.registry.verbs import Pinned, SourceInfo
     from cmx.resolve.plan import Plan
     from cmx.slurm.jobs import JobRecord, JobStatus
     from cmx.sweep.run import SweepResult
@@ -65,7 +65,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     **{n: ("cmx.mlperf.pareto.verb", n) for n in ("ParetoResult",)},
     "ParetoRequest": ("cmx.mlperf.pareto.step", "ParetoRequest"),
     "ParetoRecord": ("cmx.mlperf.pareto.record", "ParetoRecord"),
-    "SourceInfo": ("cmx.registry.verbs", "SourceInfo"),
+    **{n: ("cmx.registry.verbs", n) for n in ("SourceInfo", "Pinned")},
     "reporter": ("cmx.execute.progress", "make_reporter"),  # "live", "plain", "none"; "auto" picks
     "redacted_command": ("cmx.execute.record", "redact_argv"),
     "read_inputs_file": ("cmx.recipe.inputs_file", "read_inputs_file"),
@@ -78,7 +78,8 @@ __all__ = [*_LAZY, "Secret", "Settings", "load_settings", "to_json", "index", "f
            "pareto", "lock", "lock_plan", "replay_docker", "docker_file", "docker_container", "run_docker",
            "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather",
            "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
-           "registry_sources", "registry_update", "report", "check"]
+           "registry_sources", "registry_is_default", "registry_add", "registry_update", "registry_fetch",
+           "registry_remove", "report", "check"]
 
 
 def __getattr__(name: str) -> Any:
@@ -416,11 +417,41 @@ def registry_sources(settings: Settings | None = None) -> list[SourceInfo]:
     return sources(_settings(settings))
 
 
-def registry_update(name: str, rev: str | None = None, *, settings: Settings | None = None) -> Source:
-    """Fetch git source `name` at commit `rev` and pin it there; without `rev`, at the commit it is pinned to."""
+def registry_is_default(settings: Settings | None = None) -> bool:
+    """Whether the registry in force is the one cmx ships (the home has no registry.yaml yet)."""
+    from cmx.registry.verbs import is_default
+
+    return is_default(_settings(settings))
+
+
+def registry_add(name: str, url: str, *, rev: str | None = None, branch: str | None = None, subdir: str = "recipes",
+                 settings: Settings | None = None) -> Pinned:
+    """Add git source `name` at `url`, pinned to `rev` or to the head of `branch` (default: the remote's HEAD) now;
+    fetched and checked before the registry is written (the home's, when the one in force is cmx's own)."""
+    from cmx.registry.verbs import add
+
+    return add(_settings(settings), name, url, rev=rev, branch=branch, subdir=subdir)
+
+
+def registry_update(name: str, rev: str | None = None, *, settings: Settings | None = None) -> Pinned:
+    """Fetch git source `name` at commit `rev` (default: the head it follows now) and pin it there."""
     from cmx.registry.verbs import update
 
     return update(_settings(settings), name, rev)
+
+
+def registry_fetch(names: tuple[str, ...] = (), *, settings: Settings | None = None) -> list[Source]:
+    """Check out git sources `names` (default: every one) at the commits they are pinned to."""
+    from cmx.registry.verbs import fetch
+
+    return fetch(_settings(settings), names)
+
+
+def registry_remove(name: str, *, settings: Settings | None = None) -> Source:
+    """Take source `name` out of the registry file in force."""
+    from cmx.registry.verbs import remove
+
+    return remove(_settings(settings), name)
 
 
 # --- reports and submissions ----------------------------------------------------------------------

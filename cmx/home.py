@@ -26,20 +26,37 @@ def builtin_recipes() -> str:
 
 def locations(registry: str | os.PathLike | None = None,
               environ: Mapping[str, str] | None = None) -> tuple[str, str, str]:
-    """(registry file, cache, runs), absolute: explicit `registry`, then CMX_REGISTRY / CMX_CACHE /
-    CMX_RUNS / CMX_HOME. Without CMX_HOME the home is the cmx checkout (where registry.yaml sits
-    beside cmx/), or ~/.cmx for an installed package."""
+    """(registry file, cache, runs), absolute. The registry in force: explicit `registry`, then CMX_REGISTRY
+    (either may name a missing file: that is the caller's error to report), then the home's registry.yaml when it
+    exists, then the default registry that ships in the package (its one source: the built-in recipes). Cache and
+    runs: CMX_CACHE / CMX_RUNS, else the home's."""
     env = os.environ if environ is None else environ
-    if env.get("CMX_HOME"):
-        home = _absolute(env["CMX_HOME"])
-    elif os.path.isfile(os.path.join(CHECKOUT, "registry.yaml")):
-        home = CHECKOUT
-    else:
-        home = os.path.join(os.path.expanduser("~"), ".cmx")
-    reg = os.fspath(registry) if registry else env.get("CMX_REGISTRY") or os.path.join(home, "registry.yaml")
+    home = home_dir(env)
+    reg = os.fspath(registry) if registry else env.get("CMX_REGISTRY") or home_registry(home)
     cache = env.get("CMX_CACHE") or os.path.join(home, "cache")
     runs = env.get("CMX_RUNS") or os.path.join(home, "runs")
     return _absolute(reg), _absolute(cache), _absolute(runs)
+
+
+# the registry an installed cmx uses until one is written (`cmx registry add` writes the home's): the built-in
+# recipes, named by kind (`builtin: true`), never by a path into site-packages that a new venv would leave stale
+DEFAULT_REGISTRY = os.path.join(PACKAGE, "default-registry.yaml")
+
+
+def home_dir(environ: Mapping[str, str] | None = None) -> str:
+    """CMX_HOME; else the cmx checkout (where registry.yaml sits beside cmx/); else ~/.cmx (an installed package)."""
+    env = os.environ if environ is None else environ
+    if env.get("CMX_HOME"):
+        return _absolute(env["CMX_HOME"])
+    if os.path.isfile(os.path.join(CHECKOUT, "registry.yaml")):
+        return CHECKOUT
+    return os.path.join(os.path.expanduser("~"), ".cmx")
+
+
+def home_registry(home: str, *, existing: bool = True) -> str:
+    """The home's registry.yaml; with `existing`, the packaged default when the home has none yet."""
+    path = os.path.join(home, "registry.yaml")
+    return path if not existing or os.path.isfile(path) else DEFAULT_REGISTRY
 
 
 def _absolute(path: str) -> str:

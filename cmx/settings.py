@@ -15,7 +15,7 @@ CHECKOUT = Path(_CHECKOUT)
 
 
 class Settings(NamedTuple):  # a NamedTuple: on the `cmx find` path, where dataclasses cost ~10 ms to import
-    registry: Path  # registry.yaml
+    registry: Path  # the registry file in force (cmx.home.locations says which)
     cache: Path  # the content-addressed store (and the index, under .index/)
     runs: Path  # one folder per `cmx run`: run.json and step logs
 
@@ -33,7 +33,8 @@ def load_settings(registry: str | os.PathLike | None = None,
     """Settings from explicit arguments, then CMX_REGISTRY / CMX_CACHE / CMX_RUNS / CMX_HOME.
 
     Without CMX_HOME the home is the cmx checkout (where registry.yaml sits beside cmx/),
-    or ~/.cmx for an installed package.
+    or ~/.cmx for an installed package. A home without registry.yaml reads the registry cmx
+    ships (cmx.home.DEFAULT_REGISTRY: the built-in recipes).
     """
     reg, cache, runs = locations(registry, environ)
     return Settings(registry=Path(reg), cache=Path(cache), runs=Path(runs))

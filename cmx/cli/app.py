@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
     "report": ("report", "Write a benchmark's results as one HTML page, or compare two."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),
-    "registry": ("registry", "List recipe sources and pin git sources to a commit."),
+    "registry": ("registry", "List, add and pin recipe sources (the built-in recipes, folders, git repositories)."),
 }
 
 HELP = """cmx: reproducible ML benchmarks from declarative recipes.
@@ -85,7 +85,8 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
 @click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--registry", metavar="FILE", envvar="CMX_REGISTRY",
-              help="Registry file listing recipe sources (default: registry.yaml of the cmx home).")
+              help="Registry file listing recipe sources (default: the cmx home's registry.yaml, else the one "
+                   "cmx ships; `cmx registry ls` names it).")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
               help="Print the cmx version and exit.")

@@ -17,8 +17,9 @@ TOP_HELP = (
     '  CMX_HOME.\n'
     '\n'
     'Options:\n'
-    '  --registry FILE  Registry file listing recipe sources (default:\n'
-    '                   registry.yaml of the cmx home).\n'
+    '  --registry FILE  Registry file listing recipe sources (default: the cmx\n'
+    "                   home's registry.yaml, else the one cmx ships; `cmx registry\n"
+    '                   ls` names it).\n'
     '  --debug          Show Python tracebacks for errors.\n'
     '  --version        Print the cmx version and exit.\n'
     '  -h, --help       Show this message and exit.\n'
@@ -43,7 +44,8 @@ TOP_HELP = (
     '  check     Check an MLPerf submission tree and say what to fix.\n'
     "  report    Write a benchmark's results as one HTML page, or compare two.\n"
     '  cache     Inspect and clean the content-addressed cache.\n'
-    '  registry  List recipe sources and pin git sources to a commit.\n'
+    '  registry  List, add and pin recipe sources (the built-in recipes, folders,\n'
+    '            git repositories).\n'
 )
 
 

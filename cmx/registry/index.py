@@ -19,6 +19,7 @@ from cmx import __version__
 from cmx.errors import CmxError, RegistryError
 from cmx.recipe.load import FileStamp, stamp_files
 from cmx.recipe.query import Query
+from cmx.registry.compat import SOURCE_FILE, check_compatible
 from cmx.registry.sources import Source
 from cmx.settings import Settings
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # unpickling a recipe imports the model; `cmx find` needs non
 
 Fetcher = Callable[[Source], None]  # called before a git source is fetched, to say so
 
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5  # 5: Source gained `branch` and `builtin`; the index keeps the compat files that passed
 _RECIPE_CODE = Path(__file__).resolve().parent.parent / "recipe"
 
 
@@ -128,7 +129,7 @@ class RecipeIndex:
         if self.registry is not None:
             out.append(_stamp(self.registry))
         for root in self.roots:
-            out.append(_stamp(root))
+            out += [_stamp(root), _stamp_or_missing(root / SOURCE_FILE)]
             out += [_stamp(Path(folder)) for folder in _recipe_folders(root) if folder not in self._by_folder]
         for folder, entry in self._by_folder.items():
             files = entry[4] if entry[0] in whole else entry[4][:1]  # stamp_files puts recipe.yaml first
@@ -176,9 +177,11 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
     entries: dict[str, _Entry] = {}
     stale: list[tuple[str, str]] = []  # (folder, source) to parse
     roots: list[Path] = []
+    passed: dict[str, FileStamp] = {}  # each source's cmx-source.yaml that said this cmx suits it
     for source in sources:
         root = _source_root(source, settings, fetch)
         roots.append(root)
+        passed[str(root)] = _compatible(source, root, old.get("compat", {}) if old else {})
         for folder in _recipe_folders(root):
             prev = old_entries.get(folder)
             if prev is not None and stamp_files(folder, tuple(s[0] for s in prev[4])) == prev[4]:
@@ -186,7 +189,8 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
             else:
                 stale.append((folder, source.name))
     parsed = _parse_all(stale)
-    changed = old is None or old.get("registry") != reg_stamp or bool(parsed) or set(entries) != set(old_entries)
+    changed = old is None or old.get("registry") != reg_stamp or bool(parsed) or set(entries) != set(old_entries) \
+        or old.get("compat") != passed
     if not changed and old is not None:  # (not changed implies an old index)
         return RecipeIndex(sources, entries, blobs_file, old["generation"], by_tag=old.get("by_tag"),
                            registry=settings.registry, roots=tuple(roots))
@@ -205,7 +209,7 @@ def open_index(settings: Settings, *, fetch: Fetcher | None = None) -> RecipeInd
     _write_pickle(blobs_file, {"generation": generation, "blobs": blobs})
     _write_pickle(index_file, {"format": INDEX_FORMAT, "cmx": __version__, "code": code_stamp,
                                "registry": reg_stamp, "sources": sources, "entries": entries,
-                               "by_tag": index.by_tag, "generation": generation})
+                               "by_tag": index.by_tag, "generation": generation, "compat": passed})
     return index
 
 
@@ -280,7 +284,7 @@ def _source_root(source: Source, settings: Settings, fetch: Fetcher | None) -> P
             if fetch is None:
                 raise RegistryError(f"git source {source.name!r} is not fetched yet",
                                     where=f"{settings.registry}:{source.line}",
-                                    hint=f"fetch it with `cmx registry update {source.name}` (the first `cmx run` "
+                                    hint=f"fetch it with `cmx registry fetch {source.name}` (the first `cmx run` "
                                          "fetches it too, and says so)")
             fetch(source)
             from cmx.tools.git import checkout_commit
@@ -297,6 +301,15 @@ def _source_root(source: Source, settings: Settings, fetch: Fetcher | None) -> P
     return root
 
 
+def _compatible(source: Source, root: Path, seen: dict[str, FileStamp]) -> FileStamp:
+    """The stamp of `root`'s cmx-source.yaml, once it says this cmx suits the source (RegistryError otherwise). A file
+    whose stamp passed before is not read again; a missing one is nothing to read."""
+    stamp = _stamp_or_missing(root / SOURCE_FILE)
+    if stamp[2] != -1 and seen.get(str(root)) != stamp:
+        check_compatible(source.name, root, git=source.git is not None)
+    return stamp
+
+
 def _recipe_folders(root: Path) -> Iterable[str]:
     with os.scandir(root) as it:
         return sorted(e.path for e in it if e.is_dir() and not e.name.startswith((".", "_")))
@@ -305,6 +318,13 @@ def _recipe_folders(root: Path) -> Iterable[str]:
 def _stamp(path: Path) -> FileStamp:
     st = os.stat(path)
     return (str(path), st.st_mtime_ns, st.st_size)
+
+
+def _stamp_or_missing(path: Path) -> FileStamp:
+    try:
+        return _stamp(path)
+    except FileNotFoundError:
+        return (str(path), 0, -1)  # as stamp_files has a missing file
 
 
 def _code_stamp() -> tuple:

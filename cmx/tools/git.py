@@ -68,7 +68,7 @@ def checkout_commit(url: str, rev: str, dest: Path, *, submodules: bool = False,
         repo = git.Repo.init(tmp)
         try:
             with repo.git.custom_environment(**_ENV):
-                _fetch(git, repo, _absolute_if_local(url), url, rev, on_progress)
+                _fetch(git, repo, absolute_if_local(url), url, rev, on_progress)
                 _checkout(git, repo, url, rev)
                 if submodules:
                     _update_submodules(git, repo, url, rev)
@@ -221,7 +221,7 @@ def _import_git() -> ModuleType:
     return git
 
 
-def _absolute_if_local(url: str) -> str:
+def absolute_if_local(url: str) -> str:
     """A relative local path made absolute: git runs inside the temporary folder, where the
     path would mean something else. URLs and scp-like `host:path` are left alone."""
     if "://" in url or re.match(r"^[^/]+:", url):
@@ -249,7 +249,7 @@ def _ls_remote(url: str, timeout: float) -> dict[str, str]:
     runner = git.cmd.Git()
     try:
         with runner.custom_environment(**_ENV):
-            out = runner.ls_remote(_absolute_if_local(url), kill_after_timeout=timeout)
+            out = runner.ls_remote(absolute_if_local(url), kill_after_timeout=timeout)
     except git.GitCommandError as exc:
         raise GitError(f"cannot list the branches and tags of {url}: {_reason(exc)}",
                        hint="check the URL and that this machine can reach it") from None

@@ -411,7 +411,7 @@ def test_git_source_with_unknown_commit_fails_cleanly(home: Home, tmp_path: Path
 
     # control: the same registry at the right commit works, so the failure was the sha
     point_registry_at(home, repo, head)
-    assert home.cmx("registry", "update", "remote").returncode == 0
+    assert home.cmx("registry", "fetch", "remote").returncode == 0
     proc = home.cmx("plan", "remote hello")
     assert proc.returncode == 0, proc.stderr
     assert "remote-hello" in proc.stdout

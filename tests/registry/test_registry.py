@@ -130,7 +130,7 @@ def test_git_source_recipes_are_found_and_checked_out_under_cache_sources(home: 
     sha = commit(repo, {})
     home.recipe("here", recipe_yaml("here", "local", "get, here"))
     write_registry(home, git_source(repo, sha))
-    home.cmx("registry", "update", "extra")
+    home.cmx("registry", "fetch", "extra")
     found = home.cmx_json("find", "get")
     assert names(found) == ["from-git", "here"]
     remote = next(r for r in found if r["name"] == "from-git")
@@ -150,7 +150,7 @@ def test_find_and_plan_never_fetch_a_source_and_name_the_command_that_does(home:
         proc = home.cmx(*verb)
         assert proc.returncode == 1
         assert f"{registry}:" in proc.stderr and "git source 'extra' is not fetched yet" in proc.stderr
-        assert "cmx registry update extra" in proc.stderr
+        assert "cmx registry fetch extra" in proc.stderr
     assert not (home.settings.cache / ".sources").exists()
     listed = home.cmx_json("registry", "ls")
     assert [(s["name"], s["recipes"]) for s in listed] == [("local", 0), ("extra", None)]
@@ -183,7 +183,7 @@ def test_an_unknown_commit_is_a_clear_error(home: Home, tmp_path: Path) -> None:
     missing = "0123456789abcdef0123456789abcdef01234567"
     assert missing != sha
     write_registry(home, git_source(repo, missing))
-    proc = home.cmx("registry", "update", "extra")
+    proc = home.cmx("registry", "fetch", "extra")
     assert proc.returncode == 1
     assert f"commit {missing} was not found" in proc.stderr and "extra" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -193,7 +193,7 @@ def test_an_unknown_commit_is_a_clear_error(home: Home, tmp_path: Path) -> None:
 
 def test_a_git_source_that_cannot_be_fetched_is_a_clear_error(home: Home, tmp_path: Path) -> None:
     write_registry(home, git_source(tmp_path / "no-such-repo", "0123456789abcdef0123456789abcdef01234567"))
-    proc = home.cmx("registry", "update", "extra")
+    proc = home.cmx("registry", "fetch", "extra")
     assert proc.returncode == 1
     assert "source 'extra': cannot fetch" in proc.stderr and "internal error" not in proc.stderr
 
@@ -202,13 +202,13 @@ def test_registry_ls_lists_sources_with_recipe_counts(home: Home, tmp_path: Path
     repo, sha = make_repo(tmp_path / "repo", {"g-one": recipe_yaml("g-one"), "g-two": recipe_yaml("g-two")})
     home.recipe("here", recipe_yaml("here"))
     registry = write_registry(home, git_source(repo, sha))
-    home.cmx("registry", "update", "extra", check=True)
+    home.cmx("registry", "fetch", "extra", check=True)
     listed = home.cmx_json("registry", "ls")
     assert listed == [
-        {"name": "local", "kind": "local", "path": str(home.recipes), "git": None, "rev": None, "subdir": None,
-         "recipes": 1},
-        {"name": "extra", "kind": "git", "path": None, "git": str(repo), "rev": sha, "subdir": "recipes",
-         "recipes": 2},
+        {"name": "local", "kind": "local", "path": str(home.recipes), "git": None, "rev": None, "branch": None,
+         "subdir": None, "recipes": 1},
+        {"name": "extra", "kind": "git", "path": None, "git": str(repo), "rev": sha, "branch": None,
+         "subdir": "recipes", "recipes": 2},
     ]
     text = home.cmx("registry", "ls", check=True).stdout
     assert f"registry: {registry}" in text and sha in text and "extra" in text
@@ -219,11 +219,11 @@ def test_registry_update_fetches_then_rewrites_only_the_rev_line(home: Home, tmp
     new = commit(repo, {"from-git": recipe_yaml("from-git", "version two")})
     header = "# my registry\n# keep this comment\n"
     registry = write_registry(home, git_source(repo, old) + "    # rev above is pinned on purpose\n", header=header)
-    assert "extra fetched at" in home.cmx("registry", "update", "extra", check=True).stdout
+    assert "extra fetched at" in home.cmx("registry", "fetch", "extra", check=True).stdout
     assert home.cmx_json("find")[0]["summary"] == "version one"
     before = registry.read_text().splitlines()
     out = home.cmx("registry", "update", "extra", new, check=True).stdout
-    assert new in out
+    assert out == f"extra: {old} -> {new}\n"
     after = registry.read_text().splitlines()
     changed = [(b, a) for b, a in zip(before, after, strict=False) if b != a]
     assert len(before) == len(after) and changed == [(f"    rev: {old}", f"    rev: {new}")]
@@ -237,7 +237,7 @@ def test_registry_update_edits_a_flow_style_entry_with_a_relative_git_path(home:
     registry = home.root / "registry.yaml"
     line = f"  - {{name: extra, git: ../repo, rev: {old}, subdir: recipes}}  # pinned\n"
     registry.write_text("sources:\n  - name: local\n    path: recipes\n" + line)
-    home.cmx("registry", "update", "extra", check=True)
+    home.cmx("registry", "fetch", "extra", check=True)
     assert home.cmx_json("find")[0]["summary"] == "version one"  # ../repo is relative to registry.yaml
     home.cmx("registry", "update", "extra", new, check=True)
     assert registry.read_text().splitlines()[-1] == line.rstrip("\n").replace(old, new)
@@ -285,7 +285,7 @@ def test_the_same_recipe_name_in_two_sources_is_an_error_naming_both(home: Home,
     first = home.recipe("twin", recipe_yaml("twin", "local one"))
     repo, sha = make_repo(tmp_path / "repo", {"twin": recipe_yaml("twin", "git one")})
     write_registry(home, git_source(repo, sha))
-    home.cmx("registry", "update", "extra")
+    home.cmx("registry", "fetch", "extra")
     proc = home.cmx("find")
     assert proc.returncode == 1
     second = home.settings.cache / ".sources" / f"extra-{sha[:12]}" / "recipes" / "twin"
