@@ -73,7 +73,7 @@ class CmxSource:
         return self.summary()
 
 
-def choose(given: Path | None = None, *, checkout: Path = CHECKOUT, installed_from: Path | None = None,
+def choose(given: Path | None = None, *, checkout: Path = CHECKOUT,
            search_path: list[str] | None = None) -> CmxSource:
     """The source of the image's cmx, in the module's order. `checkout`: the folder above the running cmx
     package; `search_path`: where the running distribution's metadata is looked for (default sys.path)."""
@@ -113,9 +113,9 @@ def wheel_identity(path: Path) -> tuple[str, str]:
     try:
         file_name, file_version, _, _ = parse_wheel_filename(path.name)
         with zipfile.ZipFile(path) as archive:
-            metadata = next((n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
-                            None)
-            text = archive.read(metadata).decode("utf-8", errors="replace") if metadata else ""
+            member = next((n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
+                          None)
+            text = archive.read(member).decode("utf-8", errors="replace") if member else ""
     except (InvalidWheelFilename, zipfile.BadZipFile, OSError) as exc:
         raise DockerError(f"{path} is not a wheel ({exc})", hint=_wheel_hint()) from None
     fields = dict(line.split(": ", 1) for line in text.split("\n\n", 1)[0].splitlines() if ": " in line)
