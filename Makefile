@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CMX    := $(VENV)/bin/cmx
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test test-serial test-docker test-ray test-fast lint demo bench clean
+.PHONY: venv test test-serial test-docker test-ray test-fast test-install lint demo bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,9 @@ $(PY):
 # torch, so they are removed again
 venv: $(STAMP)  ## only the set-up: .venv with cmx and every extra the tests use
 
+# (until 0.2.0 the distribution was named cmx: an old .venv's is removed first, before it shares bin/cmx)
 $(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip uninstall --quiet --yes cmx 2>/dev/null || true
 	$(PY) -m pip install --quiet -e '.[dev,cpu,scale,report]'
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
@@ -50,6 +52,11 @@ test-docker: $(STAMP)  ## the e2e tests on a Docker engine
 
 test-ray: test-serial test-docker  ## the Ray e2e tests (two one-CPU nodes), after test-serial and test-docker
 	$(PY) -m pytest -q -m "e2e and serial" $(RAY_TESTS) -p no:cacheprovider --durations=10
+
+# cmx as a user installs it: the sdist, the wheel built from it, installed with the cpu extra into a fresh venv
+# outside the checkout, then find, the tiny llama2 app, packaging and check from a folder with no checkout
+test-install: $(STAMP)  ## build the sdist and wheel, install the wheel in a fresh venv, run it outside the checkout
+	PYTHON=$(PY) bash .ci/install-check.sh
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"

@@ -54,6 +54,8 @@ def extra_bringing(module: str, device: str | None = None) -> str | None:
     return next((extra for extra in order if module in EXTRAS[extra]), None)
 
 
-def install_command(extra: str | None = None) -> str:
-    """The command that installs cmx with `extra` (from the package index, under cmx's own distribution name)."""
-    return f"pip install '{DISTRIBUTION}[{extra}]'" if extra else f"pip install {DISTRIBUTION}"
+def install_command(extra: str | None = None, version: str | None = None) -> str:
+    """The command that installs cmx (at `version`, when given) with `extra`, from the package index under cmx's own
+    distribution name."""
+    requirement = DISTRIBUTION + (f"[{extra}]" if extra else "") + (f"=={version}" if version else "")
+    return f"pip install '{requirement}'" if extra or version else f"pip install {requirement}"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import cmx
 from cmx.devices import CPU, CUDA, ROCM, DeviceKind
 from tests.conftest import CMX, Home
 
@@ -73,7 +74,7 @@ def test_a_lock_pins_every_step_with_its_cached_files_and_the_packages(lab: Home
     assert set(steps) == {"make-seed", "app-count"}
     assert list(steps["make-seed"]["files"]) == ["seed.txt"] and steps["app-count"]["files"] is None
     assert steps["app-count"]["inputs"]["rate"] == 2.0 and len(steps["make-seed"]["digest"]) == 64
-    assert data["packages"]["cmx"] == "0.1.0"
+    assert data["packages"]["cmx-bench"] == cmx.__version__
 
 
 def test_a_lock_takes_an_inputs_file_under_its_explicit_inputs(lab: Home, tmp_path: Path):
@@ -114,11 +115,11 @@ def test_a_locked_run_refuses_an_input_that_would_change_what_runs(lab: Home):
 def test_a_locked_run_refuses_another_package_version(lab: Home):
     lock = lock_file(lab)
     data = yaml.safe_load(lock.read_text())
-    data["packages"]["cmx"] = "0.0.9"
+    data["packages"]["cmx-bench"] = "0.0.9"
     lock.write_text(yaml.safe_dump(data))
     proc = lab.cmx("run", "--locked", str(lock))
-    assert proc.returncode != 0 and "cmx is 0.1.0 here, the lock has 0.0.9" in proc.stderr
-    assert "cmx==0.0.9" in proc.stderr
+    assert proc.returncode != 0 and f"cmx-bench is {cmx.__version__} here, the lock has 0.0.9" in proc.stderr
+    assert "cmx-bench==0.0.9" in proc.stderr
 
 
 def test_a_cached_entry_with_other_files_than_the_lock_is_refused(lab: Home):

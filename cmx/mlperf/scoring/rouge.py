@@ -21,6 +21,7 @@ import re
 from types import ModuleType
 from typing import Any
 
+from cmx.extras import install_command
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -112,7 +113,8 @@ def _rouge_scorer() -> Any:  # rouge_score.rouge_scorer.RougeScorer: rouge-score
         from rouge_score import rouge_scorer
     except ImportError:
         raise AccuracyError("the rouge-score package is not installed",
-                            hint="pip install rouge-score==0.1.2 (or install cmx with its cpu extra: pip install 'cmx-bench[cpu]')") from None
+                            hint=f"pip install rouge-score==0.1.2 (or install cmx with its cpu extra: "
+                                 f"{install_command('cpu')})") from None
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
 

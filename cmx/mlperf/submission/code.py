@@ -21,6 +21,7 @@ from typing import Any
 from cmx import DISTRIBUTION, __version__
 from cmx.errors import CmxError
 from cmx.execute.lockfile import Lock, LockedSource, LockError, folder_commit
+from cmx.extras import install_command
 from cmx.mlperf.submission.sources import SourceResult, SubmissionRefused
 from cmx.recipe.load import hashed_files, load_recipe
 from cmx.recipe.model import Recipe
@@ -75,7 +76,7 @@ def plan_code(results: Sequence[SourceResult]) -> tuple[CodeFolder, list[str]]:
         if run.lock.cmx_version != __version__:
             reasons.append(f"{run.in_src}: the run used cmx {run.lock.cmx_version}, this is cmx {__version__}: src/ "
                            f"would hold another cmx than the one that ran; package with "
-                           f"`pip install '{DISTRIBUTION}=={run.lock.cmx_version}'`")
+                           f"`{install_command(version=run.lock.cmx_version)}`")
         sources = {s.name: s for s in run.lock.sources}
         for step in run.lock.steps:
             source = sources.get(step.source)
@@ -197,8 +198,7 @@ def contents(dest: Path) -> list[str]:
 def install_line(device: str, version: str) -> str:
     """The pip line that installs the cmx that ran: the CPU build of vLLM comes with the cpu extra; on a GPU the
     vLLM is the CUDA or ROCm image's, and the mlperf extra brings the rest."""
-    extra = "cpu" if device == "cpu" else "mlperf"
-    return f"pip install '{DISTRIBUTION}[{extra}]=={version}'"
+    return install_command("cpu" if device == "cpu" else "mlperf", version)
 
 
 # --- provenance -----------------------------------------------------------------------------------------------
