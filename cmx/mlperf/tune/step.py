@@ -96,16 +96,18 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
     if bench is None or "round" not in step.inputs:
         raise TuneError(f"{recipe.name} is not an MLPerf benchmark app cmx can tune",
                         hint="tune an app recipe: `cmx find app mlperf inference` lists them")
+    from cmx.execute.plan_check import PlannedStep
     from cmx.mlperf.app_step import unnamed_devices
+    from cmx.mlperf.app_targets import named_target, targeted_benchmark
 
     devices = unnamed_devices(step, query_variations, context)
     if devices:
         raise TuneError("the query names no device: a tune measures one machine's engine, and the recipe's default "
                         "device would be a guess",
                         hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
-    names = bench.names
-    name = names[0] if len(names) == 1 else next((n for n in names if any(n.endswith(f"-{v}") for v in
-                                                                          step.variations)), names[0])
+    # a family with two targets: the one the round keeps (llama2-70b-99.9 in v6.1), as the app step picks it
+    name = targeted_benchmark(bench.family, str(step.inputs["round"]), named_target(PlannedStep.of(step))) \
+        or bench.names[0]
     round_name = str(step.inputs["round"])
     scenario = request.scenario.strip().capitalize()
     rules_bench = load_round(round_name).benchmark(name)
