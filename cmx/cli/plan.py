@@ -16,7 +16,7 @@ def print_plan(query: str, inputs: dict[str, str], context: dict[str, object], a
     if as_json:
         echo_json(result.to_json())
         return
-    for line in plan_tree(result.plan, result.cached, show_inputs=verbose):
+    for line in plan_tree(result.plan, result.cached, show_inputs=verbose, notes=result.notes):
         click.echo(line)
     click.echo(plan_summary(result.plan, result.cached))
 

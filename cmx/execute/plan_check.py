@@ -1,5 +1,6 @@
 """Plan-time checks: a recipe's run.py may define `check(step)`, which judges the step's inputs, variations and
-context alone (no artefact, no dependency's output) and raises a CmxError for what would fail later.
+context alone (no artefact, no dependency's output) and raises a CmxError for what would fail later; it may
+return lines that `cmx plan` and the lock show under the step (what it will do that its inputs do not say).
 
 `cmx plan` and `cmx run` call it for every step of a plan before any step runs, so a mistyped scenario, a
 missing target, or two choices that exclude each other fail at once, not after hours of downloads. The resolver
@@ -83,14 +84,20 @@ def defines_check(recipe: Recipe) -> bool:
     return any(line.startswith("def check(") for line in text.splitlines())
 
 
-def check_plan(plan: Plan) -> None:
-    """Run every step's `check`, dependencies first; the first CmxError stops it (before any step ran)."""
+def check_plan(plan: Plan) -> dict[str, tuple[str, ...]]:
+    """Run every step's `check`, dependencies first; the first CmxError stops it (before any step ran). A check may
+    return lines the plan shows under its step (what the step will do that its inputs alone do not say: an MLPerf
+    app's find-performance); returned here by step id, for the steps that have any."""
+    notes: dict[str, tuple[str, ...]] = {}
     for step in plan:
         if not defines_check(step.recipe):
             continue
         check = getattr(recipe_module(step.recipe), "check", None)
         if callable(check):
-            check(PlannedStep.of(step))
+            said = check(PlannedStep.of(step))
+            if said:
+                notes[step.id] = tuple(str(line) for line in said)
+    return notes
 
 
 __all__ = ["PlannedStep", "check_plan", "chosen_variations", "recipe_module"]

@@ -95,13 +95,13 @@ def run(request: RunRequest, runtime: Runtime) -> RunResult:
                 environ=runtime.environ if read is None else read)
     from cmx.execute.plan_check import check_plan
 
-    check_plan(p)  # what no step needs to run to know fails now, not after the downloads
+    notes = check_plan(p)  # what no step needs to run to know fails now, not after the downloads
     if lock is not None:
         from cmx.execute.lockfile import check_lock
 
         check_lock(lock, p, store, moved=moved)
     runner = _runner(request, runtime, store,
-                     before_root=lambda record: lock_plan(p, s).write(record / "cmx.lock"))
+                     before_root=lambda record: lock_plan(p, s, notes).write(record / "cmx.lock"))
     result = runner.run(p, argv=list(request.argv) if request.argv is not None else None)
     if lock is not None and result.error is None:
         from cmx.execute.lockfile import check_artefacts
@@ -149,8 +149,9 @@ def replay_lock(path: str | os.PathLike, given: Mapping[str, Any], settings: Set
     return lock, frozenset(given)
 
 
-def lock_plan(plan: Plan, settings: Settings) -> Lock:
-    """The lockfile of a plan: every step pinned, the checksums of the entries cached now, the packages here."""
+def lock_plan(plan: Plan, settings: Settings, notes: Mapping[str, tuple[str, ...]] | None = None) -> Lock:
+    """The lockfile of a plan: every step pinned, the checksums of the entries cached now, the packages here, and
+    what the plan check says the steps will do (`notes`; None: the check runs here)."""
     from cmx import __version__
     from cmx.cache.store import Store
     from cmx.execute.lockfile import locked_source, make_lock, source_commit
@@ -161,7 +162,11 @@ def lock_plan(plan: Plan, settings: Settings) -> Lock:
                if src.name in used}
     commits = {src.name: source_commit(src, folder) for src, folder in folders.items()}
     sources = tuple(locked_source(src, folder, commits[src.name]) for src, folder in folders.items())
-    return make_lock(plan, Store(settings.cache), commits, cmx_version=__version__, sources=sources)
+    from cmx.execute.plan_check import check_plan
+
+    said = check_plan(plan) if notes is None else notes
+    return replace(make_lock(plan, Store(settings.cache), commits, cmx_version=__version__, sources=sources),
+                   notes={k: list(v) for k, v in said.items()})
 
 
 def lock_runs_in_docker(path: str | os.PathLike) -> bool:
@@ -193,9 +198,13 @@ class PlanResult:
 
     plan: Plan
     cached: dict[str, bool]
+    notes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # step id -> what its check said it will do
 
     def to_json(self) -> dict[str, Any]:
-        return self.plan.to_json(self.cached)
+        data = self.plan.to_json(self.cached)
+        for step in data["steps"]:
+            step["notes"] = list(self.notes.get(step["id"], ()))
+        return data
 
 
 def plan(query: str | Query, inputs: Mapping[str, Any], context: Mapping[str, Any], runtime: Runtime) -> PlanResult:
@@ -204,6 +213,6 @@ def plan(query: str | Query, inputs: Mapping[str, Any], context: Mapping[str, An
     from cmx.execute.plan_check import check_plan
 
     p = resolved(query, inputs, context, runtime)
-    check_plan(p)
+    notes = check_plan(p)
     store = Store(runtime.settings.cache)
-    return PlanResult(p, {step.id: step.cacheable and store.has(step.name, step.key) for step in p})
+    return PlanResult(p, {step.id: step.cacheable and store.has(step.name, step.key) for step in p}, notes)

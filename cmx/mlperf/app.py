@@ -62,6 +62,7 @@ from cmx.secrets import Secret
 if TYPE_CHECKING:
     from cmx.mlperf.backends.disaggregated import PrefillDecode, TopologyReport
     from cmx.mlperf.backends.vllm_server import VllmServerConfig
+    from cmx.mlperf.tune.findperf import FoundTarget
 
 BACKENDS = ("vllm", "endpoint")
 # a compliance test's run goes into its TEST0x folder
@@ -124,6 +125,7 @@ class AppConfig:
     origin: RunOrigin | None = None  # recorded in cmx_run.json for the submission packager
     sampling: Sampling = GREEDY      # what the backend samples with: the reference's unless overridden
     reference_sampling: Sampling | None = None  # the benchmark reference's (None: the same as `sampling`)
+    found: Mapping[str, FoundTarget] = field(default_factory=dict)  # the targets find-performance measured
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -324,6 +326,8 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "round": config.round, "benchmark": config.benchmark, "scenario": scenario, "system": config.system,
         "device": config.device, "short": config.short, "tiny": config.tiny, "rows": config.rows,
         "max_tokens": config.max_tokens, "target_qps": config.target_qps.get(scenario),
+        # how the target was measured when the user gave none (cmx.mlperf.tune.measure); None: it was given
+        "find_performance": found.to_json() if (found := config.found.get(scenario)) else None,
         "sampling": config.sampling.to_json(),
         "reference_sampling": (config.reference_sampling or config.sampling).to_json(),
         "sampling_overrides": list(config.sampling_overrides),
@@ -483,7 +487,7 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
             if any(STOPPED_EARLY in r.details for r in runs):
                 break
         topology = served.topology() if served.topology else None
-    notes = (*sampling_notes(config), *refusal_notes(runs), *transfer_notes(topology))
+    notes = (*found_notes(config), *sampling_notes(config), *refusal_notes(runs), *transfer_notes(topology))
     table = format_table(runs, short=config.short or config.tiny, notes=notes,
                          whole_answers=not round_.benchmark(config.benchmark).token_latencies)
     config.results_dir.mkdir(parents=True, exist_ok=True)
@@ -499,6 +503,11 @@ def refusal_notes(runs: Sequence[RunSummary]) -> tuple[str, ...]:
     them, and scored as unparsable replies)."""
     return tuple(f"{r.scenario} {r.mode}: the server refused {n} request(s), answered empty and scored as unparsable "
                  "(see harness.log)" for r in runs if (n := r.details.get("refused_requests")))
+
+
+def found_notes(config: AppConfig) -> tuple[str, ...]:
+    """The summary's line per target find-performance measured (none when every target was given)."""
+    return tuple(f"FIND-PERFORMANCE {config.found[s].line()}" for s in config.scenarios if s in config.found)
 
 
 def sampling_notes(config: AppConfig) -> tuple[str, ...]:

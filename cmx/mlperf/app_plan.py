@@ -22,7 +22,7 @@ DEFAULT_SCENARIO, DEFAULT_MODE = "offline", "valid"
 
 
 class AppConfigError(StepError):
-    """The app was asked for something it cannot run (a missing target_qps, an unknown mode)."""
+    """The app was asked for something it cannot run (an unknown mode, two choices of one group)."""
 
 
 class Choices(Protocol):
@@ -95,23 +95,23 @@ def refuse_half_topology(inputs: Mapping[str, Any]) -> None:
                                   "disaggregated_serving/disagg_proxy_demo.py), or neither")
 
 
-def check_app_plan(step: Choices) -> None:
-    """The scenarios and tests (a typo; a variation and a list both choosing), a target for each scenario the run
-    measures, the endpoint's paired inputs, a submission's submitter, and an accuracy target the round keeps."""
+def check_app_plan(step: Choices) -> list[str]:
+    """The scenarios and tests (a typo; a variation and a list both choosing), the endpoint's paired inputs, a
+    submission's submitter, and an accuracy target the round keeps; returns the plan's line for the step: the
+    scenarios whose target the run measures first (find-performance), none when every target is given."""
+    from cmx.mlperf.tune.findperf import plan_line, unset_targets
+
     i = step.inputs
     targeted_benchmark(step.params["benchmark"], i["round"], named_target(step))
     scenarios = planned_scenarios(step)
     check_tests(step)
-    missing = [s for s in scenarios or () if i.get(f"target_qps_{s.lower()}") is None]
-    if missing:
-        give = " ".join(f"--input target_qps_{s.lower()}=N" for s in missing)
-        raise AppConfigError(f"no target for {', '.join(missing)}: LoadGen sizes each run from the throughput you "
-                             "expect", hint=f"give {give} (samples/s; `cmx tune` finds it), or add _tiny for a "
-                                            "plumbing run")
     refuse_workers_without_url(i)
     refuse_half_topology(i)
     if step.flag("submission") and not i.get("submitter"):
         raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")
+    # _all-scenarios (None): which scenarios lack a target is known when the step reads the round's table
+    unset = unset_targets(scenarios, i) if scenarios is not None else (None if unset_targets(SCENARIOS, i) else ())
+    return [plan_line(unset, step.flag("short"))] if unset != () else []
 
 
 __all__ = ["SCENARIOS", "TESTS", "AppConfigError", "Choices", "check_app_plan", "pick", "planned_scenarios"]

@@ -24,6 +24,7 @@ from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
 
 if TYPE_CHECKING:
+    from cmx.mlperf.app import AppResult
     from cmx.mlperf.backends.disaggregated import PrefillDecode
     from cmx.resolve.plan import Step
 
@@ -131,11 +132,27 @@ def run_benchmark(ctx: StepContext, family: str) -> dict[str, Any]:
         check_submission_inputs(ctx, benchmark_of(benchmark_for(family).names, ctx), short=ctx.flag("short"),
                                 tiny=bool(ctx.deps.model.outputs["is_tiny"]))
     config = app_config(ctx, family)
-    result = run_app(config, logger=ctx.log, on_progress=ProgressLines(ctx))
+    if all(config.target_qps.get(s) is not None for s in config.scenarios):
+        result = run_app(config, logger=ctx.log, on_progress=ProgressLines(ctx))
+    else:
+        result = run_measured(ctx, config, family)
     ctx.log.info("results in %s\n%s", result.results_dir, result.table)
     return {"results_dir": result.results_dir, "system": config.system, "benchmark": config.benchmark,
             "summary": [asdict(r) for r in result.runs], "table": result.table,
             "submission": submission(ctx, config.results_dir) if ctx.flag("submission") else {}}
+
+
+def run_measured(ctx: StepContext, config: AppConfig, family: str) -> AppResult:
+    """find-performance, then the run: the targets the user gave none of measured first (cmx.mlperf.tune.measure)
+    on the engine the run uses (a server cmx starts for the run is started once, for both)."""
+    from cmx.mlperf.app import earlier_attempt, run_app, serving
+    from cmx.mlperf.tune.measure import find_targets
+
+    for scenario in config.scenarios:  # a folder that would refuse the run refuses it before the probes
+        earlier_attempt(config.scenario_dir(scenario))
+    with serving(config, ctx.log) as served:
+        measured = find_targets(ctx, served, family)
+        return run_app(measured, logger=ctx.log, on_progress=ProgressLines(ctx))
 
 
 def app_config(ctx: StepContext, family: str) -> AppConfig:

@@ -19,6 +19,7 @@ def run(ctx: StepContext) -> dict[str, Any]:
     return run_benchmark(ctx, ctx.params["benchmark"])
 
 
-def check(step: PlannedStep) -> None:
-    """Before anything runs (`cmx plan`, `cmx run`): what the step would refuse after the downloads."""
-    check_app_plan(step)
+def check(step: PlannedStep) -> list[str]:
+    """Before anything runs (`cmx plan`, `cmx run`): what the step would refuse after the downloads; the plan's
+    line saying which targets the run measures first (find-performance)."""
+    return check_app_plan(step)

@@ -15,7 +15,6 @@ QUERY = "app mlperf inference llama2 _cpu"
 @pytest.mark.parametrize("args, says", [
     pytest.param(["--input", "scenarios=offline,servr", "--input", "target_qps_offline=1"],
                  "unknown scenario 'servr' in scenarios=offline,servr", id="a-mistyped-scenario"),
-    pytest.param([], "no target for Offline", id="a-full-run-without-its-target"),
     pytest.param(["_server", "--input", "scenarios=Offline"], "both _server and --input scenarios=Offline choose",
                  id="a-variation-and-a-list-both-choosing"),
     pytest.param(["_tiny", "--input", "modes=performance,acuracy"], "unknown mode 'acuracy'", id="a-mistyped-test"),
@@ -35,15 +34,38 @@ def test_run_fails_before_any_step_runs_or_downloads(builtin: Home, tmp_path: Pa
     model = tmp_path / "model"
     model.mkdir()
     proc = builtin.cmx("run", QUERY, "--input", f"model_path={model}", "-i", "get-dataset-openorca.url=file:///none",
-                       "-i", "get-dataset-openorca.sha256=none")
-    assert proc.returncode == 1 and "no target for Offline" in proc.stderr
+                       "-i", "get-dataset-openorca.sha256=none", "-i", "scenarios=offline,servr")
+    assert proc.returncode == 1 and "unknown scenario 'servr'" in proc.stderr
     runs = builtin.root / "runs"
     assert not runs.exists() or not any(runs.iterdir()), "a step ran, or its run was recorded"
 
 
-def test_a_tiny_run_plans_with_its_own_targets(builtin: Home) -> None:
-    proc = builtin.cmx("plan", f"{QUERY} _tiny _server")
-    assert proc.returncode == 0, proc.stderr
+def test_a_run_without_targets_plans_with_find_performance_under_its_app_step(builtin: Home) -> None:
+    proc = builtin.cmx("plan", "app mlperf inference llama2 _rocm", "-i", "scenarios=Offline,Server", check=True)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("app-mlperf-inference-llama2 ")
+    assert lines[1].strip().startswith("find-performance: Offline (at most 2 Offline probes") and \
+        "Server (the tune's search" in lines[1] and lines[1].endswith("; then the runs"), lines[1]
+
+
+def test_a_given_target_is_not_measured_and_the_plan_says_so_in_json(builtin: Home) -> None:
+    import json
+
+    def notes(*args: str) -> list[str]:
+        data = json.loads(builtin.cmx("plan", QUERY, "-i", "scenarios=Offline,Server", *args, "--json",
+                                      check=True).stdout)
+        return next(s for s in data["steps"] if s["id"] == data["root"])["notes"]
+
+    assert notes("-i", "target_qps_offline=5", "-i", "target_qps_server=2") == []
+    only_server = notes("-i", "target_qps_offline=5")
+    assert len(only_server) == 1 and "Offline (" not in only_server[0] and "Server (" in only_server[0]
+
+
+def test_a_tiny_run_measures_only_its_server_target(builtin: Home) -> None:
+    proc = builtin.cmx("plan", f"{QUERY} _tiny _short", "-i", "scenarios=Offline,Server,Interactive", check=True)
+    line = proc.stdout.splitlines()[1].strip()
+    assert line.startswith("find-performance: Server (the tune's search, probes as long as the _short run"), line
+    assert "Offline (" not in line and "Interactive (" not in line
 
 
 def test_the_checks_names_are_the_rounds_and_the_harness_s() -> None:

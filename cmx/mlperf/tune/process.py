@@ -17,6 +17,10 @@ the floor is reached or `confirm_tries` ran; each later run's user.conf is writt
 Offline has no latency to search: one probe measures samples/s at the start target, a second at
 that rate when the first issued less than half of what the confirm run will, and the target is
 the measured rate (LoadGen issues 10 % more samples than target x min_duration, which is the margin).
+
+A Server-like search with no start (`measure_start`) first measures the engine's Offline rate the same way,
+on the same engine, in `start-offline/`, and starts from it: the rate the engine completes is where a Server
+queue starts to grow, so the search brackets its answer in few probes from there.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ PROBES_JSONL = "probes.jsonl"
 TUNE_JSON = "tune.json"
 PROGRESS_JSON = "progress.json"
 CONFIRM_DIR = "confirm"
+START_DIR = "start-offline"
 
 
 class TuneError(CmxError):
@@ -65,6 +70,7 @@ class TuneConfig:
     policy: Policy = Policy()
     confirm: bool = True
     confirm_tries: int = CONFIRM_TRIES
+    measure_start: bool = False    # a Server-like search: start from the Offline rate measured first (start_qps unused)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -101,9 +107,12 @@ class TuneOutcome:
     confirm_stop: str = ""                # why the confirms stopped (stepdown's code; "": none ran)
     confirm_why: str = ""                 # the same as a sentence
     confirm_floor_qps: float | None = None  # the lowest rate a confirm could step down to
+    start_probes: tuple[Probe, ...] = ()  # with measure_start: the Offline probes that measured where to start
+    start_qps: float | None = None        # the Offline rate they measured (the search's start)
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "probes": [asdict(p) for p in self.probes], "qps": self.qps,
+                "start_probes": [asdict(p) for p in self.start_probes], "start_qps": self.start_qps,
                 "confirms": [{"qps": q, "result": asdict(r)} for q, r in self.confirms],
                 "engine_start_s": self.engine_start_s,
                 "seconds": self.seconds, "confirm_stop": self.confirm_stop, "confirm_why": self.confirm_why,
@@ -115,7 +124,9 @@ class TuneOutcome:
                    confirms=tuple((c["qps"], HarnessResult(**c["result"])) for c in data["confirms"]),
                    engine_start_s=data["engine_start_s"],
                    seconds=data["seconds"], confirm_stop=data.get("confirm_stop", ""),
-                   confirm_why=data.get("confirm_why", ""), confirm_floor_qps=data.get("confirm_floor_qps"))
+                   confirm_why=data.get("confirm_why", ""), confirm_floor_qps=data.get("confirm_floor_qps"),
+                   start_probes=tuple(Probe(**p) for p in data.get("start_probes", ())),
+                   start_qps=data.get("start_qps"))
 
 
 def limits_of(config: TuneConfig, spec: ProbeSpec) -> Limits:
@@ -166,7 +177,12 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     engine_start = time.monotonic() - began
     confirms: list[tuple[float, HarnessResult]] = []
     end = StepDown(None)
+    start_probes: list[Probe] = []
     try:
+        if config.measure_start and spec.rules.loadgen_scenario != "Offline":
+            start_probes = measured_start(lg, replace(spec, rules=bench.scenario("Offline")), backend, dataset,
+                                          config, logger)
+            config = replace(config, start_qps=_start_of(start_probes))
         probes = search(lg, spec, backend, dataset, config, logger, log_path)
         found = offline_target(probes[-1]) if spec.rules.loadgen_scenario == "Offline" else \
             (best.qps if (best := answer(probes)) else None)
@@ -177,7 +193,26 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     return TuneOutcome(scenario=h.scenario, probes=tuple(probes), qps=found, confirms=tuple(confirms),
                        engine_start_s=round(engine_start, 2), seconds=round(time.monotonic() - began, 2),
                        confirm_stop=end.stop, confirm_why=end.why,
-                       confirm_floor_qps=floor_qps(found, config.policy.min_qps) if confirms and found else None)
+                       confirm_floor_qps=floor_qps(found, config.policy.min_qps) if confirms and found else None,
+                       start_probes=tuple(start_probes), start_qps=config.start_qps if start_probes else None)
+
+
+def measured_start(lg: Any, offline: ProbeSpec, backend: Any, dataset: Any, config: TuneConfig,
+                   logger: logging.Logger) -> list[Probe]:
+    """The Offline probes (as an Offline tune runs them, from 1 sample/s) that measure where a Server-like search
+    starts, on its engine, into `start-offline/` of the tune's folder."""
+    at = replace(config, start_qps=1.0, harness=replace(config.harness, output=config.folder / START_DIR))
+    probes = search(lg, offline, backend, dataset, at, logger)
+    logger.info("start: the engine completed %s samples/s Offline", probes[-1].completed_qps)
+    return probes
+
+
+def _start_of(probes: list[Probe]) -> float:
+    rate = offline_target(probes[-1])
+    if rate is None:
+        raise TuneError("the Offline probe that measures where the search starts completed no sample",
+                        hint=f"its logs are in {START_DIR}/ of the tune's folder")
+    return rate
 
 
 def search(lg: Any, spec: ProbeSpec, backend: Any, dataset: Any, config: TuneConfig, logger: logging.Logger,

@@ -2,8 +2,9 @@
 
 `tune_target` reads the plan's root step (an MLPerf app recipe: its benchmark family is one of its
 tags) and refuses, before any dep is built, a query that names no device (a tune measures one
-machine's engine: the recipe's default device would be a guess), a scenario the benchmark has no
-rules for in the round, and a Server-like search with no QPS to start from.
+machine's engine: the recipe's default device would be a guess) and a scenario the benchmark has no
+rules for in the round (`scenario_target`, which find-performance shares). A Server-like search with no
+QPS to start from starts from the engine's Offline rate, measured first on the same engine.
 
 `tune_step(ctx, target, request)` runs on the app step's own ctx (the same inputs, context and deps'
 outputs `cmx run` would give it, through the Runner's `root_run`): the app's AppConfig, then the
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.loadgen.harness import HarnessResult
+from cmx.mlperf.tune.findperf import EARLY_STOPPING_QUERIES, PROBE_SECONDS
 from cmx.mlperf.tune.probe import Length
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
 from cmx.mlperf.tune.record import write_tune_results
@@ -32,9 +34,6 @@ if TYPE_CHECKING:  # types only: `cmx tune` imports this module before it needs 
     from cmx.mlperf.app import AppConfig
     from cmx.mlperf.loadgen.userconf import ShortProfile
     from cmx.resolve.plan import Step
-
-EARLY_STOPPING_QUERIES = 480  # LoadGen's early stopping at p99 needs >= 459 queries with none over the limit
-PROBE_SECONDS = 30.0          # a probe's minimum duration when the confirm run is the round's full length
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,6 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
                 request: TuneRequest) -> TuneTarget:
     """Check the plan's root `step` (a resolve.plan.Step) can be tuned as asked; raise TuneError saying why not."""
     from cmx.mlperf.benchmarks import all_benchmarks
-    from cmx.mlperf.rounds import RoundError, load_round
 
     recipe = step.recipe
     bench = next((b for b in all_benchmarks() if b.family in recipe.tags), None)
@@ -108,8 +106,16 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
     # a family with two targets: the one the round keeps (llama2-70b-99.9 in v6.1), as the app step picks it
     name = targeted_benchmark(bench.family, str(step.inputs["round"]), named_target(PlannedStep.of(step))) \
         or bench.names[0]
-    round_name = str(step.inputs["round"])
     scenario = request.scenario.strip().capitalize()
+    given = request.start_qps if request.start_qps is not None else step.inputs.get(f"target_qps_{scenario.lower()}")
+    return scenario_target(bench.family, name, str(step.inputs["round"]), scenario, given)
+
+
+def scenario_target(family: str, name: str, round_name: str, scenario: str, start: float | None) -> TuneTarget:
+    """The tune target of benchmark `name`'s `scenario` in the round, from `start` (None: Offline from 1 sample/s, a
+    Server-like search from the Offline rate it measures first); TuneError for a scenario the search cannot judge."""
+    from cmx.mlperf.rounds import RoundError, load_round
+
     rules_bench = load_round(round_name).benchmark(name)
     try:
         rules = rules_bench.scenario(scenario)
@@ -121,16 +127,11 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
                         "ms end to end), and cmx tune searches against TTFT and TPOT limits only",
                         hint=f"set --input target_qps_{scenario.lower()}=QPS by hand between runs; each run's summary "
                              "shows its latency p99 against the limit")
-    input_name = f"target_qps_{scenario.lower()}"
-    start = request.start_qps if request.start_qps is not None else step.inputs.get(input_name)
-    if start is None and rules.latency is not None:
-        raise TuneError(f"no QPS to start the {scenario} search from",
-                        hint=f"give --start QPS (a guess; the search finds the rest) or --input {input_name}=QPS")
     if start is not None and start <= 0:
         raise TuneError(f"the start QPS must be above 0, not {start}")
-    return TuneTarget(family=bench.family, benchmark=name, round=round_name, scenario=scenario,
-                      input_name=input_name, start_qps=float(start) if start is not None else None,
-                      has_limits=rules.latency is not None)
+    return TuneTarget(family=family, benchmark=name, round=round_name, scenario=scenario,
+                      input_name=f"target_qps_{scenario.lower()}",
+                      start_qps=float(start) if start is not None else None, has_limits=rules.latency is not None)
 
 
 def lengths(config: AppConfig, target: TuneTarget, request: TuneRequest) -> tuple[Length, Length, ShortProfile | None]:
@@ -167,7 +168,8 @@ def tune_step(ctx: StepContext, target: TuneTarget, request: TuneRequest) -> dic
                           output=folder)
         tconfig = TuneConfig(harness=harness, start_qps=target.start_qps or 1.0, probe=probe_len, target=full_len,
                              short=short, confirm=request.confirm, confirm_tries=request.confirm_tries,
-                             policy=Policy(tolerance=request.tolerance, max_probes=request.max_probes))
+                             policy=Policy(tolerance=request.tolerance, max_probes=request.max_probes),
+                             measure_start=target.start_qps is None and target.has_limits)
 
         def heard(p: Probe) -> None:
             ctx.log.info("probe %s", probe_line(p))

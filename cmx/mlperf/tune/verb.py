@@ -106,7 +106,7 @@ class TuneResult:
 
 def tune(run: RunRequest, request: TuneRequest, runtime: Runtime, invocation: str = "cmx") -> TuneResult:
     """The plan `run` would run; what cannot be tuned (not an app, no device in the query, a scenario the
-    benchmark lacks, no QPS to start from) is refused before any step runs. The deps run as in `run`; the app's
+    benchmark lacks) is refused before any step runs. The deps run as in `run`; the app's
     step is replaced by the tune (cmx.mlperf.tune.step), which keeps one engine for every probe. A failed dep's
     're-run just this step' line is `<invocation> run ...`, the tune step's `<invocation> tune ... --scenario S`."""
     from cmx.mlperf.tune.step import tune_step, tune_target

@@ -163,11 +163,13 @@ def test_a_recipe_that_is_no_benchmark_app_is_refused(settings: Settings):
     assert "not an MLPerf benchmark app" in err.message
 
 
-def test_a_server_search_needs_a_start(settings: Settings):
-    err = refused(settings, "app mlperf inference llama2 _cpu", "Server")
-    assert "--start" in err.hint and "target_qps_server" in err.hint
-    err = refused(settings, "app mlperf inference llama2 _cpu", "Server", start_qps=-1.0)
-    assert "above 0" in err.message
+def test_a_server_search_with_no_start_measures_it_and_a_start_below_zero_is_refused():
+    from cmx.mlperf.tune.step import scenario_target
+
+    target = scenario_target("llama2-70b", "llama2-70b-99", "v6.0", "Server", None)
+    assert target.start_qps is None and target.has_limits  # tune_step then measures the Offline rate first
+    with pytest.raises(TuneError, match="above 0"):
+        scenario_target("llama2-70b", "llama2-70b-99", "v6.0", "Server", -1.0)
 
 
 def test_the_cli_prints_a_refusal_as_a_sentence_or_as_json_and_exits_1(home):
