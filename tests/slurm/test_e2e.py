@@ -30,7 +30,7 @@ def test_the_tiny_benchmark_runs_as_a_slurm_job_and_its_results_are_in_place(sho
     summary = run["results"][run["plan"]["root"]]["outputs"]["summary"]
     assert [(e["scenario"], e["mode"]) for e in summary] == [("Offline", "performance")]
     assert job["validity"] == summary[0]["validity"] == "VALID"
-    run_1 = results / "box" / "llama2-70b-99" / "Offline" / "performance" / "run_1"
+    run_1 = results / "box" / "llama2-70b-99.9" / "Offline" / "performance" / "run_1"  # the default round's
     for path in (results / "summary.txt", run_1 / "result.json", run_1 / "mlperf_log_detail.txt"):
         assert path.is_file(), path
     assert json.loads((run_1 / "result.json").read_text())["validity"] == "VALID"
