@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -35,12 +36,16 @@ def answering(stdout: str, fail: bool = False):
 def test_loadgen_is_checked_at_the_rounds_pin_and_never_installed_without_leave():
     from importlib.metadata import version
 
-    installed = version("mlcommons-loadgen")
-    if installed == "6.0.15":
-        assert ensure_loadgen("v6.0", python=sys.executable, install=False).version == "6.0.15"
-    with pytest.raises(PackageMissing, match=r"mlcommons-loadgen==6.0.17 is wanted") as err:
-        ensure_loadgen("v6.1", python=sys.executable, install=False)
-    assert "pip install mlcommons-loadgen==6.0.17" in (err.value.hint or "")
+    from cmx.mlperf.rounds import known_rounds, load_round
+
+    installed = version("mlcommons-loadgen")  # 6.0.17 (v6.1's, the default round's) or 6.0.15 (v6.0's)
+    pins = {name: load_round(name).loadgen_version for name in known_rounds()}
+    for name in (r for r, pin in pins.items() if pin == installed):
+        assert ensure_loadgen(name, python=sys.executable, install=False).version == installed
+    other = next(r for r in reversed(known_rounds()) if pins[r] != installed)
+    with pytest.raises(PackageMissing, match=rf"mlcommons-loadgen=={re.escape(pins[other])} is wanted") as err:
+        ensure_loadgen(other, python=sys.executable, install=False)
+    assert f"pip install mlcommons-loadgen=={pins[other]}" in (err.value.hint or "")
 
 
 def test_rocm_vllm_needs_a_hip_torch_and_an_importable_vllm():
