@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Home, timed_cpu_section
+from tests.conftest import REPO, Home, timed_cpu_section
 
 BASE = os.environ.get("CMX_TEST_BASE_IMAGE", "cmx-test/bookworm-minbase:1")
 WHEELHOUSE = Path(os.environ.get("CMX_TEST_WHEELHOUSE", "/opt/wheels"))
@@ -80,6 +80,7 @@ def test_the_tiny_benchmark_runs_in_a_container_and_leaves_its_results_on_the_ho
     assert container["image"].startswith("cmx-app-mlperf-inference-llama2:")
     assert container["image_id"].startswith("sha256:") and container["base_image"] == BASE
     assert "FROM " + BASE in container["dockerfile"]
+    assert container["cmx_source"].startswith("cmx-bench 0.2.0, a wheel built from a checkout (its sources' sha256 ")
     assert facts["validity"]["performance"] == "VALID"
 
     # it leaves the files a native run of the same query leaves (that the image depends on the recipes and cmx,
@@ -102,6 +103,29 @@ def test_a_tune_in_the_container_writes_its_answer_on_the_host(builtin: Home, tm
 
 def files_under(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_an_installed_cmx_that_the_index_lacks_says_to_give_its_wheel(builtin: Home, tmp_path: Path):
+    """A cmx installed with no record of its wheel (here: the record removed) installs cmx-bench==VERSION from the
+    index in the image; 0.2.0 is not published, so pip in the build finds none. The image's earlier layers are the
+    first test's, cached: only the install step runs."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path / "dist"),
+                    str(REPO)], check=True, capture_output=True)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target", str(site),
+                    *map(str, (tmp_path / "dist").glob("*.whl"))], check=True, capture_output=True)
+    for record in site.glob("*.dist-info/direct_url.json"):
+        record.unlink()  # as if installed from the index
+    env = {**builtin.env, "PYTHONPATH": str(site)}
+    proc = subprocess.run([sys.executable, "-m", "cmx", "run", TINY, *docker_args()], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "cmx in the image: cmx-bench 0.2.0 from the package index" in proc.stdout
+    assert "error: cmx-bench 0.2.0 is not on the package index: give --cmx-wheel PATH (the wheel you installed), or " \
+           "run from a checkout" in proc.stderr
 
 
 def test_a_missing_base_image_is_named_with_how_to_get_it(builtin: Home):
