@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CommandFailed, StepCancelled
 from cmx.secrets import Secret
 from cmx.tools.procs import signal_families, spawn
+
+if TYPE_CHECKING:
+    from cmx.cache.store import Store
 
 TAIL_LINES = 20
 KEPT_LINES = 10_000  # run_cmd's result keeps at most this many lines of output in memory
@@ -141,7 +144,8 @@ class StepContext:
                  on_progress: Callable[[int, int | None, str, str], None] | None = None,
                  scratch: Path | None = None, stop: threading.Event | None = None,
                  run_argv: Sequence[str] = (), run_record: Path | None = None,
-                 chosen: Mapping[str, str] | None = None, params: Mapping[str, Any] | None = None) -> None:
+                 chosen: Mapping[str, str] | None = None, params: Mapping[str, Any] | None = None,
+                 store: Store | None = None) -> None:
         self.step_id = step_id
         self.recipe = recipe
         self.inputs: Mapping[str, Any] = MappingProxyType(inputs)
@@ -164,6 +168,9 @@ class StepContext:
         # writes a report (a submission README) cites as "how this was made"
         self.run_argv: tuple[str, ...] = tuple(run_argv)
         self.run_record = run_record
+        # the run's cache: for a step that is not cached itself but decides while it runs that it needs a cached
+        # artefact (get-loadgen: a round's LoadGen the interpreter lacks), built and published as any entry is
+        self.store = store
 
     def variation(self, group: str) -> str:
         """The variation chosen in `group` (the query's, or the group's default): `ctx.variation("scenario")`."""

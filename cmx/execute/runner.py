@@ -252,7 +252,7 @@ class Runner:
                           scratch=scratch, stop=self._stop,
                           run_argv=self._record.argv if self._record else (),
                           run_record=self._record.path / "run.json" if self._record else None,
-                          chosen=chosen_variations(step), params=step.recipe.params)
+                          chosen=chosen_variations(step), params=step.recipe.params, store=self.store)
         returned = fn(ctx)
         return dict(returned) if run is not None else check_outputs(step.recipe, returned, workdir)
 

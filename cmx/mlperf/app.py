@@ -50,6 +50,7 @@ from cmx.mlperf.loadgen.harness_config import (
     EngineSettings,
     HarnessConfig,
     HarnessResult,
+    LoadgenSource,
     recorded_validity,
 )
 from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
@@ -126,6 +127,7 @@ class AppConfig:
     sampling: Sampling = GREEDY      # what the backend samples with: the reference's unless overridden
     reference_sampling: Sampling | None = None  # the benchmark reference's (None: the same as `sampling`)
     found: Mapping[str, FoundTarget] = field(default_factory=dict)  # the targets find-performance measured
+    loadgen: LoadgenSource | None = None  # get-loadgen's: the round's pin (None: the harness finds it)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -204,7 +206,7 @@ def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> H
     return HarnessConfig(model=config.model, dataset=config.dataset, scenario=scenario, mode=mode, user_conf=conf,
                          output=config.run_dir(scenario, mode), round=config.round, benchmark=config.benchmark,
                          device=config.device, max_tokens=config.max_tokens, rows=config.rows, engine=config.engine,
-                         endpoint=config.endpoint, sampling=config.sampling)
+                         endpoint=config.endpoint, sampling=config.sampling, loadgen=config.loadgen)
 
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_tests,

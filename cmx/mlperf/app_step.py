@@ -18,7 +18,7 @@ from cmx.mlperf.app import MODES, AppConfig, AppConfigError
 from cmx.mlperf.app_plan import Choices, pick, refuse_half_topology, refuse_workers_without_url
 from cmx.mlperf.app_targets import named_target, targeted_benchmark
 from cmx.mlperf.backends.base import Sampling, SamplingError
-from cmx.mlperf.loadgen.harness_config import EndpointSettings
+from cmx.mlperf.loadgen.harness_config import EndpointSettings, LoadgenSource
 from cmx.mlperf.loadgen.progress import RunProgress
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
@@ -192,7 +192,7 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
         # a vision model's server on a CPU: torchvision without its compiled ops (get-torchvision-python-only)
         server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else (),
         serving_stack=read_stack_file(i["serving_stack"]) if i["serving_stack"] else None,
-        prefill_decode=prefill_decode(i))
+        prefill_decode=prefill_decode(i), loadgen=loadgen_source(ctx.deps.loadgen.outputs))
 
 
 class ProgressLines:
@@ -278,6 +278,11 @@ def prefill_decode(inputs: Mapping[str, Any]) -> PrefillDecode | None:
         raise AppConfigError(f"--input {err.message}", hint=err.hint) from None
 
 
+def loadgen_source(found: Mapping[str, Any]) -> LoadgenSource:
+    """get-loadgen's outputs as the harness takes them: the version, and the cached folder ("" for none)."""
+    return LoadgenSource(found["version"], Path(found["path"]) if found.get("path") else None)
+
+
 def origin(ctx: StepContext, model: Mapping[str, Any]) -> RunOrigin:
     from cmx import __version__
     from cmx.container import container_facts
@@ -285,7 +290,9 @@ def origin(ctx: StepContext, model: Mapping[str, Any]) -> RunOrigin:
 
     return RunOrigin(command=ctx.run_argv, cmx_version=__version__,
                      run_record=str(ctx.run_record) if ctx.run_record else None,
-                     system=dict(ctx.deps.system.outputs), software=software_versions(),
+                     # LoadGen: the one the harness imports (get-loadgen's), not this environment's
+                     system=dict(ctx.deps.system.outputs),
+                     software={**software_versions(), "loadgen": ctx.deps.loadgen.outputs["version"]},
                      # `architecture` where the model step reports it: what vLLM actually ran
                      model={k: model[k] for k in ("name", "revision", "precision", "dtype", "is_tiny", "architecture")
                             if k in model or k != "architecture"},

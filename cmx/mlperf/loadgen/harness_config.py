@@ -101,6 +101,22 @@ API_KEY_ENV = "CMX_ENDPOINT_API_KEY"
 
 
 @dataclass(frozen=True)
+class LoadgenSource:
+    """The LoadGen a test runs on (get-loadgen's outputs): `version`, the round's pin, and `path`, the cached folder
+    that holds it (put first on the harness's sys.path), or None when the interpreter's own LoadGen is the pin.
+    The harness imports it with cmx.mlperf.loadgen.binding and refuses another version."""
+
+    version: str
+    path: Path | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> LoadgenSource | None:
+        if not data:
+            return None
+        return cls(str(data["version"]), Path(data["path"]) if data.get("path") else None)
+
+
+@dataclass(frozen=True)
 class HarnessConfig:
     """One test: what to run it on, and where its logs go. Written to JSON and read back (`to_json`, `from_json`).
     `sampling` is how the backend chooses tokens (the benchmark reference's, or the user's override)."""
@@ -119,6 +135,7 @@ class HarnessConfig:
     engine: EngineSettings = field(default_factory=EngineSettings)
     endpoint: EndpointSettings | None = None  # None: vLLM in this process
     sampling: Sampling = GREEDY
+    loadgen: LoadgenSource | None = None  # None: the round's pin, found by the harness (binding.import_loadgen)
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -140,10 +157,12 @@ class HarnessConfig:
             engine = EngineSettings(**data.pop("engine", {}))
             endpoint = data.pop("endpoint", None)
             sampling = Sampling.from_json(data.pop("sampling", {}))
+            loadgen = data.pop("loadgen", None)
             model, dataset, user_conf, output = (Path(data.pop(k))
                                                  for k in ("model", "dataset", "user_conf", "output"))
             return cls(**data, model=model, dataset=dataset, user_conf=user_conf, output=output, engine=engine,
-                       endpoint=EndpointSettings(**endpoint) if endpoint else None, sampling=sampling)
+                       endpoint=EndpointSettings(**endpoint) if endpoint else None, sampling=sampling,
+                       loadgen=LoadgenSource.from_json(loadgen))
         except (TypeError, KeyError) as err:
             raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
 

@@ -155,12 +155,12 @@ def offline_target(probe: Probe) -> float | None:
 
 def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     """Start the engine, probe, confirm; the tune process's job (it calls FromConfig once, for the confirm)."""
-    import mlperf_loadgen as lg
-
     from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.loadgen.binding import import_loadgen
     from cmx.mlperf.rounds import load_round
 
     h = config.harness
+    lg = import_loadgen(h.loadgen, h.round)  # the round's pin: get-loadgen's cached folder, or this Python's
     began = time.monotonic()
     round_ = load_round(h.round)
     bench = round_.benchmark(h.benchmark)
