@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.tune.findperf import (
     FOLDER,
+    LATENCY_HEADROOM,
     OFFLINE_MARGIN,
     SERVER_MARGIN,
     FoundTarget,
@@ -93,7 +94,7 @@ def _tune(ctx: StepContext, config: AppConfig, family: str, scenario: str,
     probe_len, full_len, short = lengths(config, target, TuneRequest(scenario))
     harness = replace(harness_config(config, scenario, "performance", folder / "user.conf"), output=folder)
     tconfig = TuneConfig(harness=harness, start_qps=start or 1.0, probe=probe_len, target=full_len, short=short,
-                         confirm=False, measure_start=start is None and target.has_limits)
+                         confirm=False, measure_start=start is None and target.has_limits, headroom=LATENCY_HEADROOM)
     how = "Offline probes" if scenario == "Offline" else \
         ("the tune's search from the Offline rate it measures first" if start is None else
          f"the tune's search from this run's Offline rate, {start:g}/s")

@@ -71,6 +71,7 @@ class TuneConfig:
     confirm: bool = True
     confirm_tries: int = CONFIRM_TRIES
     measure_start: bool = False    # a Server-like search: start from the Offline rate measured first (start_qps unused)
+    headroom: float = 1.0          # a probe passes with p99s within this fraction of the limits (probe.over_headroom)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -165,7 +166,7 @@ def tune_in_process(config: TuneConfig, logger: logging.Logger) -> TuneOutcome:
     round_ = load_round(h.round)
     bench = round_.benchmark(h.benchmark)
     spec = ProbeSpec(round=round_, bench=bench, rules=bench.scenario(h.scenario), length=config.probe,
-                     target=config.target, max_tokens=h.max_tokens)
+                     target=config.target, max_tokens=h.max_tokens, headroom=config.headroom)
     dataset = benchmark_for(h.benchmark).load_dataset(h.dataset)
     if h.rows is not None:
         dataset = dataset.limit(h.rows)

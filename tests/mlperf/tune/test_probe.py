@@ -202,3 +202,14 @@ def test_probes_are_the_short_profile_with_short_and_30_s_of_a_600_s_run_without
     offline = replace(server, scenario="Offline", input_name="target_qps_offline", has_limits=False)
     probe, full, _ = lengths(SimpleNamespace(short=False, rows=None), offline, TuneRequest("Offline"))
     assert (probe.min_duration_ms, probe.min_queries, full.min_queries) == (30_000, 480, 24576)
+
+
+def test_a_probe_inside_the_limits_fails_a_search_that_keeps_headroom():
+    from cmx.mlperf.tune.probe import over_headroom
+
+    limits = LatencyLimits(ttft_p99_ms=2000, tpot_p99_ms=200)
+    assert over_headroom(900.0, 150.0, limits, 1.0) is None  # cmx tune: the limits themselves
+    assert over_headroom(900.0, 90.0, limits, 0.5) is None
+    assert over_headroom(900.0, 150.0, limits, 0.5) == (
+        "TPOT p99 150 ms is over 50% of its 200 ms limit (the headroom find-performance keeps)")
+    assert over_headroom(1500.0, None, limits, 0.5).startswith("TTFT p99 1500 ms is over 50% of its 2000 ms")
