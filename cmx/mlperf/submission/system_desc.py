@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from cmx import DISTRIBUTION
 from cmx.errors import CmxError
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
@@ -119,7 +120,7 @@ def detected_fields(origin: RunOrigin | None, device: str = "",
             out.update(stack_fields(stack, out))
     software = [f"Python {origin.python}" if origin.python else "",
                 f"mlcommons-loadgen {sw['loadgen']}" if sw.get("loadgen") else "",
-                f"cmx {origin.cmx_version}" if origin.cmx_version else "",
+                f"{DISTRIBUTION} {origin.cmx_version}" if origin.cmx_version else "",
                 f"GPU driver {sysf['driver_version']}" if sysf.get("driver_version") else ""]
     out["other_software_stack"] = ", ".join(s for s in software if s)
     return {k: v for k, v in out.items() if v}
