@@ -470,9 +470,9 @@ def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
 
 
 def check(path: str | os.PathLike, *, round_name: str | None = None) -> CheckReport:
-    """Check a submission tree against a round's rules (cmx.mlperf.submission.check), the newest round's when none is
-    named; the report lists every problem."""
+    """Check a submission tree against a round's rules (cmx.mlperf.submission.check); when none is named, the round
+    whose seeds the tree's logs carry, else the newest. The report lists every problem."""
     from cmx.mlperf.rounds import latest_round
-    from cmx.mlperf.submission.check import check_tree
+    from cmx.mlperf.submission.check import check_tree, round_of_tree
 
-    return check_tree(Path(path), round_name or latest_round())
+    return check_tree(Path(path), round_name or round_of_tree(Path(path)) or latest_round())

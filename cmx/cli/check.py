@@ -20,7 +20,9 @@ the round's rules say but that checker misses (INVALID results, the
 Interactive 450/40 ms limits). It prints a table of results, then one line per
 problem: path, [rule], what was found, what to do.
 
-Under v6.1 (the default round), a scenario folder without LoadGen logs is read as a result
+Without --round, the round is the one whose RNG seeds the tree's LoadGen
+logs carry (each round's mlperf.conf has its own), else the newest cmx knows.
+Under v6.1, a scenario folder without LoadGen logs is read as a result
 of MLCommons' endpoint client ("Loadgen++": config.yaml,
 performance/result_summary.json, accuracy/accuracy_results.json), as the
 official checker reads it, and stricter where the rules ask more (measured
@@ -41,7 +43,8 @@ a _short run breaks by design), 1 otherwise; every problem is still printed.
 """)
 @click.argument("path", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--round", "round_name", default=None, metavar="ROUND",
-              help="The MLPerf Inference round whose rules apply (v5.1, v6.0, ...; default: the newest cmx knows).")
+              help="The MLPerf Inference round whose rules apply (v5.1, v6.0, ...; default: the round of the tree's "
+                   "logs, else the newest cmx knows).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results and problems as JSON.")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Also write the official checker's summary.csv columns to FILE.")

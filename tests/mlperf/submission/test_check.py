@@ -397,11 +397,11 @@ def test_cmx_check_prints_the_table_and_problems_and_exits_1(home: Home, tree: P
     assert len(data["results"]) == 3
 
 
-def test_cmx_check_judges_by_the_newest_round_unless_told(home: Home, tree: Path):
-    """The v6.0 tree (llama2-70b-99) passes under --round v6.0; without --round it is judged by the newest round's
-    rules, v6.1's, which keep llama2-70b-99.9 only."""
-    assert home.cmx("check", str(tree), "--round", "v6.0").returncode == 0
-    proc = home.cmx("check", str(tree))
+def test_cmx_check_judges_by_the_round_of_the_trees_logs_unless_told(home: Home, tree: Path):
+    """The v6.0 tree (llama2-70b-99, v6.0's seeds) passes without --round, judged by v6.0's rules; under --round v6.1,
+    which keeps llama2-70b-99.9 only, it is refused."""
+    assert home.cmx("check", str(tree)).returncode == 0
+    proc = home.cmx("check", str(tree), "--round", "v6.1")
     assert proc.returncode == 1
     assert f"[layout.benchmark] '{BENCHMARK}' is not a v6.1 benchmark; did you mean 'llama2-70b-99.9'?" in proc.stdout
 
@@ -501,3 +501,18 @@ def test_a_runs_results_folder_is_refused_with_how_to_package_it(tmp_path: Path)
     with pytest.raises(NotASubmissionTree, match="is the results folder of a run, not a submission tree") as err:
         check_tree(results, "v6.0")
     assert f'results_dir={results}' in (err.value.hint or "") and "cmx check SUBMISSION" in (err.value.hint or "")
+
+
+def test_without_a_round_the_tree_is_judged_by_the_round_its_logs_were_run_for(tree: Path):
+    from cmx import api
+    from cmx.mlperf.rounds import latest_round
+    from cmx.mlperf.submission.check import round_of_tree
+
+    assert round_of_tree(tree) == "v6.0" != latest_round()  # the recorded logs carry v6.0's seeds
+    assert api.check(tree).round == "v6.0" and api.check(tree).ok
+    edit_log(perf(tree) / "mlperf_log_detail.txt", "effective_qsl_rng_seed", "1780908523862526354")
+    for other in ("Server", "Interactive"):
+        shutil.rmtree(result_dir(tree, other))
+    assert round_of_tree(tree) is None  # seeds of no round: the newest judges (and has no llama2-70b-99)
+    assert api.check(tree).round == latest_round()
+    assert api.check(tree).rules_broken() == {"layout.benchmark"}

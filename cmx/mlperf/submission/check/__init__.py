@@ -34,7 +34,8 @@ from cmx.mlperf.submission.check.result import check_result, json_object
 from cmx.mlperf.submission.system_desc import description_problems
 from cmx.mlperf.submission.tree import relative, system_json
 
-__all__ = ["ERROR", "WARNING", "CheckReport", "NotASubmissionTree", "Problem", "ResultRow", "check_tree"]
+__all__ = ["ERROR", "WARNING", "CheckReport", "NotASubmissionTree", "Problem", "ResultRow", "check_tree",
+           "round_of_tree"]
 
 DIVISIONS = ("closed", "open", "network")
 
@@ -54,6 +55,24 @@ def refuse_results_folder(root: Path) -> None:
              "--input submitter=YOUR_ORG --input system_file=system.yaml (docs/submission.md), then "
              "cmx check SUBMISSION")
 
+def round_of_tree(root: Path | str) -> str | None:
+    """The round whose RNG seeds the tree's first performance log carries (each round's mlperf.conf has its own):
+    what `cmx check` judges a tree by when no round is named. None: no readable log, or seeds of no round cmx
+    knows (the newest round is then the default, and its seeds rule names the difference)."""
+    from cmx.mlperf.loadgen.log import read_loadgen_run
+    from cmx.mlperf.rounds import round_for_seeds
+    from cmx.mlperf.submission.check.layout import FILE_SIZE_LIMIT
+
+    for detail in sorted(Path(root).glob("*/*/results/*/*/*/performance/run_1/mlperf_log_detail.txt")):
+        if detail.is_symlink() or not detail.is_file() or detail.stat().st_size > FILE_SIZE_LIMIT:
+            continue  # the check itself reports a link or an oversized log
+        seeds = read_loadgen_run(detail.parent).settings.seeds
+        found = round_for_seeds(seeds) if seeds is not None else None
+        if found is not None:
+            return found.name
+    return None
+
+
 _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "division": "system.division",
                 "submitter": "system.submitter", "is_network": "system.network",
                 "sw_notes": "system.endpoint"}
@@ -61,7 +80,8 @@ _FIELD_RULES = {"status": "system.status", "system_type": "system.type", "divisi
 
 def check_tree(root: Path | str, round_name: str) -> CheckReport:
     """Every problem of the tree at `root` under `round_name`'s rules, and a row per result found (no default here:
-    `cmx check` and cmx.api.check choose the newest round, packaging the round the results were run for)."""
+    `cmx check` and cmx.api.check choose the round of the tree's logs, else the newest; packaging, the round the
+    results were run for)."""
     root = Path(root)
     refuse_results_folder(root)
     round_ = load_round(round_name)
