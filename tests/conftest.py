@@ -30,6 +30,21 @@ needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None or
 CMX = [sys.executable, "-m", "cmx"]
 
 
+def loadgen_env(round_name: str) -> dict[str, str]:
+    """The environment a script that imports mlperf_loadgen runs the round's pinned LoadGen in: this interpreter's
+    own when it is that release, else get-loadgen's cached folder first on PYTHONPATH (built once, in a cache
+    shared by the test processes, as a run builds it)."""
+    from cmx.cache.store import Store
+    from cmx.mlperf.runtime import ensure_loadgen
+
+    found = ensure_loadgen(round_name, python=sys.executable,
+                           store=Store(Path(tempfile.gettempdir()) / "cmx-tests-loadgen-cache"))
+    env = dict(os.environ)
+    if found.path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(found.path), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def worker_cpu() -> dict[str, str]:
     """Under pytest-xdist (`make test` runs the e2e tests not marked serial on two workers), the core this
     worker's vLLM engines compute on: vLLM's CPU build would bind every engine's threads to the same first

@@ -75,9 +75,10 @@ def test_a_chat_benchmark_runs_offline_and_server_judged_on_whole_answers_and_sc
     with CatalogueServer(truths, titles[REFUSED]) as server:
         config = app_config(tmp_path, benchmark="qwen3-vl-235b-a22b", backend="endpoint", model=model,
                             tokenizer=model, dataset=catalogue_dir, rows=None, scenarios=("Offline", "Server"),
-                            # Offline's query is sized from its target: at 2,000 the stand-in once answered it all in
-                            # 419 ms, under the 500 ms minimum (INVALID); 6,000 keeps it over on a fast machine
-                            modes=("performance", "accuracy"), target_qps={"Offline": 6000.0, "Server": 50.0},
+                            # Offline's query is sized from its target: the stand-in once answered it all under the
+                            # 500 ms minimum (INVALID) at 2,000 (419 ms) and at 6,000 (452 ms, a CI trial); 20,000
+                            # issues over three times 6,000's samples
+                            modes=("performance", "accuracy"), target_qps={"Offline": 20000.0, "Server": 50.0},
                             timeout_s=300.0, endpoint=EndpointSettings(url=server.url, model="own"))
         result = run_app(config)
     assert server.images > 0 and server.completions == 0  # every sample went to the chat route, with its image

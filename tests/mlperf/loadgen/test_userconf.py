@@ -19,7 +19,7 @@ from cmx.mlperf.loadgen.userconf import (
 from cmx.mlperf.loadgen.userconf_check import noncompliant_keys, parse_user_conf
 from cmx.mlperf.loadgen.userconf_keys import MLPERF_CONF_ONLY_KEYS
 from cmx.mlperf.rounds import load_round
-from tests.conftest import REPO
+from tests.conftest import REPO, loadgen_env
 
 V60 = load_round("v6.0")
 TINY_SUT = REPO / "tests" / "data" / "loadgen" / "tiny_sut.py"
@@ -203,7 +203,8 @@ def _run_loadgen(out: Path, scenario: str, conf: Path, mode: str = "accuracy") -
     pytest.importorskip("mlperf_loadgen")
     argv = [sys.executable, str(TINY_SUT), "--out", str(out), "--scenario", scenario, "--mode", mode,
             "--user-conf", str(conf)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=out.parent, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=out.parent, check=False,
+                          env=loadgen_env("v6.0"))  # judged as v6.0's (its seeds), whichever LoadGen the venv holds
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 
