@@ -366,6 +366,9 @@ def app_home(tmp_path_factory: pytest.TempPathFactory) -> Home:
 
 
 QUERY = "app mlperf inference llama2 _cpu _tiny _short"
+# the round these tests' folders and checks are written for, and a Server target given (find-performance has its
+# own e2e test, tests/mlperf/tune/test_findperf_e2e.py): these are about the replicas
+PINNED = ("--input", "round=v6.0", "--input", "target_qps_server=20")
 
 
 def scenario_dir(results: Path, scenario: str) -> Path:
@@ -378,7 +381,7 @@ def scenario_dir(results: Path, scenario: str) -> Path:
 def test_two_replicas_on_two_nodes_run_offline_and_server_valid(cluster, app_home: Home, tmp_path: Path):
     c, _ = cluster
     results = tmp_path / "results"
-    proc = app_home.cmx("run", QUERY, "--input", "scenarios=Offline,Server", "--input", "modes=performance",
+    proc = app_home.cmx("run", QUERY, *PINNED, "--input", "scenarios=Offline,Server", "--input", "modes=performance",
                         "--input", "replicas=2", "--input", f"ray_address={c.address}", "--input", "system_name=box",
                         "--input", f"results_dir={results}", "--progress", "none", timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -400,7 +403,7 @@ def test_two_replicas_on_two_nodes_run_offline_and_server_valid(cluster, app_hom
 @pytest.mark.serial
 def test_more_replicas_than_the_cluster_holds_fail_before_anything_runs(cluster, app_home: Home, tmp_path: Path):
     c, _ = cluster
-    proc = app_home.cmx("run", QUERY, "--input", "replicas=3", "--input", f"ray_address={c.address}",
+    proc = app_home.cmx("run", QUERY, *PINNED, "--input", "replicas=3", "--input", f"ray_address={c.address}",
                         "--input", f"results_dir={tmp_path / 'r'}", "--progress", "none", timeout=300)
     assert proc.returncode != 0
     assert f"replicas=3 need 3 CPUs (1 each), but the Ray cluster at {c.address} reports 2" in proc.stderr
@@ -414,7 +417,8 @@ def test_a_replicas_node_killed_mid_run_fails_the_run_naming_the_node(cluster, a
     c, worker = cluster
     results = tmp_path / "results"
     harness_log = scenario_dir(results, "Server") / "performance" / "run_1" / "harness.log"
-    proc = subprocess.Popen([*CMX, "run", f"{QUERY} _server", "--input", "modes=performance", "--input", "replicas=2",
+    proc = subprocess.Popen([*CMX, "run", f"{QUERY} _server", *PINNED, "--input", "modes=performance",
+                             "--input", "replicas=2",
                              "--input", f"ray_address={c.address}", "--input", "system_name=box",
                              "--input", f"results_dir={results}", "--progress", "none"],
                             env=app_home.env, cwd=app_home.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
