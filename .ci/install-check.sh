@@ -6,7 +6,8 @@
 # `make test-install` runs it; CI runs it after `make test`. About 4 minutes here, most of it pip.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-python=${PYTHON:-$repo/.venv/bin/python}
+python=${PYTHON:-.venv/bin/python}
+case "$python" in /*) ;; */*) python="$repo/$python" ;; esac  # a path relative to the checkout (make passes one)
 work=$(mktemp -d "${TMPDIR:-/tmp}/cmx-install-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 step() { printf '\n--- %s\n' "$*"; }
