@@ -21,14 +21,15 @@ unzip -l "$wheel" | grep -q 'cmx/_recipes/app-mlperf-inference-llama2/recipe.yam
   || { echo "the wheel holds no built-in recipes" >&2; exit 1; }
 
 step "install: README's install commands, in a fresh home, with the wheel standing for the package index"
+# pip finds cmx-bench in the build's folder until it is on the index; everything else from where it always does:
+# the variable replaces pip's configured find-links (a CPU torch's wheelhouse, here), so those are kept in it,
+# read before HOME changes (a user's pip.conf is in ~/.config/pip)
+configured=$("$python" -m pip config list 2>/dev/null | sed -n "s/^[a-z:]*\.find-links='\(.*\)'$/\1/p" | tr '\n' ' ')
+export PIP_FIND_LINKS="$work/dist ${configured}"
 mkdir -p "$work/user" "$work/home"
 cd "$work/user"
 export HOME="$work/home"
 unset CMX_HOME CMX_REGISTRY CMX_CACHE CMX_RUNS PYTHONPATH VIRTUAL_ENV
-# pip finds cmx-bench in the build's folder until it is on the index; everything else from where it always does:
-# the variable replaces pip's configured find-links (a CPU torch's wheelhouse, here), so those are kept in it
-configured=$("$python" -m pip config list 2>/dev/null | sed -n "s/^[a-z:]*\.find-links='\(.*\)'$/\1/p" | tr '\n' ' ')
-export PIP_FIND_LINKS="$work/dist ${configured}"
 # the block README marks for this check: the commands a user types, run as typed (bash, stopping at a failure)
 (cd "$repo" && "$python" - <<'PY') >"$work/install.sh"
 import shlex
