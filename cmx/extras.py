@@ -55,7 +55,8 @@ def extra_bringing(module: str, device: str | None = None) -> str | None:
 
 
 def install_command(extra: str | None = None, version: str | None = None) -> str:
-    """The command that installs cmx (at `version`, when given) with `extra`, from the package index under cmx's own
-    distribution name."""
-    requirement = DISTRIBUTION + (f"[{extra}]" if extra else "") + (f"=={version}" if version else "")
+    """The command that installs cmx with `extra` from the package index, under cmx's own distribution name; at
+    `version` when given: a release (0.2.0) or a PEP 440 specifier (>=0.3)."""
+    pin = f"=={version}" if version and version[0].isdigit() else version or ""
+    requirement = DISTRIBUTION + (f"[{extra}]" if extra else "") + pin
     return f"pip install '{requirement}'" if extra or version else f"pip install {requirement}"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmx import DISTRIBUTION, __version__
+from cmx import __version__
 from cmx.errors import RegistryError
+from cmx.extras import install_command
 
 SOURCE_FILE = "cmx-source.yaml"
 KEYS = ("requires-cmx",)
@@ -46,7 +47,7 @@ def check_compatible(name: str, root: Path, *, git: bool = False) -> None:
             wanted = "".join(text.split())
             raise RegistryError(
                 f"recipe source {name!r} needs cmx {wanted} (this is {__version__}): "
-                f"pip install '{DISTRIBUTION}{wanted}'",
+                f"{install_command(version=wanted)}",
                 hint=f"{path} says so" + (f"; or pin a commit of it written for cmx {__version__} "
                                           f"(`cmx registry update {name} SHA`)" if git else ""))
     # after requires-cmx: a file written for a newer cmx may hold keys this one does not know, and the line above
