@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from cmx.errors import CmxError
+from cmx.tools.archive_limits import ArchiveLimits, ArchiveTooLarge, Budget
 from cmx.tools.fs import temp_dir_beside
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ ProgressFn = Callable[[int, int], None]
 
 _CHUNK = 1 << 20
 _MAX_ZIP_LINK = 4096  # a zip symlink's target is the entry's content: refuse absurd ones unread
+_MAX_HEADER = 1 << 20  # a tar long-name or pax header's content, read into memory whole by tarfile
+_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                 tarfile.SOLARIS_XHDTYPE)
 _MAX_HOPS = 40  # like the kernel's limit on symlinks followed in one path lookup
 _READ_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError)
 _UNSAFE_HINT = ("nothing was extracted: an archive with any member that could write outside its folder "
@@ -54,7 +58,7 @@ class UnsafeArchive(CmxError):
 
 
 def extract(archive: Path, dest: Path, *, strip_components: int = 0,
-            on_progress: ProgressFn | None = None) -> list[Path]:
+            on_progress: ProgressFn | None = None, limits: ArchiveLimits | None = None) -> list[Path]:
     """Extract `archive` into the new folder `dest`; return the paths it made, in archive order.
 
     The format is read from the content, not the name. Every member is checked before it is
@@ -62,6 +66,8 @@ def extract(archive: Path, dest: Path, *, strip_components: int = 0,
     when the whole archive passed: a refused or corrupt archive leaves nothing at `dest`.
     Modes follow tarfile's "data" filter: no setuid/setgid/sticky bits, no group or other
     write, owner read-write on files; folders get the default mode; owners are not restored.
+    What it writes is bounded by `limits` (cmx.tools.archive_limits; its defaults when None), counted
+    on the bytes written: past one, ArchiveTooLarge, and nothing is left at `dest`.
     """
     archive, dest = Path(archive), Path(dest)
     if strip_components < 0:
@@ -75,7 +81,9 @@ def extract(archive: Path, dest: Path, *, strip_components: int = 0,
     except OSError as exc:
         raise ArchiveError(f"cannot extract {archive.name} into {dest}: {exc.strerror or exc}") from None
     try:
-        tree = _Tree(archive, tmp, strip_components)
+        budget = Budget(archive, tmp, limits or ArchiveLimits(), archive.stat().st_size)
+        budget.check_free()
+        tree = _Tree(archive, tmp, strip_components, budget)
         if _is_zip(archive):
             _extract_zip(archive, tree, _Throttled(on_progress))
         else:
@@ -140,10 +148,11 @@ class _Tree:
     depend on what happens to exist around the destination.
     """
 
-    def __init__(self, archive: Path, root: Path, strip: int) -> None:
+    def __init__(self, archive: Path, root: Path, strip: int, budget: Budget) -> None:
         self.archive = archive
         self.root = root
         self.strip = strip
+        self.budget = budget
         self.links: dict[str, str] = {}    # relative path -> symlink target, as in the archive
         self.link_member: dict[str, str] = {}  # relative path -> the member name that made it
         self.files: set[str] = set()       # regular files (hardlink targets must be one of these)
@@ -156,6 +165,7 @@ class _Tree:
     def place(self, member: str) -> str | None:
         """The path relative to the root where `member` goes; None when stripping leaves nothing."""
         self.seen_members += 1
+        self.budget.member(member)
         parts = self.parts(member, member)
         return "/".join(parts[self.strip:]) or None
 
@@ -254,9 +264,12 @@ class _Tree:
         self._parents(rel)
         self._clear(member, rel, path)  # a duplicate name: the later member wins, and never writes into a hardlink
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        written = 0
         with os.fdopen(os.open(path, flags, 0o600), "wb") as out:
             while chunk := read(src):
                 out.write(chunk)
+                written += len(chunk)
+                self.budget.wrote(member, len(chunk), written)
         os.chmod(path, _data_mode(mode))
         _set_mtime(path, mtime)
         self.files.add(rel)
@@ -343,6 +356,8 @@ def _extract_tar(archive: Path, tree: _Tree, progress: _Throttled) -> None:
         with tar:
             for member in _tar_members(archive, tar):
                 _extract_tar_member(tar, member, tree, archive)
+                # a streamed TarFile keeps every header it read: drop them, or a million members cost gigabytes
+                tar.members.clear()  # type: ignore[attr-defined]  # public in tarfile, absent from typeshed
                 progress(raw.tell(), total)
         progress(total, total, final=True)
 
@@ -351,6 +366,13 @@ class _StrictTarInfo(tarfile.TarInfo):
     """tarfile takes a bad header after the first for the end of the archive, and stops
     silently: a damaged archive would look complete with half its members. Make it an error;
     only a zero block (the real end marker) or the end of the data ends the archive."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> Self:
+        # tarfile reads a long name's or a pax header's whole content into memory: bound it before it does
+        if self.type in _HEADER_TYPES and self.size > _MAX_HEADER:
+            raise tarfile.ReadError(f"a header extension of {self.size} bytes (cmx reads at most {_MAX_HEADER}; "
+                                    "an honest one holds a name and a few fields)")
+        return super()._proc_member(tarfile_)  # type: ignore[misc]  # tarfile's private hook, not in typeshed
 
     @classmethod
     def fromtarfile(cls, tar: tarfile.TarFile) -> Self:
@@ -383,6 +405,8 @@ def _extract_tar_member(tar: tarfile.TarFile, member: tarfile.TarInfo, tree: _Tr
     rel = tree.place(name)
     if rel is None:
         return
+    if member.isreg():
+        tree.budget.declared(name, member.size)
     tree.check(name, rel, symlink=member.linkname if member.issym() else None,
                hardlink=member.linkname if member.islnk() else None)
     _second_opinion(member, rel, tree)
@@ -436,6 +460,8 @@ def _extract_zip(archive: Path, tree: _Tree, progress: _Throttled) -> None:
     with zf:
         infos = zf.infolist()
         total = sum(i.file_size for i in infos)
+        # refused before the first byte when the sizes it declares pass a limit
+        tree.budget.declared_total(total, len(infos))
         done = 0
         for info in infos:
             _extract_zip_member(zf, info, tree, archive)
@@ -453,6 +479,7 @@ def _extract_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, tree: _Tree,
     rel = tree.place(name)
     if rel is None:
         return
+    tree.budget.declared(name, info.file_size)
     mtime = _zip_mtime(info)
     if info.is_dir() or kind == stat.S_IFDIR:
         tree.mkdir(name, rel, mtime)
@@ -506,14 +533,15 @@ class Gunzipped:
 
 
 def gunzip(src: Path, dest: Path, *, sha256: str | None = None, on_progress: ProgressFn | None = None,
-           what: str | None = None) -> Gunzipped:
+           what: str | None = None, limits: ArchiveLimits | None = None) -> Gunzipped:
     """Decompress the gzip file `src` into the file `dest`, hashing what is written; return it.
 
     The bytes go to a temporary file beside `dest`, renamed to `dest` (replacing one there)
     only when the gzip stream is whole and, when `sha256` is given, the decompressed content
     matches it: a corrupt or truncated `src` or a mismatch raises ArchiveError and leaves
     nothing new. `src` is left as it is. `on_progress(done, total)` counts bytes of `src` read,
-    like extract(). `what` names the content in messages (default: `src`).
+    like extract(). `what` names the content in messages (default: `src`). What it writes is bounded as
+    extract()'s is (`limits`: total and member bytes, ratio, free space): past one, ArchiveTooLarge.
     """
     src, dest = Path(src), Path(dest)
     expected = _expected_sha256(sha256)
@@ -523,12 +551,17 @@ def gunzip(src: Path, dest: Path, *, sha256: str | None = None, on_progress: Pro
     tmp = dest.with_name(f".tmp-{dest.name}-{os.getpid()}-{secrets.token_hex(4)}")
     progress, total = _Throttled(on_progress), src.stat().st_size
     hasher, size = hashlib.sha256(), 0
+    # the caller's recipe has no limit inputs: a genuine file past the defaults is decompressed by hand
+    budget = Budget(src, dest.parent, limits or ArchiveLimits(), total, verb="decompress",
+                    raise_with="decompress it yourself (gunzip) and give cmx the file")
     try:
+        budget.check_free()
         with open(src, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream, open(tmp, "wb") as out:
             while block := _gunzip_read(stream, what):
                 out.write(block)
                 hasher.update(block)
                 size += len(block)
+                budget.wrote(dest.name, len(block), size)
                 progress(raw.tell(), total)
             out.flush()
             os.fsync(out.fileno())  # the bytes are on disk before the rename publishes them
@@ -575,3 +608,7 @@ def _corrupt(archive: Path, exc: BaseException, member: str | None = None) -> Ar
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text[0].lower() + text[1:] if text else text
+
+
+__all__ = ["ArchiveError", "ArchiveLimits", "ArchiveTooLarge", "Gunzipped", "ProgressFn", "UnsafeArchive", "extract",
+           "gunzip"]
