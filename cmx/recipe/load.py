@@ -31,6 +31,7 @@ def load_recipe(folder: Path, source: str = "", *,
     from cmx.recipe.schema import validate_recipe
     from cmx.recipe.yamlload import load_yaml
 
+    refuse_links_out(folder)
     yaml_path = folder / "recipe.yaml"
     try:
         raw = yaml_path.read_bytes()
@@ -42,6 +43,8 @@ def load_recipe(folder: Path, source: str = "", *,
         raise RecipeError("recipe.yaml is not UTF-8 text", where=str(yaml_path)) from None
     run_path = folder / "run.py"
     has_run = run_path.is_file()
+    if not has_run and os.path.lexists(run_path):  # a folder named run.py: never "ran" with no code run
+        raise RecipeError("run.py is not a file", where=str(run_path), hint="run.py holds `def run(ctx) -> dict`")
     data = load_yaml(yaml_path, text)
     base, base_stamps = _base(data, folder, source, _below)
     recipe = validate_recipe(data, folder, source=source, has_run=has_run, base=base)
@@ -53,6 +56,22 @@ def load_recipe(folder: Path, source: str = "", *,
         digest.update(b"extends\0" + base.name.encode() + b"\0" + base.digest.encode())
     stamps = stamp_files(folder, ("recipe.yaml", "run.py", *recipe.files))
     return replace(recipe, digest=digest.hexdigest()), stamps + base_stamps
+
+
+def refuse_links_out(folder: Path) -> None:
+    """A recipe runs only what its source holds: its folder, recipe.yaml and run.py may be symbolic links only to
+    what stays inside the source's recipe folder (`folder`'s parent), and none may point at nothing (a dangling
+    run.py would be a step that "ran" with no code). A pinned git source's sha then covers every byte it runs."""
+    from cmx.tools.fs import link_out
+
+    for name in ("recipe.yaml", "run.py"):
+        found = link_out(folder.parent, f"{folder.name}/{name}")
+        if found is None:
+            continue
+        what = "which does not exist" if found.dangling else f"outside the source's recipe folder {folder.parent}"
+        raise RecipeError(f"recipe {folder.name!r}: {found.link.relative_to(folder.parent)} is a symbolic link to "
+                          f"{found.target!r}, {what}", where=str(found.link),
+                          hint="commit the file itself, not a link: a recipe runs only what its source holds")
 
 
 def hashed_files(recipe: Recipe) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from cmx.recipe.model import (
 from cmx.recipe.query import QuerySyntaxError, is_kebab, parse_query
 from cmx.recipe.types import INPUT_TYPES, OUTPUT_TYPES, TypeMismatch, coerce
 from cmx.recipe.yamlload import LocDict, LocList
+from cmx.tools.fs import resolves_inside
 
 TOP_KEYS = ("name", "summary", "tags", "abstract", "extends", "params", "inputs", "variations", "flags", "context",
             "deps", "cache", "outputs", "docker", "files")
@@ -138,7 +139,7 @@ def validate_recipe(data: Any, folder: Path, *, source: str = "", digest: str = 
     files = c.strings(top.get("files", LocList(1)), top.line_of("files"), "files")
     for rel in files:
         if rel.startswith("/") or ".." in Path(rel).parts or not (folder / rel).is_file() \
-                or not (folder / rel).resolve().is_relative_to(folder.resolve()):  # a symlink out of the folder
+                or not resolves_inside(folder / rel, folder):  # a symlink out of the folder
             raise c.fail(top.line_of("files"), f"listed file {rel!r} is not a file inside the recipe folder")
     if "cache" in top or base is None:
         cache = _cache(c, top.get("cache", False), top.line_of("cache"), inputs, context, deps, groups, flags)

@@ -266,11 +266,14 @@ def _parse_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, tuple[_Entry, 
 
 
 def _parse(folder: str, source: str) -> tuple[_Entry, bytes] | None:
-    if not os.path.isfile(f"{folder}/recipe.yaml"):
-        return None
     from cmx.recipe.load import (
         load_recipe,  # YAML and validation only for new or changed recipes
+        refuse_links_out,
     )
+
+    refuse_links_out(Path(folder))  # before "is it a recipe": a dangling link to one is refused, not skipped
+    if not os.path.isfile(f"{folder}/recipe.yaml"):
+        return None
 
     recipe, stamps = load_recipe(Path(folder), source)
     return ((recipe.name, recipe.tags, recipe.summary, source, stamps),
@@ -294,6 +297,14 @@ def _source_root(source: Source, settings: Settings, fetch: Fetcher | None) -> P
             except CmxError as exc:
                 raise RegistryError(f"source {source.name!r}: {exc.message}",
                                     where=f"{settings.registry}:{source.line}", hint=exc.hint) from None
+        if (checkout / source.subdir).is_dir():  # a missing one is said below; one that leaves the checkout, here
+            from cmx.tools.git import inside
+
+            try:
+                inside(checkout, source.subdir, what=f"{source.git} at {source.rev}")
+            except CmxError as exc:
+                raise RegistryError(f"source {source.name!r}: {exc.message}",
+                                    where=f"{settings.registry}:{source.line}", hint=exc.hint) from None
     root = source.recipes_dir(settings.sources_dir)
     if not root.is_dir():
         raise RegistryError(f"recipe folder {root} of source {source.name!r} does not exist",
@@ -312,7 +323,8 @@ def _compatible(source: Source, root: Path, seen: dict[str, FileStamp]) -> FileS
 
 def _recipe_folders(root: Path) -> Iterable[str]:
     with os.scandir(root) as it:
-        return sorted(e.path for e in it if e.is_dir() and not e.name.startswith((".", "_")))
+        # a link is listed whatever it points at: parsing refuses one that leaves the source or dangles
+        return sorted(e.path for e in it if (e.is_dir() or e.is_symlink()) and not e.name.startswith((".", "_")))
 
 
 def _stamp(path: Path) -> FileStamp:

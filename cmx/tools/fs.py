@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 
 def temp_dir_beside(dest: Path) -> Path:
@@ -21,3 +22,37 @@ def temp_dir_beside(dest: Path) -> Path:
             return tmp
         except FileExistsError:
             continue
+
+
+def resolves_inside(path: Path, root: Path) -> bool:
+    """Whether `path`, every symbolic link on its way followed, lands inside `root` (whose own links are followed
+    too). realpath rather than Path.resolve: a link loop gives a path here, not a RuntimeError."""
+    real_root = Path(os.path.realpath(root))
+    return Path(os.path.realpath(path)).is_relative_to(real_root)
+
+
+class LinkOut(NamedTuple):
+    """A symbolic link on the way to a file that leaves the folder it must stay in, or points at nothing."""
+
+    link: Path      # the link itself, as reached from the root
+    target: str     # where it points, as written in the link
+    dangling: bool  # its target (inside the root) does not exist
+
+
+def link_out(root: Path, rel: str | Path) -> LinkOut | None:
+    """The first symbolic link on the way from `root` down to `root/rel` (the last part included) that leaves `root`
+    or points at nothing; None when every part is a plain entry or a link that stays inside. A missing plain part
+    ends the walk: what is not there cannot lead anywhere."""
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        if not path.is_symlink():
+            if not os.path.lexists(path):
+                return None
+            continue
+        target = os.readlink(path)
+        if not resolves_inside(path, root):
+            return LinkOut(path, target, dangling=False)
+        if not path.exists():
+            return LinkOut(path, target, dangling=True)
+    return None

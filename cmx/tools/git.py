@@ -138,11 +138,15 @@ def inside(checkout: Path, subdir: str | None, *, what: str = "the checkout") ->
     errors (`URL at SHA`: its folder may be a temporary one)."""
     if not subdir:
         return checkout
+    from cmx.tools.fs import link_out, resolves_inside
+
     path = checkout / subdir
-    root = checkout.resolve()
-    if Path(subdir).is_absolute() or ".." in Path(subdir).parts or not path.resolve().is_relative_to(root):
-        raise GitError(f"subdir {subdir!r} is not inside {what}",
-                       hint="give a relative path inside the repository, without '..'")
+    if Path(subdir).is_absolute() or ".." in Path(subdir).parts or not resolves_inside(path, checkout):
+        found = link_out(checkout, subdir) if not Path(subdir).is_absolute() else None
+        link = f" ({found.link.relative_to(checkout)} is a symbolic link to {found.target!r})" if found else ""
+        raise GitError(f"subdir {subdir!r} is not inside {what}{link}",
+                       hint="give a relative path inside the repository, without '..', and commit folders, not "
+                            "links out of it")
     if not path.exists():
         raise GitError(f"subdir {subdir!r} does not exist in {what}",
                        hint="list the folders at that commit: `git ls-tree -d --name-only SHA` in a clone")
