@@ -18,9 +18,11 @@ session: a terminal's Ctrl-C reaches cmx only, which then stops its children its
 a new session would also be a new scheduling autogroup, which changes how the CPUs are shared
 between the child and everything else (a harness in an autogroup of its own made a two-replica Ray
 Server test on 2 cores go INVALID, TTFT p99 2 to 5 s against 0.16 s). SIGKILL follows the SIGTERM
-after the grace, whatever the child does with SIGTERM: vLLM ignores it while its engine starts. A
-child also gets SIGTERM from the kernel when the thread that started it dies (cmx killed with
-SIGKILL, or os._exit): a last resort, one signal, which the steps above do not rely on.
+after the grace, whatever the child does with SIGTERM: vLLM ignores it while its engine starts. A family
+whose leader has already died (a `vllm serve` killed with SIGKILL, its VLLM::EngineCore orphaned) has nobody to
+end it in order, so its grace is short (ORPHAN_GRACE_S). A child also gets SIGTERM from the kernel when the
+thread that started it dies (cmx killed with SIGKILL, or os._exit): a last resort, one signal, which the steps
+above do not rely on.
 
 Why a context variable: the processes are started deep in the layers above (the harness in
 mlperf/loadgen, the server in mlperf/backends) by a step's code, from the step's worker thread,
@@ -50,6 +52,7 @@ from cmx.errors import CmxError
 
 FAMILY_VAR = "CMX_FAMILY"  # the environment variable that tags a child and everything it starts
 STOP_GRACE_S = 3.0  # on an interrupt: what SIGTERM gets before SIGKILL
+ORPHAN_GRACE_S = 0.5  # the same, for a family whose leader has died (killed, crashed): nobody shuts it down in order
 KILL_WAIT_S = 5.0  # after SIGKILL: how long a process may take to be gone (its memory freed)
 POLL_S = 0.05
 
@@ -197,19 +200,38 @@ def stop(proc: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) -> int | No
 
 
 def stop_many(procs: Sequence[subprocess.Popen[Any]], grace_s: float) -> None:
-    """`stop` for several at once: one grace for all, so that N children take no longer than one."""
-    # a leader not yet reaped holds its pid, so its process group's id cannot name anyone else's processes
+    """`stop` for several at once: one grace for all, so that N children take no longer than one. A family whose
+    leader has already died gets ORPHAN_GRACE_S at most."""
+    # a leader not yet reaped holds its pid, so its process group's id cannot name anyone else's processes; once
+    # reaped, the group's id stays reserved while any member of the group lives
     live = [p for p in procs if p.poll() is None or family_alive(p)]
-    if live:
-        signal_families(live, signal.SIGTERM)
-        _wait_gone(live, time.monotonic() + grace_s)
-        left = [p for p in live if family_alive(p)]
+    if not live:
+        _reap(procs)
+        return
+    began = time.monotonic()
+    # the leader is what shuts its family down in order (vLLM's API server ends its engine processes); without it
+    # nobody will, and an orphaned VLLM::EngineCore computes on for nobody, loading the CPUs the run still needs
+    deadline = {id(p): began + (min(grace_s, ORPHAN_GRACE_S) if p.returncode is not None else grace_s) for p in live}
+    signal_families(live, signal.SIGTERM)
+    waiting, killed = live, []
+    for due in sorted(set(deadline.values())):
+        _wait_gone(waiting, due)
+        ended = [p for p in waiting if deadline[id(p)] <= due]
+        waiting = [p for p in waiting if deadline[id(p)] > due]
+        left = [p for p in ended if family_alive(p)]
         if left:
             signal_families(left, signal.SIGKILL)
-            _wait_gone(left, time.monotonic() + KILL_WAIT_S)
+            killed += left
+    if killed:
+        _wait_gone(killed, time.monotonic() + KILL_WAIT_S)
+    _reap(procs)
+
+
+def _reap(procs: Sequence[subprocess.Popen[Any]]) -> None:
+    """Wait for each (already signalled) child's exit status, so that no zombie is left behind."""
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=KILL_WAIT_S)  # reaped: no zombie is left behind
+            proc.wait(timeout=KILL_WAIT_S)
 
 
 def _wait_gone(procs: Sequence[subprocess.Popen[Any]], deadline: float) -> None:

@@ -111,6 +111,37 @@ def test_stopping_a_child_that_ended_stops_the_process_it_left_behind():
     assert gone(orphan)
 
 
+def test_a_family_whose_leader_was_killed_is_killed_after_a_short_grace_not_the_callers():
+    # the leader starts a member of its group that ignores SIGTERM (an engine process), then is killed with SIGKILL
+    proc = spawn(python(FAMILY), stdout=subprocess.PIPE, text=True)
+    grouped, alone = (int(pid) for pid in ready(proc).split())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert family_members(proc) and not gone(grouped)
+    began = time.monotonic()
+    stop(proc, grace_s=30)
+    took = time.monotonic() - began
+    assert took < procs.ORPHAN_GRACE_S + 2, took
+    deadline = time.monotonic() + 3
+    while not (gone(grouped) and gone(alone)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone(grouped) and gone(alone) and not family_alive(proc)
+
+
+def test_a_live_child_keeps_its_grace_beside_an_orphaned_family():
+    orphaned = spawn(python(FAMILY), stdout=subprocess.PIPE, text=True)
+    ready(orphaned)
+    os.kill(orphaned.pid, signal.SIGKILL)
+    orphaned.wait()
+    # exits 0.8 s after SIGTERM: within its own grace, after the orphans' short one
+    lives = spawn(python("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.8), "
+                         "sys.exit(3))); print('ready', flush=True); time.sleep(60)"), stdout=subprocess.PIPE,
+                  text=True)
+    assert ready(lives) == "ready"
+    procs.stop_many([orphaned, lives], grace_s=10)
+    assert lives.returncode == 3 and not family_alive(orphaned)
+
+
 def test_stopping_an_ended_child_twice_is_harmless():
     proc = spawn(["true"])
     proc.wait()
