@@ -52,6 +52,10 @@ both curves overlaid.
               metavar="FILE", help="The system's system_power.json (watts): adds tokens/s per kW to every point.")
 @click.option("--cooling", type=click.Choice(["liquid", "air"]), default=None,
               help="The overhead on component power when the file gives none (0.30 liquid, 0.50 air).")
+@click.option("--first-token-timeout", "first_token_timeout_s", type=click.FloatRange(min=0, min_open=True),
+              default=None, metavar="SECONDS",
+              help="Stop the curve when the server sends no token for this long while a request waits for its "
+                   "first one (a server that accepts requests and stalls); default: 120.")
 @click.option("--compare", "compare", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
               metavar="OTHER", help="Another curve's results folder: write a report page with both overlaid.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Steps to run at once.")
@@ -70,7 +74,8 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
     state = app(ctx)
     try:
         q = parse_query(query, inputs, contexts, inputs_file)
-        result = api.pareto(q.query, inputs=q.inputs, context=q.context, **request,
+        asked = {k: v for k, v in request.items() if v is not None}  # what is not given: ParetoRequest's default
+        result = api.pareto(q.query, inputs=q.inputs, context=q.context, **asked,
                             jobs=jobs or api.default_jobs(), settings=state.settings(),
                             reporter=api.reporter("none" if as_json else progress), argv=["cmx", *sys.argv[1:]],
                             invocation="cmx" + (f" --registry {shlex.quote(state.registry)}" if state.registry else ""))

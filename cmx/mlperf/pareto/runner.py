@@ -13,7 +13,15 @@ The Offline point issues whole passes at once (the backend's own batching; non-s
 each answer as it arrives.
 
 A backend that dies fails the point (PointFailed); a request that fails is recorded with its error and
-the loop issues the next one, so a point's figures say how many failed.
+the loop issues the next one, so a point's figures say how many failed. Once a whole round of requests
+(`concurrency` of them) has failed with none answered, the point issues no more: a server that fails everything
+would otherwise get thousands of requests a second for the point's whole length.
+
+A server that has sent no token for `first_token_s` (default FIRST_TOKEN_S) while a request waits for its first
+one fails the point too: one that accepted the requests (sent its headers) and then stalls would otherwise hold
+the point until each request's own timeout (the endpoint's 600 s). The clock restarts at every first token or
+answer the point gets, so a loaded server whose queue keeps moving is not stalled, however long its last
+requests wait.
 """
 
 from __future__ import annotations
@@ -23,13 +31,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import Backend, BackendDead, GenRequest, GenResult
 from cmx.mlperf.pareto.metrics import RequestRecord
 
 Clock = Callable[[], float]
+FIRST_TOKEN_S = 120.0   # no token for this long while a request waits for its first: the server has stalled
 
 
 class PointFailed(CmxError):
@@ -45,6 +54,16 @@ class PointRun:
     whole_passes: bool = True      # stop only after a whole number of passes (the rules; not in a smoke test)
     seed: int = 0
     stall_s: float = 600.0         # no answer for this long: the backend is stuck
+    first_token_s: float = FIRST_TOKEN_S  # no first token nor answer for this long while a request waits for one
+
+
+class PointProgress(NamedTuple):
+    """What a running point has done so far, for a progress line (every second at most)."""
+
+    issued: int
+    answered: int
+    failed: int
+    waiting_s: float    # how long the point has waited for a first token (0: none waits, or tokens keep coming)
 
 
 @dataclass(frozen=True)
@@ -66,9 +85,14 @@ class _Loop:
         self.dead: BaseException | None = None
         self.start = clock()
         self.last_event = self.start
+        self.last_token = self.start      # the last first token or answer (an error is no sign of a working server)
+        self.failed = 0
+        self.succeeded = 0
 
     def next_row(self) -> int | None:
         run, n = self.run, self.issued
+        if self.succeeded == 0 and self.failed >= run.concurrency:  # a whole round failed: the server answers none
+            return None
         if run.accuracy:
             return n if n < run.rows else None
         elapsed = self.clock() - self.start
@@ -104,6 +128,7 @@ class _Loop:
             row, issued, _ = self.in_flight.get(request_id, (0, 0.0, None))
             if request_id in self.in_flight:
                 self.in_flight[request_id] = (row, issued, self.clock() - self.start)
+                self.last_token = self.clock()
 
     def on_done(self, result: GenResult) -> None:
         self._end(result.id, result, None)
@@ -116,6 +141,11 @@ class _Loop:
             row, issued, first = self.in_flight.pop(request_id, (0, 0.0, None))
             now = self.clock() - self.start
             self.last_event = self.clock()
+            if error is None:
+                self.last_token = self.last_event
+                self.succeeded += 1
+            else:
+                self.failed += 1
             self.answers.append(Answer(RequestRecord(
                 index=row, issued=issued, first_token=first, done=now if error is None else None,
                 output_tokens=result.n_tokens if result is not None else 0,
@@ -124,24 +154,42 @@ class _Loop:
                 self.dead = error
             self.cond.notify_all()
 
+    def waiting_s(self) -> float:
+        """How long the point has waited for a first token: since the later of the last token and the issue of the
+        oldest request still without one; 0 when none waits. Called with the lock held."""
+        issued = [self.start + at for _, at, first in self.in_flight.values() if first is None]
+        if not issued:
+            return 0.0
+        return max(0.0, self.clock() - max(min(issued), self.last_token))
+
 
 def run_point(backend: Backend, run: PointRun, build: Callable[[int, int], GenRequest], *,
-              clock: Clock = time.monotonic, on_progress: Callable[[int, int], None] | None = None) -> list[Answer]:
+              clock: Clock = time.monotonic,
+              on_progress: Callable[[PointProgress], None] | None = None) -> list[Answer]:
     """The fixed-concurrency loop; every request's record (and result), in the order they ended."""
     loop = _Loop(backend, run, build, clock)
+    tick = min(1.0, run.first_token_s / 4)
     with loop.cond:
         for _ in range(run.concurrency):
             if not loop.issue():
                 break
         while loop.in_flight:
-            loop.cond.wait(timeout=1.0)
+            loop.cond.wait(timeout=tick)
             if loop.dead is not None:
                 raise PointFailed(f"the server died during the point at concurrency {run.concurrency}: {loop.dead}",
                                   hint="see the server's log; the curve stops at the first point that cannot run")
             while len(loop.in_flight) < run.concurrency and loop.issue():  # each answer frees a slot
                 pass
+            waiting = loop.waiting_s()
             if on_progress is not None:
-                on_progress(loop.issued, len(loop.answers))
+                on_progress(PointProgress(loop.issued, len(loop.answers), loop.failed, waiting))
+            if waiting > run.first_token_s:
+                waited = sum(1 for _, _, first in loop.in_flight.values() if first is None)
+                raise PointFailed(f"the server sent no token for {waiting:.0f} s at concurrency {run.concurrency}: "
+                                  f"{waited} requests wait for their first token (the first-token deadline is "
+                                  f"{run.first_token_s:g} s)",
+                                  hint="the server accepts requests and then stalls: see its log; for a server that "
+                                       "is only slow to answer, give --first-token-timeout SECONDS")
             if clock() - loop.last_event > run.stall_s:
                 raise PointFailed(f"no answer for {run.stall_s:.0f} s at concurrency {run.concurrency} with "
                                   f"{len(loop.in_flight)} requests in flight", hint="the server is stuck: see its log")

@@ -18,6 +18,11 @@ cmx's own vllm serve, or --input endpoint_url), or that names no device.
 4. With --input system_power=FILE, tokens/s per kW at every point.
 5. One config per point for MLCommons' client (client_config.py); where the client is installed, the
    points are measured by it instead of cmx's loop, from those configs.
+
+A run (a probe, a point, an accuracy pass) in which no request got an answer with tokens stops the curve at
+once, with the server's first error (ParetoError): a dead server measures 0 tokens/s at every concurrency, and
+doubling on from there only multiplies the failures. A server that stalls is stopped by the first-token deadline
+(runner.FIRST_TOKEN_S; --first-token-timeout), and every fixed-concurrency run shows its progress meanwhile.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
+from cmx.mlperf.loadgen.harness_config import API_KEY_ENV
 from cmx.mlperf.pareto.client_config import ClientPoint, write_client_config, write_prompts
 from cmx.mlperf.pareto.metrics import PointFigures, figures
 from cmx.mlperf.pareto.power import ProvisionedPower, read_system_power
@@ -49,12 +56,20 @@ from cmx.mlperf.pareto.record import (
     write_record,
 )
 from cmx.mlperf.pareto.regions import OTHER_SECONDS, PlannedPoint, plan_points, structure_problems
-from cmx.mlperf.pareto.runner import Answer, PointRun, request_builder, run_offline, run_point
+from cmx.mlperf.pareto.runner import (
+    FIRST_TOKEN_S,
+    Answer,
+    PointProgress,
+    PointRun,
+    request_builder,
+    run_offline,
+    run_point,
+)
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
     from cmx.mlperf.app import AppConfig
-    from cmx.mlperf.backends.base import Backend
+    from cmx.mlperf.backends.base import Backend, GenRequest
     from cmx.resolve.plan import Step
 
 ENDPOINTS_BENCHMARKS = ("llama3.1-8b", "gpt-oss-120b", "deepseek-r1")   # MLPerf Endpoints v1.0's
@@ -66,6 +81,7 @@ PROBE_START, PROBE_CAP = 32, 4096
 OFFLINE_ORDERING = 0.98      # the Offline point's system_tps against the C_max point's (rules §5.7)
 KNEE_GAIN = 1.10             # a doubling that gains less than 10 % of system tokens/s has passed the knee
 SEED = 2747215439041700203   # the sample draw's seed: v6.1's sample_index_rng_seed (the rules' seed set is MLCommons')
+ERROR_CHARS = 300            # of the server's error quoted in a dead run's message
 
 
 class ParetoError(CmxError):
@@ -77,9 +93,12 @@ class ParetoRequest:
     max_concurrency: int | None = None     # C_max declared; None: probed
     system_power: Path | None = None
     cooling: str | None = None
+    first_token_timeout_s: float = FIRST_TOKEN_S   # no token for this long while a request waits: the server stalled
 
     def options(self) -> tuple[str, ...]:
         out: list[str] = []
+        if self.first_token_timeout_s != FIRST_TOKEN_S:
+            out += ["--first-token-timeout", f"{self.first_token_timeout_s:g}"]
         if self.max_concurrency is not None:
             out += ["--max-concurrency", str(self.max_concurrency)]
         if self.system_power is not None:
@@ -112,8 +131,8 @@ def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[s
                           hint=f"Endpoints v1.0 has {', '.join(ENDPOINTS_BENCHMARKS)}")
     if "endpoint" not in step.variations:
         raise ParetoError("a Pareto curve measures a served endpoint: the query does not run through one",
-                          hint="add _endpoint (cmx starts vllm serve), with --input endpoint_url=URL for a server of "
-                               "your own")
+                          hint="add _endpoint (cmx starts vllm serve), or give --input endpoint_url=URL (a server "
+                               "of your own)")
     devices = unnamed_devices(step, query_variations, context)
     if devices:
         raise ParetoError("the query names no device: a curve measures one machine's server",
@@ -180,11 +199,28 @@ class _Curve:
         self.source: Any = self.plugin.prompt_source(self.perf, config.model)
         self.build = request_builder(self.source, config.max_tokens)
         self.build_acc = request_builder(self.plugin.prompt_source(self.acc, config.model), config.max_tokens)
+        self.first_token_s = FIRST_TOKEN_S
+        # the API key the backend sends (harness_config's variable), kept out of a quoted server error
+        self.secrets = tuple(v for v in (os.environ.get(API_KEY_ENV),) if v)
+
+    def fixed(self, run: PointRun, build: Callable[[int, int], GenRequest], what: str) -> list[Answer]:
+        """A fixed-concurrency run under the first-token deadline, its progress on the step's line; ParetoError when
+        no request of it got an answer with tokens."""
+        def progress(p: PointProgress) -> None:
+            waiting = f"; no token for {p.waiting_s:.0f} s (deadline {self.first_token_s:g} s)" \
+                if p.waiting_s >= 5 else ""
+            self.say(f"{what}: {p.issued} sent, {p.answered} answered, {p.failed} failed{waiting}")
+
+        answers = run_point(self.backend, replace(run, first_token_s=self.first_token_s), build,
+                            on_progress=progress)
+        require_answers(answers, what, self.secrets)
+        return answers
 
     def seconds(self, planned_min_s: float) -> float:
         return SHORT_POINT_S if self.config.short else planned_min_s
 
     def run(self, request: ParetoRequest, power: ProvisionedPower | None) -> ParetoRecord:
+        self.first_token_s = request.first_token_timeout_s
         probes: list[Probe] = []
         if request.max_concurrency is not None:
             c_max, source = request.max_concurrency, "declared"
@@ -223,8 +259,8 @@ class _Curve:
         while c <= PROBE_CAP:
             self.say(f"probe at concurrency {c}")
             began = time.monotonic()
-            answers = run_point(self.backend, PointRun(c, seconds, len(self.perf), seed=SEED, whole_passes=False),
-                                self.build)
+            answers = self.fixed(PointRun(c, seconds, len(self.perf), seed=SEED, whole_passes=False), self.build,
+                                 f"the probe at concurrency {c}")
             f = figures([a.record for a in answers])
             out.append(Probe(concurrency=c, system_tps=f.system_tps or 0.0, tpot_p90_ms=f.tpot_p90_ms,
                              seconds=time.monotonic() - began))
@@ -246,8 +282,9 @@ class _Curve:
 
             f = run_client(self.client, config_path, where / "client_report")
         else:
-            answers = run_point(self.backend, PointRun(planned.concurrency, seconds, len(self.perf), seed=SEED,
-                                                       whole_passes=not self.config.short), self.build)
+            answers = self.fixed(PointRun(planned.concurrency, seconds, len(self.perf), seed=SEED,
+                                          whole_passes=not self.config.short), self.build,
+                                 f"the point at concurrency {planned.concurrency}")
             _write_requests(where / "requests.jsonl", answers)
             f = figures([a.record for a in answers])
         gate = self.accuracy(planned.concurrency, where) if planned.accuracy else None
@@ -259,6 +296,7 @@ class _Curve:
         self.say(f"Offline: whole passes of {len(self.perf)} samples for {seconds:g} s")
         write_client_config(self._client_point(None, int(OTHER_SECONDS), where))
         answers = run_offline(self.backend, len(self.perf), seconds, self.build)
+        require_answers(answers, "the Offline point", self.secrets)
         _write_requests(where / "requests.jsonl", answers)
         f = figures([a.record for a in answers], streamed=False)
         gate = self.accuracy(None, where)
@@ -291,8 +329,10 @@ class _Curve:
         began = time.monotonic()
         if concurrency is None:
             answers = run_offline(self.backend, rows, 0.0, self.build_acc)
+            require_answers(answers, "the accuracy pass at the Offline point", self.secrets)
         else:
-            answers = run_point(self.backend, PointRun(concurrency, 0.0, rows, accuracy=True), self.build_acc)
+            answers = self.fixed(PointRun(concurrency, 0.0, rows, accuracy=True), self.build_acc,
+                                 f"the accuracy pass at concurrency {concurrency}")
         encode = self.plugin.response_encoder(self.config.model) or token_answer
         log = where / "accuracy" / "mlperf_log_accuracy.json"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -337,7 +377,29 @@ def _where(p: Point) -> str:
 
 
 def _gained(before: Probe, after: Probe) -> bool:
-    return after.system_tps >= before.system_tps * KNEE_GAIN
+    """A doubling gained: more tokens/s, by 10 % at least (0 against 0 is no gain)."""
+    return after.system_tps > 0 and after.system_tps >= before.system_tps * KNEE_GAIN
+
+
+def require_answers(answers: Sequence[Answer], what: str, secrets: Sequence[str] = ()) -> None:
+    """ParetoError when no request of `what` got an answer with tokens: every one failed (named by the first
+    failure, the server's HTTP status and message, truncated, each of `secrets` in it replaced: a server may echo the
+    request's Authorization header in its error), or the server answered with nothing."""
+    ok = [a for a in answers if a.record.error is None]
+    if any(a.record.output_tokens > 0 for a in ok):
+        return
+    failed = [a.record.error for a in answers if a.record.error is not None]
+    if failed:
+        first = " ".join(failed[0].splitlines()[0].split())
+        for secret in secrets:
+            first = first.replace(secret, "********")
+        first = first if len(first) <= ERROR_CHARS else first[:ERROR_CHARS] + "..."
+        raise ParetoError(f"{what}: {len(failed)} of {len(answers)} requests failed and none was answered; the "
+                          f"first: {first}",
+                          hint="the curve stops at the first run the server cannot answer: see the server's log")
+    raise ParetoError(f"{what}: the server answered {len(answers)} requests with no tokens" if answers else
+                      f"{what} sent no request", hint="the curve stops at the first run the server cannot answer: "
+                                                      "see the server's log")
 
 
 def _point(concurrency: int, region: str, role: str, folder: str, f: PointFigures, min_s: float,
@@ -359,4 +421,4 @@ def _write_requests(path: Path, answers: Sequence[Answer]) -> None:
             out.write(json.dumps(asdict(a.record)) + "\n")
 
 
-__all__ = ["ParetoError", "ParetoRequest", "ParetoTarget", "knee", "pareto_step", "pareto_target"]
+__all__ = ["ParetoError", "ParetoRequest", "ParetoTarget", "knee", "pareto_step", "pareto_target", "require_answers"]

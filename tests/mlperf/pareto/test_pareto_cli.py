@@ -21,3 +21,29 @@ def test_what_cannot_draw_a_curve_is_refused_before_any_step_runs(builtin: Home,
     assert said in proc.stderr and hint in proc.stderr, proc.stderr
     runs = builtin.root / "runs"
     assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]
+
+
+def test_an_endpoint_url_with_another_backend_chosen_is_refused_naming_it(builtin: Home) -> None:
+    # the URL implies _endpoint only where the query chooses no backend: _vllm and a URL contradict each other
+    proc = builtin.cmx("pareto", "app mlperf inference llama3.1-8b _cpu _tiny _vllm", "--input",
+                       "endpoint_url=http://127.0.0.1:9/v1", "--progress", "none")
+    assert proc.returncode == 1
+    assert "--input endpoint_url is for _endpoint, which the query does not choose (it runs _vllm)" in proc.stderr, \
+        proc.stderr
+    runs = builtin.root / "runs"
+    assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]
+
+
+def test_the_first_token_deadline_must_be_positive(builtin: Home) -> None:
+    proc = builtin.cmx("pareto", "app mlperf inference llama3.1-8b _cpu _tiny _endpoint", "--first-token-timeout", "0")
+    assert proc.returncode == 2 and "--first-token-timeout" in proc.stderr
+
+
+def test_the_help_states_the_first_token_deadlines_default() -> None:
+    from click.testing import CliRunner
+
+    from cmx.cli.pareto import command
+    from cmx.mlperf.pareto.runner import FIRST_TOKEN_S
+
+    text = " ".join(CliRunner().invoke(command, ["--help"]).output.split())
+    assert f"default: {FIRST_TOKEN_S:g}." in text
