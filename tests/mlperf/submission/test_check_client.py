@@ -5,8 +5,8 @@ it breaks. Every case records what the official checker (mlcommons/inference too
 submission_checker at b66003e) says of it, `official`; cmx must say the same, and where it is stricter
 (`stricter`: the rules ask what that checker does not look at) it fails a tree the official one passes, never
 the other way round. `test_the_official_checker_gives_the_recorded_verdicts` re-runs the official checker on
-every case where one is at hand (CMX_OFFICIAL_CHECKER=<mlcommons/inference>/tools/submission); CI has none
-and skips it.
+every case where one is at hand (CMX_OFFICIAL_CHECKER=<mlcommons/inference>/tools/submission, or the checker
+exported from a mirror of mlcommons/inference into a temporary folder); CI has neither and skips it.
 """
 
 from __future__ import annotations
@@ -226,6 +226,62 @@ CASES = [
     Case("open-test09-short-answers", both(to_open, lambda r: edit_yaml(
         r / "open" / SUBMITTER / "results" / SYSTEM / GPT_OSS / "Offline" / "performance" / "result_summary.json",
         "output_sequence_lengths/avg", 1100.0)), official=False, rule="test09.check"),
+    # precedence: the checker reads each field in the JSON first (its dotted name, then ENDPOINTS_JSON_ALT_PATHS's),
+    # then in config.yaml (ENDPOINTS_YAML_FIELD_MAP's path, then the dotted name)
+    Case("json-seed-before-yaml", setting(perf(QWEN, "Offline"), "effective_sample_index_rng_seed", 42),
+         official=False, rule="endpoints.seeds"),
+    Case("json-scenario-before-yaml", setting(perf(GPT_OSS, "Offline"), "effective_scenario", "online"),
+         official=False, rule="endpoints.scenario"),
+    Case("json-min-duration-before-yaml", setting(perf(GPT_OSS, "Server"), "min_duration_ms", 300000),
+         official=False, rule="endpoints.min-duration"),
+    Case("json-min-duration-over-a-short-yaml", both(
+        setting(cfg(QWEN, "Offline"), "settings/runtime/min_duration_ms", 300000),
+        setting(perf(QWEN, "Offline"), "min_duration_ms", 600000)), official=True),
+    Case("yaml-dotted-seed-after-its-map", both(
+        setting(cfg(QWEN, "Offline"), "settings/runtime/dataloader_random_seed", ...),
+        setting(cfg(QWEN, "Offline"), "effective_sample_index_rng_seed", 2747215439041700203)), official=True),
+    Case("json-issued-count-before-its-alt-path", setting(perf(QWEN, "Offline"), "generated_query_count", 0),
+         official=False, rule="endpoints.result"),
+    # failed samples: the accuracy run's fail the official checker (JSON, its alt path, then config.yaml)
+    Case("accuracy-failed-samples", setting(acc(QWEN, "Offline"), "n_samples_failed", 3),
+         official=False, rule="endpoints.incomplete"),
+    Case("accuracy-failed-as-the-string-0", setting(acc(QWEN, "Offline"), "n_samples_failed", "0"),
+         official=False, rule="endpoints.incomplete"),
+    Case("accuracy-failed-dotted-before-alt", both(setting(acc(QWEN, "Offline"), "result", {"failed": 0}),
+                                                   setting(acc(QWEN, "Offline"), "n_samples_failed", 3)),
+         official=True),
+    Case("yaml-result-failed", setting(cfg(QWEN, "Interactive"), "result", {"failed": 2}),
+         official=False, rule="endpoints.incomplete"),
+    # values: the checker compares them as written (a string is not a number) and int()s the accuracy counts
+    Case("seed-as-a-string", setting(cfg(GPT_OSS, "Offline"), "settings/runtime/dataloader_random_seed",
+                                     "2747215439041700203"), official=False, rule="endpoints.seeds"),
+    Case("min-duration-as-a-string", setting(cfg(QWEN, "Offline"), "settings/runtime/min_duration_ms", "600000"),
+         official=False, rule="endpoints.min-duration"),
+    Case("ttft-as-a-string", setting(perf(GPT_OSS, "Server"), f"ttft/{ES99}", "2500000000"),
+         official=False, rule="endpoints.latency-limit"),
+    Case("ttft-as-the-string-nan", setting(perf(GPT_OSS, "Server"), f"ttft/{ES99}", "NaN"),
+         official=False, rule="endpoints.latency-limit"),
+    Case("test09-mean-as-a-string", setting(perf(GPT_OSS, "Offline"), "output_sequence_lengths/avg", "1278"),
+         official=False, rule="test09.check"),
+    Case("accuracy-count-as-a-string", setting(acc(QWEN, "Offline"), "accuracy_scores/0/total_samples", "48289"),
+         official=True),
+    Case("qps-as-a-numeric-string", setting(perf(QWEN, "Interactive"), "qps", "19.67"), official=True),
+    Case("duration-infinite", write(perf(QWEN, "Offline"), '{"n_samples_issued": 48289, "duration_ns": 1e400}'),
+         official=False, rule="endpoints.result"),
+    Case("summary-nested-too-deep", write(perf(QWEN, "Offline"), "[" * 100_000 + "]" * 100_000),
+         official=False, rule="endpoints.unreadable"),
+    # non-finite numbers: some of the checker's comparisons let a NaN pass; cmx refuses them (its own rule)
+    Case("qwen-latency-nan", write(perf(QWEN, "Interactive"), json.dumps(
+        {**RESULTS[(QWEN, "Interactive")]["summary"], "latency": {"early_stopping_percentiles": {"99.0": "@"}}}
+    ).replace('"@"', "NaN")), official=True, rule="endpoints.latency-limit", stricter=True),
+    Case("min-duration-nan", write(perf(QWEN, "Offline"), json.dumps(
+        {**RESULTS[(QWEN, "Offline")]["summary"], "min_duration_ms": "@"}).replace('"@"', "NaN")),
+         official=True, rule="endpoints.min-duration", stricter=True),
+    Case("qps-nan", write(perf(QWEN, "Interactive"), json.dumps(
+        {**RESULTS[(QWEN, "Interactive")]["summary"], "qps": "@"}).replace('"@"', "NaN")),
+         official=True, rule="endpoints.result", stricter=True),
+    Case("qwen-score-nan", write(acc(QWEN, "Offline"), json.dumps(RESULTS[(QWEN, "Offline")]["accuracy"]).replace(
+        '"score": 0.795', '"score": NaN')), official=True, rule="accuracy.unreadable", stricter=True),
 ]
 IDS = [c.name for c in CASES]
 
@@ -267,16 +323,72 @@ def test_a_failed_performance_rule_makes_the_row_invalid(tree: Path) -> None:
     assert row.validity == "INVALID" and not row.compliant
 
 
-OFFICIAL = os.environ.get("CMX_OFFICIAL_CHECKER")
+MIRROR = Path("/work/.mirror/mlcommons+inference/repo")  # a bare clone of mlcommons/inference, where one is at hand
+CHECKER = "tools/submission/submission_checker"
 
 
-@pytest.mark.skipif(not OFFICIAL, reason="CMX_OFFICIAL_CHECKER (mlcommons/inference tools/submission) is not set")
+@pytest.fixture(scope="module")
+def official(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mlcommons/inference's tools/submission: CMX_OFFICIAL_CHECKER, else the checker at the mirror's HEAD exported
+    into a temporary folder (never into cmx)."""
+    given = os.environ.get("CMX_OFFICIAL_CHECKER")
+    if given:
+        return Path(given)
+    if not (MIRROR / "HEAD").is_file():
+        pytest.skip(f"no official checker: set CMX_OFFICIAL_CHECKER or have a mirror at {MIRROR}")
+    dest = tmp_path_factory.mktemp("official")
+    archive = subprocess.run(["git", "-C", str(MIRROR), "archive", "HEAD", CHECKER], capture_output=True, timeout=60)
+    if archive.returncode != 0:
+        pytest.skip(f"git archive of {CHECKER} failed: {archive.stderr.decode()[-300:]}")
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
+    return dest / "tools" / "submission"
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_the_official_checker_gives_the_recorded_verdicts(tree: Path, case: Case) -> None:
+def test_the_official_checker_gives_the_recorded_verdicts(tree: Path, case: Case, official: Path) -> None:
     case.mutate(tree)
     run = subprocess.run([sys.executable, "-m", "submission_checker.main", "--input", str(tree), "--version",
-                          case.round], cwd=OFFICIAL, capture_output=True, text=True, timeout=120)
+                          case.round, "--csv", str(tree.parent / "official.csv")], cwd=official, capture_output=True,
+                         text=True, timeout=120)
     assert (run.returncode == 0) is case.official, run.stderr[-3000:]
+
+
+HOSTILE = {"nan": "NaN", "nan-string": '"NaN"', "huge": "1e400", "huge-int": "1" + "0" * 5000,
+           "deep": "[" * 100_000 + "]" * 100_000, "long-string": '"' + "x" * 1_000_000 + '"'}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_value_in_each_client_file_is_a_finding_with_exit_1(tree: Path, name: str) -> None:
+    """NaN, "NaN", 1e400, a 5,000-digit integer, a 100,000-deep array or a megabyte string, put in every field the
+    checker reads of result_summary.json and accuracy_results.json: one line each, exit 1, no internal error, and
+    no value echoed whole."""
+    value = HOSTILE[name]
+    for scenario in ("Offline", "Interactive"):
+        folder = scenario_dir(tree, QWEN, scenario)
+        for path in (folder / "performance" / "result_summary.json", folder / "accuracy" / "accuracy_results.json"):
+            data = json.loads(path.read_text())
+            scores = [{**e, "score": "@", "total_samples": "@"} for e in data["accuracy_scores"]] \
+                if "accuracy_scores" in data else None
+            marked = {key: "@" for key in data} if scores is None else {**data, "accuracy_scores": scores}
+            path.write_text(json.dumps(marked).replace('"@"', value))
+    write(lambda r: scenario_dir(r, GPT_OSS, "Server") / "performance" / "result_summary.json", value)(tree)
+    run = subprocess.run([sys.executable, "-m", "cmx", "check", str(tree), "--round", "v6.1"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr.lower()
+    assert len(run.stdout) + len(run.stderr) < 20_000
+    assert all(len(line) < 1000 for line in run.stdout.splitlines())
+    assert "[endpoints." in run.stdout
+
+
+def test_a_client_file_over_the_size_limit_is_refused_unread(tree: Path) -> None:
+    from cmx.mlperf.endpoints.results import MAX_FILE_BYTES
+    path = perf(QWEN, "Offline")(tree)
+    with path.open("w") as f:
+        f.write('{"pad": "' + "x" * (MAX_FILE_BYTES + 1) + '"}')
+    report = check_tree(tree, "v6.1")
+    found = [p for p in report.errors if p.rule == "endpoints.unreadable"]
+    assert found and "over cmx's 16 MiB limit" in found[0].found and len(found[0].line()) < 500
 
 
 def test_the_docs_table_names_exactly_the_rules_the_cases_catch() -> None:
