@@ -8,7 +8,8 @@ validation (`kubectl apply --validate=strict`):
 - a field the schema does not declare is refused, unless the object declaring it says
   `x-kubernetes-preserve-unknown-fields` or has `additionalProperties` (a map);
 - types (`integer` is not a bool, `number` takes integers), `x-kubernetes-int-or-string`, `nullable`,
-  `enum`, `required`, `pattern`, the numeric and length bounds;
+  `enum`, `required`, `pattern`, the numeric and length bounds, and the ranges of `format: int32` and `int64`
+  (the API server refuses 99999999999999999999 replicas; a JSON schema check alone lets it through);
 - `allOf`, `anyOf`, `oneOf` and `not` as value checks: in a structural schema their branches never declare
   fields, so a branch is judged on values only;
 - `x-kubernetes-validations` (CEL rules) are not evaluated here: the API server evaluates them on --apply.
@@ -26,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cmx.k8s import K8sError
+from cmx.k8s.values import show
 
+_INT_FORMATS: Mapping[str, tuple[int, int]] = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _TYPES: Mapping[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "string": (str,),
                                           "boolean": (bool,), "integer": (int,), "number": (int, float)}
 # labels and annotations that carry a CRD's release, most telling first
@@ -144,7 +147,7 @@ class _Walk:
             return
         if schema.get("x-kubernetes-int-or-string"):
             if not isinstance(value, (int, str)) or isinstance(value, bool):
-                yield f"{where}: {value!r} is neither an integer nor a string"
+                yield f"{where}: {_show(value)} is neither an integer nor a string"
                 return
         elif schema.get("type"):
             kind = schema["type"]
@@ -193,16 +196,20 @@ class _Walk:
             yield f"{where}: {_show(value)} is not one of {schema['enum']}"
         if isinstance(value, str):
             if "pattern" in schema and not re.search(schema["pattern"], value):
-                yield f"{where}: {value!r} does not match {schema['pattern']!r}"
+                yield f"{where}: {_show(value)} does not match {schema['pattern']!r}"
             if len(value) < schema.get("minLength", 0) or len(value) > schema.get("maxLength", len(value)):
-                yield f"{where}: {value!r} has a length outside the schema's bounds"
+                yield f"{where}: {_show(value)} has a length outside the schema's bounds"
+        if isinstance(value, int) and not isinstance(value, bool) and schema.get("format") in _INT_FORMATS:
+            low, high = _INT_FORMATS[schema["format"]]
+            if not low <= value <= high:
+                yield f"{where}: {_show(value)} is outside the {schema['format']} range ({low} to {high})"
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if "minimum" in schema and (value < schema["minimum"] or
                                         (schema.get("exclusiveMinimum") is True and value == schema["minimum"])):
-                yield f"{where}: {value} is below the minimum {schema['minimum']}"
+                yield f"{where}: {_show(value)} is below the minimum {schema['minimum']}"
             if "maximum" in schema and (value > schema["maximum"] or
                                         (schema.get("exclusiveMaximum") is True and value == schema["maximum"])):
-                yield f"{where}: {value} is above the maximum {schema['maximum']}"
+                yield f"{where}: {_show(value)} is above the maximum {schema['maximum']}"
         if isinstance(value, list) and not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems",
                                                                                                len(value)):
             yield f"{where}: {len(value)} items, outside the schema's bounds"
@@ -215,8 +222,7 @@ def _join(path: str, key: str) -> str:
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return show(value)
 
 
 __all__ = ["VERSION_KEYS", "CrdError", "CrdSchema", "SchemaCheck", "check", "crd_from_object", "read_crd_files"]

@@ -27,7 +27,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cmx.k8s import K8sError
+from cmx.k8s import K8sError, values
 from cmx.k8s.devices import PodDeviceProfile
 from cmx.k8s.served import ServedModel
 from cmx.k8s.stack_options import StackOptions
@@ -84,9 +84,8 @@ FETCH_TOKENIZER = (
 
 
 # a DNS-1035 label (the Service's name is a host name), short enough for "-model-cache" and "-benchmark"
-_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 NAME_MAX = 40
-_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 
 
 class SpecError(K8sError):
@@ -129,20 +128,31 @@ class ServingSpec:
     stack: StackOptions = field(default_factory=StackOptions)
 
     def __post_init__(self) -> None:
-        # kubernetes-validate checks types and fields, not the formats of names and quantities: these are
-        if not _NAME.match(self.name) or len(self.name) > NAME_MAX:
-            raise SpecError(f"{self.name!r} is not a usable name for the objects",
+        # kubernetes-validate checks types and fields, not the formats of names, quantities and counts: these are
+        # (cmx.k8s.values), before anything is rendered
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name) or len(self.name) > NAME_MAX:
+            raise SpecError(f"--name {values.show(self.name)} is not a usable name for the objects",
                             hint=f"lower-case letters, digits and '-', starting with a letter, at most {NAME_MAX} "
-                                 "characters (--name)")
-        if self.namespace is not None and (not _NAME.match(self.namespace) or len(self.namespace) > 63):
-            raise SpecError(f"{self.namespace!r} is not a namespace name (a DNS label)")
-        for option, value in (("--cache-size", self.cache_size), ("--results-size", self.results_size),
-                              ("--shm-size", self.shm_size)):
-            if not _QUANTITY.match(value):
-                raise SpecError(f"{option} {value!r} is not a Kubernetes quantity", hint="write it like 200Gi")
-        if self.gpus < 1 or self.nodes < 1:
-            raise SpecError(f"a serving pod needs at least one GPU and one node, not gpus={self.gpus}, "
-                            f"nodes={self.nodes}")
+                                 "characters (a DNS-1035 label, with room for the objects' suffixes)")
+        if self.namespace is not None:
+            values.dns_label("--namespace", self.namespace)
+        for option, size in (("--cache-size", self.cache_size), ("--results-size", self.results_size),
+                             ("--shm-size", self.shm_size)):
+            values.quantity(option, size)
+        values.count("--gpus", self.gpus, 1, values.MAX_GPUS, "GPUs of one pod")
+        values.count("--nodes", self.nodes, 1, values.MAX_NODES, "Kubernetes' largest supported cluster")
+        values.count("--replicas x --nodes", self.stack.replicas * self.nodes, 1, values.MAX_REPLICAS,
+                     "serving pods of one model")
+        values.dns_subdomain("--hf-token-secret", self.hf_token_secret)
+        if self.storage_class is not None:
+            values.dns_subdomain("--storage-class", self.storage_class)
+        values.image("--serving-image", self.serving_image)
+        values.image("--image", self.benchmark_image)
+        values.text("--gpu-name", self.gpu_name)
+        if self.profile.runtime_class is not None:
+            values.dns_subdomain("--runtime-class", self.profile.runtime_class)
+        for gid in self.profile.supplemental_groups:
+            values.count("--supplemental-groups", gid, 0, values.MAX_GROUP_ID, "Kubernetes' group ids")
         if self.nodes > 1 and self.gpus != self.engine.tensor_parallel_size:
             raise SpecError(f"across {self.nodes} nodes each pod runs one tensor-parallel group: gpus ({self.gpus}) "
                             f"must equal tensor_parallel_size ({self.engine.tensor_parallel_size})",

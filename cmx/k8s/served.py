@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cmx.k8s import K8sError
+from cmx.k8s import K8sError, values
 from cmx.resolve.plan import Plan, Step
 
 # the model cache a PVC is sized for by default: the benchmark's weights (its model_size) and half as much
@@ -49,6 +49,12 @@ class ServedModel:
     recipe: str
     quantized: bool = False
     model_size: int = 0
+
+    def __post_init__(self) -> None:
+        # the pods download exactly this: a path or a newline would reach `vllm serve` and the Job's arguments
+        prefix = "fp8_" if self.quantized else ""
+        values.repo_id(f"--input {self.recipe}.{prefix}repo", self.repo)
+        values.revision(f"--input {self.recipe}.{prefix}revision", self.revision)
 
     @property
     def cache_size(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cmx.k8s import K8sError
+from cmx.k8s import K8sError, values
 
 STACK_NAMES = ("vllm", "llm-d", "dynamo")
 LLMD_FORMS = ("kserve", "pieces")
@@ -66,11 +66,21 @@ class StackOptions:
         for value, allowed, option in choices:
             if value not in allowed:
                 raise StackOptionError(f"{option} {value!r} is not one of {', '.join(allowed)}")
-        if self.replicas < 1 or self.decode_workers < 1 or self.prefill_workers < 0:
-            raise StackOptionError("replicas and decode workers must be at least 1, prefill workers at least 0")
-        for tp in (self.prefill_tp, self.decode_tp):
-            if tp is not None and tp < 1:
-                raise StackOptionError(f"a tensor-parallel size must be at least 1, not {tp}")
+        # the CRDs say int32; cmx.k8s.values bounds them further to what a real deployment has
+        values.count("--replicas", self.replicas, 1, values.MAX_REPLICAS, "model-server replicas")
+        values.count("--prefill-workers", self.prefill_workers, 0, values.MAX_REPLICAS, "workers of one role")
+        values.count("--decode-workers", self.decode_workers, 1, values.MAX_REPLICAS, "workers of one role")
+        values.count("--prefill-workers + --decode-workers", self.prefill_workers + self.decode_workers, 1,
+                     values.MAX_REPLICAS, "workers of one graph")
+        for flag, tp in (("--prefill-tp", self.prefill_tp), ("--decode-tp", self.decode_tp)):
+            if tp is not None:
+                values.count(flag, tp, 1, values.MAX_GPUS, "GPUs of one pod")
+        if self.gateway is not None:
+            values.dns_subdomain("--gateway", self.gateway)
+        values.dns_subdomain("--gateway-class", self.gateway_class)
+        values.image("--epp-image", self.epp_image)
+        if self.entry_url is not None:
+            values.url("--entry-url", self.entry_url)
 
     @property
     def kserve(self) -> bool:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
+from cmx.k8s import K8sError
 from cmx.k8s.devices import CUDA, ROCM
 from cmx.k8s.manifests import (
     HF_HOME,
     STARTUP_FAILURES,
-    SpecError,
     benchmark_argv,
     engine_args,
     objects,
@@ -220,10 +220,10 @@ def test_every_object_dumps_to_yaml_that_reads_back_the_same() -> None:
     ({"cache_size": "lots"}, "--cache-size"),
     ({"namespace": "No"}, "namespace"),
     ({"nodes": 2, "gpus": 16}, "tensor_parallel_size"),
-    ({"gpus": 0}, "at least one GPU"),
+    ({"gpus": 0}, "--gpus 0 is not between 1 and 64"),
 ])
 def test_options_kubernetes_would_refuse_are_errors(changes: dict[str, Any], match: str) -> None:
-    with pytest.raises(SpecError, match=match):
+    with pytest.raises(K8sError, match=match):
         make_spec("cuda", **changes)
 
 
