@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from cmx.errors import CmxError
-from cmx.tools.archive_limits import ArchiveLimits, ArchiveTooLarge, Budget
+from cmx.tools.archive_limits import ArchiveLimits, ArchiveTooLarge, Budget, shown
 from cmx.tools.fs import temp_dir_beside
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class UnsafeArchive(CmxError):
     """An archive holds a member that could write outside the destination; nothing was extracted."""
 
     def __init__(self, archive: Path, member: str, reason: str) -> None:
-        super().__init__(f"unsafe archive {archive}: member {member!r} {reason}", hint=_UNSAFE_HINT)
+        super().__init__(f"unsafe archive {archive}: member {shown(member)} {reason}", hint=_UNSAFE_HINT)
         self.member = member
         self.reason = reason
 
@@ -173,12 +173,13 @@ class _Tree:
         """`name` split into components; refused when absolute or with a `..` (even one that
         stays inside, like `a/../b`: no honest archive needs it)."""
         what = "is a hardlink to" if link else "has"
-        shown = f" ({name!r})" if link else ""  # a member's own name is in the message already
+        quoted = f" ({shown(name)})" if link else ""  # a member's own name is in the message already
         if name.startswith(("/", "\\")):
-            raise UnsafeArchive(self.archive, member, f"{what} an absolute path{shown}")
+            raise UnsafeArchive(self.archive, member, f"{what} an absolute path{quoted}")
         parts = [p for p in name.split("/") if p not in ("", ".")]
         if ".." in parts:
-            raise UnsafeArchive(self.archive, member, f"{what} {'a path with ' if link else ''}a '..' component{shown}")
+            raise UnsafeArchive(self.archive, member,
+                                f"{what} {'a path with ' if link else ''}a '..' component{quoted}")
         return parts
 
     def check_not_through_link(self, member: str, rel: str) -> None:
@@ -187,10 +188,10 @@ class _Tree:
             prefix = "/".join(parts[:i])
             if prefix in self.links:
                 if i == len(parts):
-                    raise UnsafeArchive(self.archive, member, f"would replace the symlink {prefix!r} "
+                    raise UnsafeArchive(self.archive, member, f"would replace the symlink {shown(prefix)} "
                                         "extracted before it")
-                raise UnsafeArchive(self.archive, member, f"would be written through the symlink {prefix!r} "
-                                    f"(-> {self.links[prefix]!r})")
+                raise UnsafeArchive(self.archive, member, f"would be written through the symlink {shown(prefix)} "
+                                    f"(-> {shown(self.links[prefix])})")
 
     def resolve(self, rel_dir: str, target: str) -> list[str] | None:
         """Where `target`, read from folder `rel_dir`, ends up, following the archive's own
@@ -224,9 +225,9 @@ class _Tree:
         if not target:
             raise UnsafeArchive(self.archive, member, "is a symlink with an empty target")
         if target.startswith("/"):
-            raise UnsafeArchive(self.archive, member, f"is a symlink to an absolute path ({target!r})")
+            raise UnsafeArchive(self.archive, member, f"is a symlink to an absolute path ({shown(target)})")
         if self.resolve(rel.rpartition("/")[0], target) is None:
-            raise UnsafeArchive(self.archive, member, f"is a symlink to {target!r}, outside the destination")
+            raise UnsafeArchive(self.archive, member, f"is a symlink to {shown(target)}, outside the destination")
 
     def check(self, member: str, rel: str, *, symlink: str | None = None, hardlink: str | None = None) -> str:
         """Every check a member must pass before it is written at `rel`; for a hardlink, returns
@@ -238,7 +239,7 @@ class _Tree:
             return ""
         target = "/".join(self.parts(member, hardlink, link=True)[self.strip:])
         if target not in self.files:
-            raise UnsafeArchive(self.archive, member, f"is a hardlink to {hardlink!r}, which is not a regular "
+            raise UnsafeArchive(self.archive, member, f"is a hardlink to {shown(hardlink)}, which is not a regular "
                                 "file extracted before it")
         return target
 
@@ -300,7 +301,7 @@ class _Tree:
         for rel, target in self.links.items():
             if self.resolve(rel.rpartition("/")[0], target) is None:
                 raise UnsafeArchive(self.archive, self.link_member[rel],
-                                    f"is a symlink to {target!r}, which leads outside the destination "
+                                    f"is a symlink to {shown(target)}, which leads outside the destination "
                                     "through other symlinks of the archive")
         if self.seen_members and not self.made:
             raise ArchiveError(f"strip_components={self.strip} removes the whole path of every member of "
@@ -316,8 +317,8 @@ class _Tree:
 
     def _clear(self, member: str, rel: str, path: Path) -> None:
         if path.is_dir() and not path.is_symlink():
-            raise ArchiveError(f"cannot extract member {member!r} of {self.archive.name}: an earlier member "
-                               f"made {rel!r} a folder")
+            raise ArchiveError(f"cannot extract member {shown(member)} of {self.archive.name}: an earlier member "
+                               f"made {shown(rel)} a folder")
         if path.exists() or path.is_symlink():
             path.unlink()
             self.files.discard(rel)
@@ -494,7 +495,7 @@ def _extract_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, tree: _Tree,
         except _READ_ERRORS as exc:
             raise _corrupt(archive, exc, name) from None
         except _ZIP_UNSUPPORTED as exc:
-            raise ArchiveError(f"cannot read member {name!r} of {archive}: {exc}",
+            raise ArchiveError(f"cannot read member {shown(name)} of {archive}: {exc}",
                                hint="cmx reads zip entries that are stored, deflated, bzip2 or lzma, "
                                     "without a password") from None
         with src:
@@ -593,7 +594,7 @@ def _expected_sha256(sha256: str | None) -> str | None:
         return None
     value = sha256.strip().lower().removeprefix("sha256:")
     if not _SHA256.match(value):
-        raise ArchiveError(f"sha256 {sha256!r} is not a sha256 digest: it needs 64 hex digits",
+        raise ArchiveError(f"sha256 {shown(sha256)} is not a sha256 digest: it needs 64 hex digits",
                            hint="copy the digest from the publisher, or compute it with `sha256sum FILE`")
     return value
 
@@ -601,7 +602,7 @@ def _expected_sha256(sha256: str | None) -> str | None:
 # --- errors ------------------------------------------------------------------------------------
 
 def _corrupt(archive: Path, exc: BaseException, member: str | None = None) -> ArchiveError:
-    at = f" at member {member!r}" if member else ""
+    at = f" at member {shown(member)}" if member else ""
     return ArchiveError(f"{archive} is corrupt or truncated{at}: {_reason(exc)}", hint=_CORRUPT_HINT)
 
 

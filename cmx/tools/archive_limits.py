@@ -77,6 +77,12 @@ class ArchiveLimits:
             raise InputError(f"--input min_free_gib must be 0 or more, not {self.min_free_bytes / GIB:g}")
 
 
+def shown(name: str, limit: int = 80) -> str:
+    """A member's name as a message echoes it: repr (a newline shows as \\n), cut to `limit` characters."""
+    text = repr(name)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _size(n: float) -> str:
     if n >= GIB:
         return f"{n / GIB:.4g} GiB"
@@ -107,12 +113,12 @@ class Budget:
         self.members += 1
         if self.members > self.limits.max_members:
             raise self._refuse( f"it has more than {self.limits.max_members:,} members (the limit; "
-                                                f"{name!r} is one past it)", "max_members")
+                                                f"{shown(name)} is one past it)", "max_members")
 
     def declared(self, name: str, size: int) -> None:
         """A member's declared size, refused before a byte is written when it alone passes the member limit."""
         if size > self.limits.max_member_bytes:
-            raise self._refuse( f"member {name!r} declares {_size(size)}, over the "
+            raise self._refuse( f"member {shown(name)} declares {_size(size)}, over the "
                                                 f"{_size(self.limits.max_member_bytes)} limit on one member",
                                   "max_member_bytes")
 
@@ -130,7 +136,7 @@ class Budget:
         """`n` more bytes were written, `member_bytes` of them so far to member `name`."""
         self.total += n
         if member_bytes > self.limits.max_member_bytes:
-            raise self._refuse( f"member {name!r} expands past the "
+            raise self._refuse( f"member {shown(name)} expands past the "
                                                 f"{_size(self.limits.max_member_bytes)} limit on one member",
                                   "max_member_bytes")
         self._check_total(self.total, "expands")
@@ -166,4 +172,4 @@ class Budget:
                                                 "the compression ratio", "max_ratio")
 
 
-__all__ = ["GIB", "INPUTS", "RATIO_FLOOR", "ArchiveLimits", "ArchiveTooLarge", "Budget"]
+__all__ = ["GIB", "INPUTS", "RATIO_FLOOR", "ArchiveLimits", "ArchiveTooLarge", "Budget", "shown"]
