@@ -159,7 +159,10 @@ class GenRequest:
     `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back.
 
     A `chat` request is a conversation instead (no token ids): it goes to a chat route with the chat's own
-    bound, and `max_tokens` and `min_tokens` are not sent (an engine that takes token ids refuses it)."""
+    bound, and `max_tokens` and `min_tokens` are not sent (an engine that takes token ids refuses it).
+
+    `sample` is the dataset row (LoadGen's sample index) a SUT's request is for: messages name the request by it
+    (`request_name`), since LoadGen's query id is an address that means nothing to a reader."""
 
     id: int
     prompt_ids: Sequence[int]
@@ -167,17 +170,32 @@ class GenRequest:
     min_tokens: int = MIN_OUTPUT_TOKENS
     media: tuple[Media, ...] = ()
     chat: ChatPrompt | None = None
+    sample: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.prompt_ids) == 0 and self.chat is None:
-            raise ValueError(f"request {self.id}: empty prompt")
+            raise ValueError(f"{self.name}: empty prompt")
         if self.chat is not None and (len(self.prompt_ids) or self.media):
-            raise ValueError(f"request {self.id}: a chat request carries its whole prompt in its messages")
+            raise ValueError(f"{self.name}: a chat request carries its whole prompt in its messages")
         if self.min_tokens < MIN_OUTPUT_TOKENS:
-            raise ValueError(f"request {self.id}: min_tokens {self.min_tokens} < {MIN_OUTPUT_TOKENS}: "
+            raise ValueError(f"{self.name}: min_tokens {self.min_tokens} < {MIN_OUTPUT_TOKENS}: "
                              "LoadGen rejects a response of fewer than 2 tokens")
         if self.max_tokens < self.min_tokens:
-            raise ValueError(f"request {self.id}: max_tokens {self.max_tokens} < min_tokens {self.min_tokens}")
+            raise ValueError(f"{self.name}: max_tokens {self.max_tokens} < min_tokens {self.min_tokens}")
+
+    @property
+    def name(self) -> str:
+        """How messages name this request (`request_name`)."""
+        return request_name(self.id, self.sample)
+
+
+def request_name(request_id: int, sample: int | None = None) -> str:
+    """How messages name a request: by its sample index ("sample 7") when a SUT sent it for one; the backend's
+    warm-up requests (start(), before LoadGen's test) have negative ids, "warm-up request 1" for id -1; any other
+    by its id ("request 17")."""
+    if request_id < 0:
+        return f"warm-up request {-request_id}"
+    return f"sample {sample}" if sample is not None else f"request {request_id}"
 
 
 @dataclass(frozen=True)
@@ -277,7 +295,7 @@ def check_result(request: GenRequest, result: GenResult) -> GenResult:
     (an engine stops early when the prompt leaves no room below max_model_len)."""
     if result.n_tokens < request.min_tokens:
         raise BackendError(
-            f"request {request.id}: the engine returned {result.n_tokens} tokens "
+            f"{request.name}: the engine returned {result.n_tokens} tokens "
             f"(finish reason {result.finish_reason or 'unknown'}), fewer than min_tokens {request.min_tokens}",
             hint="the prompt may be too long for max_model_len; raise max_model_len or shorten the prompt")
     return result

@@ -90,7 +90,6 @@ from cmx.mlperf.backends.openai_api import (
     malformed,
     parse_answer,
     public_url,
-    request_name,
     server_root,
     transcription_form,
     transcription_language,
@@ -487,7 +486,7 @@ class EndpointBackend(BackendDefaults):
             return await self._transcribe(request)
         if request.chat is not None:
             return await self._chat(request)
-        url, what = f"{self.url}/completions", request_name(request.id)
+        url, what = f"{self.url}/completions", request.name
         body = completion_body(request, self.model or "", self.config.sampling, stream=False,
                                server_token_ids=self._tokens is None, min_tokens=self.config.send_min_tokens)
         self._in_flight += 1
@@ -514,7 +513,7 @@ class EndpointBackend(BackendDefaults):
         """One clip through the transcription route, streamed (its last chunk holds the token count)."""
         import aiohttp
 
-        url, what = f"{self.url}/audio/transcriptions", f"transcribing {request_name(request.id)}"
+        url, what = f"{self.url}/audio/transcriptions", f"transcribing {request.name}"
         clip = request.media[0]
         assert isinstance(clip, Audio) and self._speech is not None
         language = transcription_language([self._speech.token(i) for i in request.prompt_ids])
@@ -546,7 +545,7 @@ class EndpointBackend(BackendDefaults):
         import aiohttp
 
         assert request.chat is not None
-        url, what = f"{self.url}/chat/completions", request_name(request.id)
+        url, what = f"{self.url}/chat/completions", request.name
         body = chat_body(request.chat, self.model or "", self.config.sampling)
         self._in_flight += 1
         try:
@@ -592,7 +591,7 @@ class EndpointBackend(BackendDefaults):
             sink.on_error(request.id, exc)
             return
         except Exception as exc:  # noqa: BLE001 - any failure goes to the sink, which must hear of it
-            what = f"streaming {request_name(request.id)}"
+            what = f"streaming {request.name}"
             self.log.error("%s failed: %s", what, exc)
             sink.on_error(request.id, BackendError(f"{what} failed: {type(exc).__name__}: {exc}"))
             return
@@ -601,7 +600,7 @@ class EndpointBackend(BackendDefaults):
     async def _stream_request(self, request: GenRequest, sink: StreamSink) -> GenResult:
         import aiohttp
 
-        url, what = f"{self.url}/completions", f"streaming {request_name(request.id)}"
+        url, what = f"{self.url}/completions", f"streaming {request.name}"
         body = completion_body(request, self.model or "", self.config.sampling, stream=True,
                                server_token_ids=self._tokens is None, min_tokens=self.config.send_min_tokens)
         stream, events = StreamAssembler(request, self._tokens, url), SseBuffer()
@@ -708,7 +707,7 @@ def refuse_media(requests: Sequence[GenRequest], *, speech: bool, streamed: bool
             why = f"one request with {len(r.media)} clips: the transcription route takes one audio file"
         else:
             continue
-        raise BackendError(f"{request_name(r.id)} carries {type(r.media[0]).__name__.lower()}, which the endpoint "
+        raise BackendError(f"{r.name} carries {type(r.media[0]).__name__.lower()}, which the endpoint "
                            f"backend cannot send in {why}",
                            hint="run this benchmark with vLLM in the harness process (drop _endpoint)")
 

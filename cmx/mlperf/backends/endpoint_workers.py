@@ -76,6 +76,7 @@ class Job(NamedTuple):
     max_tokens: int
     min_tokens: int
     stream: bool
+    sample: int | None = None  # the LoadGen sample index, which messages name (GenRequest.sample)
 
 
 class Cancel(NamedTuple):
@@ -107,6 +108,7 @@ class WorkerSetup:
 class _Stream(NamedTuple):
     sink: StreamSink
     request_id: int
+    sample: int | None = None
 
 
 @dataclass
@@ -200,7 +202,7 @@ class WorkerPool:
         key = next(self._keys)
         worker = key % self.workers
         with self._lock:
-            self._owners[key] = _Owner(_Stream(sink, request.id), worker)
+            self._owners[key] = _Owner(_Stream(sink, request.id, request.sample), worker)
         self._send(worker, [job(key, request, stream=True)])
 
     def generate(self, requests: Sequence[GenRequest], max_concurrency: int) -> Iterator[GenResult]:
@@ -333,7 +335,8 @@ class WorkerPool:
                 self.log.error("%s", value.message)
                 stream.sink.on_error(stream.request_id, value)
         except Exception:  # a sink's own failure must not end the thread that serves every sample
-            self.log.exception("the sink of %s failed on its %s event", request_name(stream.request_id), kind)
+            self.log.exception("the sink of %s failed on its %s event", request_name(stream.request_id, stream.sample),
+                               kind)
 
     def _worker_lost(self, worker: int) -> None:
         """A worker ended on its own: every request it had fails (it can no longer be answered)."""
@@ -375,7 +378,8 @@ class WorkerPool:
 
 
 def job(key: int, request: GenRequest, *, stream: bool) -> Job:
-    return Job(key, request.id, token_ids_list(request.prompt_ids), request.max_tokens, request.min_tokens, stream)
+    return Job(key, request.id, token_ids_list(request.prompt_ids), request.max_tokens, request.min_tokens, stream,
+               request.sample)
 
 
 # --- in a worker process ---------------------------------------------------------------------------------
@@ -453,13 +457,13 @@ class _Worker:
 
     async def run(self, item: Job) -> None:
         request = GenRequest(id=item.id, prompt_ids=item.prompt_ids, max_tokens=item.max_tokens,
-                             min_tokens=item.min_tokens)
+                             min_tokens=item.min_tokens, sample=item.sample)
         try:
             result = await self.client.completion(request, _FirstToken(self, item.key) if item.stream else None)
         except BackendError as exc:
             self.emit(Event(FAILED, item.key, exc))
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the sample, which must hear of it
-            what = f"{'streaming ' if item.stream else ''}{request_name(item.id)}"
+            what = f"{'streaming ' if item.stream else ''}{request.name}"
             self.emit(Event(FAILED, item.key, BackendError(f"{what} failed: {type(exc).__name__}: {exc}")))
         else:
             self.emit(Event(DONE, item.key, result))

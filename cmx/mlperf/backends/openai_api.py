@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.base import Audio, BackendError, ChatPrompt, GenRequest, GenResult, Sampling
+from cmx.mlperf.backends.base import request_name as request_name  # messages name a request by its sample index
 from cmx.secrets import public_url as public_url  # where it lives: the floor, for the lock's git URLs too
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
@@ -62,12 +63,6 @@ def api_base(url: str) -> str:
 def server_root(url: str) -> str:
     """Where /health and /version live: the API base without its trailing /v1."""
     return api_base(url).removesuffix("/v1")
-
-
-def request_name(request_id: int) -> str:
-    """How messages name a request: the backend's warm-up requests (start(), before LoadGen's test)
-    have negative ids, "warm-up request 1" for id -1; a sample's is "request 7"."""
-    return f"warm-up request {-request_id}" if request_id < 0 else f"request {request_id}"
 
 
 def curl_line(url: str, with_key: bool) -> str:
@@ -284,7 +279,7 @@ def server_ids(request: GenRequest, ids: list[int], count: int | None, url: str)
     if count is not None and count != len(ids):
         raise ValueError(f"{len(ids)} token ids but a usage count of {count}")
     if len(ids) > request.max_tokens:
-        raise BackendError(f"{request_name(request.id)}: the server returned {len(ids)} output token ids, more than "
+        raise BackendError(f"{request.name}: the server returned {len(ids)} output token ids, more than "
                            f"the request's max_tokens {request.max_tokens}", where=public_url(url) or None,
                            hint="the server does not honour max_tokens; cmx counts no tokens beyond what was asked")
     return ids
@@ -299,7 +294,7 @@ def retokenized_ids(request: GenRequest, text: str, count: int | None, tokens: T
         raise ValueError(f"neither token ids nor a token count (usage.completion_tokens): only text, which "
                          f"re-tokenizes to {len(ids)} tokens with {tokens.folder}, and nothing to check that count "
                          "against")
-    where, what = public_url(url) or None, request_name(request.id)
+    where, what = public_url(url) or None, request.name
     if count > request.max_tokens:
         raise BackendError(f"{what}: the server counted {count} output tokens (usage.completion_tokens), more than "
                            f"the request's max_tokens {request.max_tokens}", where=where,
@@ -325,7 +320,7 @@ def checked_length(request: GenRequest, result: GenResult, url: str, *, count: i
     if n >= request.min_tokens:
         return result
     reason = result.finish_reason or "none"
-    head = (f"{request_name(request.id)}: the server returned {n} output tokens (finish reason {reason}), "
+    head = (f"{request.name}: the server returned {n} output tokens (finish reason {reason}), "
             f"fewer than min_tokens {request.min_tokens}")
     if tokens is not None and count is not None and count >= request.min_tokens:
         cause = (f": it counted {count}, but its text re-tokenizes to {n} with {tokens.folder}",
@@ -371,7 +366,7 @@ def chat_result(request: GenRequest, data: Any, url: str = "") -> GenResult:
         raise ValueError("no token count (usage.completion_tokens), which LoadGen's n_tokens is")
     bound = request.chat.max_tokens if request.chat is not None else None
     if bound is not None and answer.completion_tokens > bound:
-        raise BackendError(f"{request_name(request.id)}: the server counted {answer.completion_tokens} output tokens "
+        raise BackendError(f"{request.name}: the server counted {answer.completion_tokens} output tokens "
                            f"(usage.completion_tokens), more than the chat's max_tokens {bound}",
                            where=public_url(url) or None, hint="the server does not honour max_tokens, or miscounts")
     return GenResult(id=request.id, token_ids=[], finish_reason=answer.finish_reason or "", text=answer.text,
@@ -502,12 +497,12 @@ class TranscriptAssembler:
             raise ValueError("the stream ended without a token count (usage.completion_tokens, which "
                              "stream_include_usage asks for)")
         if self.count > self.request.max_tokens:
-            raise BackendError(f"{request_name(self.request.id)}: the server counted {self.count} output tokens "
+            raise BackendError(f"{self.request.name}: the server counted {self.count} output tokens "
                                f"(usage.completion_tokens), more than the request's max_completion_tokens "
                                f"{self.request.max_tokens}", where=public_url(self.url) or None,
                                hint="the server does not honour max_completion_tokens, or miscounts")
         if self.count < self.request.min_tokens:
-            raise BackendError(f"{request_name(self.request.id)}: the server transcribed it in {self.count} output "
+            raise BackendError(f"{self.request.name}: the server transcribed it in {self.count} output "
                                f"tokens, fewer than {self.request.min_tokens}, which LoadGen needs (it rejects a "
                                "response of one token), and the transcription route takes no min_tokens",
                                where=public_url(self.url) or None,

@@ -539,7 +539,7 @@ class RayReplicaBackend(StartStop):
         finally:
             replica.outstanding -= cost
         if result is None:
-            sink.on_error(request.id, BackendError(f"{replica.name} ended request {request.id} without a result"))
+            sink.on_error(request.id, BackendError(f"{replica.name} ended {request.name} without a result"))
             return
         replica.samples += 1
         replica.tokens += result.n_tokens

@@ -443,7 +443,7 @@ class _StreamingEngines:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure goes to the sink, which must hear of it
-            self.log.error("request %s failed: %s", request.id, exc)
+            self.log.error("%s failed: %s", request.name, exc)
             sink.on_error(request.id, exc)
             return
         finally:

@@ -16,6 +16,11 @@ Backend contract in cmx.mlperf.backends.base):
 - A failed request is still completed (with no tokens), so LoadGen never waits forever; the
   error is recorded in `errors` and the harness reports the run failed. A sample is completed
   once: a callback for one already completed (failed when the backend died) is dropped.
+- Messages name a sample by its index (the dataset row, `GenRequest.sample`), never by LoadGen's
+  query id (an address). The first MAX_LOGGED_FAILURES failures are logged one by one, the rest
+  counted; samples failed together (a batch the backend gave up on, a dead backend's) are completed
+  in one LoadGen call and logged in one line, so a dead server costs neither minutes nor gigabytes
+  of log.
 - A backend that dies (`BackendDead`: its server stopped answering, its last replica died) stops
   a Server or Interactive test at once: every sample in flight, and every one LoadGen issues
   after, is completed empty without reaching the backend, and `stopped` is set. Completing them
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +55,7 @@ from cmx.mlperf.loadgen.progress import SampleClock
 # Once the backend is dead, LoadGen gets this long to return by itself (it does when its schedule had
 # ended, or for Offline) before the harness stops waiting for it
 STOP_GRACE_S = 1.0
+MAX_LOGGED_FAILURES = 20  # failed samples logged one by one; the harness's result counts them all
 
 
 class SutError(CmxError):
@@ -93,10 +100,11 @@ ResponseEncoder = Callable[[GenResult], np.ndarray]
 
 @dataclass(frozen=True)
 class SampleError:
-    """One sample that failed: LoadGen got an empty response for it."""
+    """One sample that failed: LoadGen got an empty response for it. `sample` is its index (None when unknown)."""
 
     query_id: int
     message: str
+    sample: int | None = None
 
 
 def int32_tokens(token_ids: Sequence[int]) -> np.ndarray:
@@ -107,8 +115,8 @@ def int32_tokens(token_ids: Sequence[int]) -> np.ndarray:
 def token_answer(result: GenResult) -> np.ndarray:
     """The default ResponseEncoder: the result's token ids as int32."""
     if result.text is not None and not result.token_ids:
-        raise SutError(f"request {result.id} was answered with text only, and this benchmark answers LoadGen with "
-                       "token ids", hint="use an engine that returns token ids for this benchmark")
+        raise SutError("answered with text only, and this benchmark answers LoadGen with token ids",
+                       hint="use an engine that returns token ids for this benchmark")
     return int32_tokens(result.token_ids)
 
 
@@ -116,8 +124,8 @@ def text_answer(result: GenResult) -> np.ndarray:
     """A ResponseEncoder for a benchmark answered with text (Qwen3-VL's reply): its UTF-8 bytes, which the
     evaluator reads back with `bytes.fromhex(data).decode("utf-8")`."""
     if result.text is None:
-        raise SutError(f"request {result.id} was answered with token ids, and this benchmark answers LoadGen with "
-                       "the reply's text", hint="run it through an endpoint's chat route (_endpoint)")
+        raise SutError("answered with token ids, and this benchmark answers LoadGen with the reply's text",
+                       hint="run it through an endpoint's chat route (_endpoint)")
     return np.frombuffer(result.text.encode("utf-8"), dtype=np.uint8)
 
 
@@ -212,13 +220,15 @@ class _BaseSUT:
         self.completed = 0
         self.dead: BackendDead | None = None  # the backend's death, as it first reported it
         self.stopped = threading.Event()  # set when the test must end now (Server: the backend died)
-        self._in_flight: set[int] = set()  # issued and not completed; LoadGen hears of each id once
+        # issued and not completed, with each one's sample index; LoadGen hears of each id once
+        self._in_flight: dict[int, int] = {}
+        self._logged_failures = 0
         self._idle = threading.Condition()
 
     def request(self, query_id: int, index: int) -> GenRequest:
         sample = self.qsl.sample(index)
         return GenRequest(id=query_id, prompt_ids=sample.prompt_ids, max_tokens=self.max_tokens, media=sample.media,
-                          chat=sample.chat)
+                          chat=sample.chat, sample=index)
 
     def construct(self) -> Any:
         if self.handle is not None:
@@ -250,44 +260,88 @@ class _BaseSUT:
         lost = len(self.errors)
         return f"{self.dead.message} after {self.completed - lost} samples; {lost} samples lost"
 
-    def _issued(self, query_ids: Sequence[int]) -> None:
+    def _issued(self, samples: Sequence[tuple[int, int]]) -> None:
+        """(query id, sample index) pairs LoadGen issued."""
         with self._idle:
-            self._in_flight.update(query_ids)
+            self._in_flight.update(samples)
 
-    def _take(self, query_id: int) -> bool:
-        """Whether `query_id` was still in flight (it is not any more); call with the lock held."""
-        if query_id not in self._in_flight:
-            self.log.debug("sample %#x was already completed: dropped", query_id)
-            return False
-        self._in_flight.discard(query_id)
+    def _take(self, query_id: int) -> int | None:
+        """The sample index of `query_id` if it was still in flight (it is not any more), else None; call with the
+        lock held."""
+        index = self._in_flight.pop(query_id, None)
+        if index is None:
+            self.log.debug("a result for a sample already completed was dropped (query id %#x)", query_id)
+            return None
         self.completed += 1
         if not self._in_flight:
             self._idle.notify_all()
-        return True
+        return index
 
     def _complete(self, result: GenResult) -> None:
-        data = np.ascontiguousarray(self.encode(result))
+        try:
+            data = np.ascontiguousarray(self.encode(result))
+        except SutError as exc:  # this sample's answer cannot be given to LoadGen: it fails alone
+            self._fail(result.id, exc)
+            return
         with self._idle:  # the clock too, before wait_idle() can see the sample done
-            if not self._take(result.id):
+            if self._take(result.id) is None:
                 return
             response = self.lg.QuerySampleResponse(result.id, _address(data), data.nbytes, result.n_tokens)
             self.lg.QuerySamplesComplete([response])
             self.clock.completed(result.id, result.n_tokens)
 
     def _fail(self, query_id: int, error: BaseException | str) -> None:
-        """Complete the sample empty (LoadGen must not wait for it) and record why."""
+        """Complete the sample empty (LoadGen must not wait for it) and record why, naming its sample index."""
         with self._idle:
-            if not self._take(query_id):
+            index = self._take(query_id)
+            if index is None:
                 return
-            self.errors.append(SampleError(query_id, str(error)))
-            self._before_empty_answer(query_id)
-            self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
-            self.clock.failed(query_id)
-        # after the backend died, every sample fails the same way: its line says it once
-        (self.log.debug if self.dead is not None else self.log.error)("sample %#x failed: %s", query_id, error)
+            text = str(error)
+            if not re.search(rf"\b(sample|row) {index}\b", text):  # the message may name it already (a dataset row)
+                text = f"sample {index}: {text}"
+            self.errors.append(SampleError(query_id, text, index))
+            self._answer_empty([query_id])
+            log = self._failure_log()
+        log("%s", text)
 
-    def _before_empty_answer(self, query_id: int) -> None:
-        """What LoadGen needs before a failed sample's empty answer (with the lock held): nothing, but for Server."""
+    def _fail_many(self, query_ids: Sequence[int], error: BaseException | str) -> None:
+        """`_fail` for samples that failed together, for one reason (the batch the backend gave up on, a dead
+        backend): one LoadGen call, one log line, one message for all."""
+        text = str(error)
+        with self._idle:
+            taken = [(q, i) for q in query_ids if (i := self._take(q)) is not None]
+            if not taken:
+                return
+            self.errors.extend(SampleError(q, text, i) for q, i in taken)
+            self._answer_empty([q for q, _ in taken])
+            log = self.log.debug if self.dead is not None else self.log.error
+        indices = sorted(i for _, i in taken)
+        shown = ", ".join(map(str, indices[:10])) + (", ..." if len(indices) > 10 else "")
+        log("%d samples failed (samples %s): %s", len(taken), shown, text)
+
+    def _answer_empty(self, query_ids: Sequence[int]) -> None:
+        """LoadGen's empty answers to failed samples, in one call (with the lock held)."""
+        self._before_empty_answer(query_ids)
+        self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(q, 0, 0, 0) for q in query_ids])
+        for query_id in query_ids:
+            self.clock.failed(query_id)
+
+    def _failure_log(self) -> Callable[..., None]:
+        """Where one more failed sample is logged (with the lock held): an error line for the first
+        MAX_LOGGED_FAILURES while the backend lives, then (and after it died, when each sample fails the same way,
+        as its own line said once) only at debug level."""
+        if self.dead is not None:
+            return self.log.debug
+        self._logged_failures += 1
+        if self._logged_failures > MAX_LOGGED_FAILURES:
+            return self.log.debug
+        if self._logged_failures == MAX_LOGGED_FAILURES:
+            self.log.error("%d samples failed: later failures are counted in the result, not logged one by one",
+                           MAX_LOGGED_FAILURES)
+        return self.log.error
+
+    def _before_empty_answer(self, query_ids: Sequence[int]) -> None:
+        """What LoadGen needs before failed samples' empty answers (with the lock held): nothing, but for Server."""
 
     def _backend_died(self, error: BackendDead) -> bool:
         """Record the backend's death (the first report of it); whether this was the first."""
@@ -319,7 +373,7 @@ class OfflineSUT(_BaseSUT):
             raise SutError("issue_queries before start()")
         batch = [(s.id, s.index) for s in samples]
         self.clock.issued(query_id for query_id, _ in batch)
-        self._issued([query_id for query_id, _ in batch])
+        self._issued(batch)
         self._queue.put(batch)
 
     def stop(self) -> None:
@@ -348,15 +402,13 @@ class OfflineSUT(_BaseSUT):
         except Exception as exc:  # noqa: BLE001 - LoadGen must hear of every sample, whatever failed
             if isinstance(exc, BackendDead):  # only recorded: the failures below end LoadGen's one query
                 self._backend_died(exc)
-            for query_id in sorted(pending):
-                self._fail(query_id, exc)
+            self._fail_many(sorted(pending), exc)
             return
-        for query_id in sorted(pending):
-            self._fail(query_id, "the backend returned no result for it")
+        self._fail_many(sorted(pending), "the backend returned no result for it")
 
     def _answer(self, result: GenResult, pending: set[int]) -> None:
         if result.id not in pending:
-            self.log.error("the backend returned an unknown or repeated id %#x", result.id)
+            self.log.error("the backend returned an unknown or repeated query id %#x", result.id)
             return
         pending.discard(result.id)
         self._complete(result)
@@ -386,7 +438,7 @@ class ServerSUT(_BaseSUT):
 
     def issue_queries(self, samples: Sequence[Any]) -> None:
         self.clock.issued(s.id for s in samples)
-        self._issued([s.id for s in samples])
+        self._issued([(s.id, s.index) for s in samples])
         for s in samples:
             if self.dead is not None:
                 self._fail(s.id, self.dead)
@@ -410,10 +462,12 @@ class ServerSUT(_BaseSUT):
         with self._idle:
             self._first_sent.discard(result.id)
 
-    def _before_empty_answer(self, query_id: int) -> None:
-        if self.first_tokens and query_id not in self._first_sent:
-            self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
-        self._first_sent.discard(query_id)
+    def _before_empty_answer(self, query_ids: Sequence[int]) -> None:
+        if self.first_tokens:
+            firsts = [self.lg.QuerySampleResponse(q, 0, 0, 0) for q in query_ids if q not in self._first_sent]
+            if firsts:
+                self.lg.FirstTokenComplete(firsts)
+        self._first_sent.difference_update(query_ids)
 
     def on_error(self, request_id: int, error: BaseException) -> None:
         if isinstance(error, BackendDead) and self._backend_died(error):
@@ -424,8 +478,7 @@ class ServerSUT(_BaseSUT):
         """Fail every sample in flight (the backend will answer none of them) and tell the harness to stop."""
         with self._idle:
             in_flight = sorted(self._in_flight)
-        for query_id in in_flight:
-            self._fail(query_id, self.dead or "the backend died")
+        self._fail_many(in_flight, self.dead or "the backend died")
         self.stopped.set()
 
 

@@ -304,7 +304,7 @@ def test_a_failed_server_sample_gets_an_empty_first_token_so_loadgen_can_log_its
     # LoadGen's accuracy log reads every Server sample's first-token record when it measures token latencies:
     # a failed sample without one crashed it (a segfault)
     sut, run = run_loadgen(tmp_path, "Server", "accuracy", FakeBackend(fail=frozenset({3})))
-    assert [e.message for e in sut.errors] == ["engine failed"]
+    assert [(e.sample, e.message) for e in sut.errors] == [(3, "sample 3: engine failed")]  # by index, not query id
     assert [e.value for e in run.errors] == ["n_tokens argument missing or attempted to record 0 as number of tokens"]
     records = {r.qsl_idx: r for r in read_accuracy_log(tmp_path / "mlperf_log_accuracy.json")}
     assert records[3].data == b"" and records[3].token_data == b""
