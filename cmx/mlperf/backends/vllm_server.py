@@ -12,7 +12,11 @@ when the process exits first or the timeout passes.
 
 It is always stopped: `stop()` (and leaving the `with` block, on an exception too) sends SIGTERM to
 the server's family (the API server and the engine processes it started), waits, then SIGKILLs
-what is left. The server leads a process group of its own (cmx.tools.procs.spawn), so a terminal's Ctrl-C
+what is left. A server that dies while in use (killed, crashed) is seen by a watcher thread within
+WATCH_POLL_S, which says so in the log (`died`: how) and ends the rest of its family at once: an
+orphaned VLLM::EngineCore would compute on for nobody, on the CPUs the run still needs, and the
+server's API process, which ends it in order, is gone (cmx.tools.procs gives such a family half a
+second). The server leads a process group of its own (cmx.tools.procs.spawn), so a terminal's Ctrl-C
 reaches cmx only; the run that started it (the Runner's registry of child processes) stops it on
 Ctrl-C or SIGTERM from cmx's main thread, SIGKILL a few seconds after SIGTERM, since vLLM ignores
 a SIGTERM that comes while its engine starts. It is started with a parent-death signal, so that
@@ -34,6 +38,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -42,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmx.execute.context import describe_exit
 from cmx.mlperf.backends.base import GREEDY, BackendError, Sampling, StartStop
 from cmx.mlperf.backends.machine import (
     MachineFacts,
@@ -56,6 +62,7 @@ SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_STARTUP_TIMEOUT_S = 900.0
 STOP_GRACE_S = 30.0  # vLLM's shutdown waits on its engine processes; after this, SIGKILL
 LOG_TAIL_LINES = 40
+WATCH_POLL_S = 0.2  # how often the watcher asks whether the server's process still runs
 
 @dataclass(frozen=True)
 class VllmServerConfig:
@@ -211,7 +218,10 @@ class VllmServer(StartStop):
         self.config = config
         self.log = logger or logging.getLogger(__name__)
         self.info: ServerInfo | None = None
+        self.died: str | None = None  # how the server ended while in use ("was killed by SIGKILL"), seen by the watcher
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -257,7 +267,22 @@ class VllmServer(StartStop):
         self.info = ServerInfo(url=f"http://{host}:{port}/v1", pid=self._proc.pid, argv=tuple(argv), env=shown,
                                engine_kwargs=kwargs, log_path=cfg.log_path, start_seconds=time.monotonic() - began)
         self.log.info("vLLM server ready at %s in %.1f s", self.info.url, self.info.start_seconds)
+        self._stopping.clear()
+        self._watcher = threading.Thread(target=self._watch, args=(self._proc,), name="cmx-vllm-server-watch",
+                                         daemon=True)
+        self._watcher.start()
         return self.info
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """The watcher thread: when the server's process ends while in use, say how and end its family now."""
+        while not self._stopping.wait(WATCH_POLL_S):
+            if (code := proc.poll()) is None:
+                continue
+            self.died = describe_exit(code)
+            self.log.error("the vLLM server (pid %d) %s while in use; its engine processes are stopped now (log %s)",
+                           proc.pid, self.died, self.config.log_path)
+            procs.stop(proc, STOP_GRACE_S)  # its leader is gone: procs gives the rest half a second
+            return
 
     def _wait_healthy(self, root: str, began: float) -> None:
         assert self._proc is not None
@@ -289,7 +314,8 @@ class VllmServer(StartStop):
         while not should_stop():
             if not self.alive():
                 code = self._proc.poll() if self._proc else None
-                raise BackendError(f"the vLLM server exited with status {code}", where=str(self.config.log_path),
+                how = self.died or (describe_exit(code) if code is not None else "is not running")
+                raise BackendError(f"the vLLM server {how}", where=str(self.config.log_path),
                                    hint=f"the log's last lines:\n{log_tail(self.config.log_path)}")
             time.sleep(poll_s)
 
@@ -299,6 +325,10 @@ class VllmServer(StartStop):
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        self._stopping.set()
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join()  # it may be ending a family that died: at most procs' short grace and kill wait
         began = time.monotonic()
         procs.stop(proc, STOP_GRACE_S)
         if time.monotonic() - began > STOP_GRACE_S:
