@@ -21,6 +21,12 @@ compliance/TEST01/run_verification.py does (mlcommons/inference b66003e):
   `checker_failures`, which judges the files as compliance_check.py does).
 
 The checker reads verify_accuracy.txt, verify_performance.txt, accuracy/ and performance/run_1/.
+
+Where cmx is stricter than the scripts: two empty outputs are no match (verify_accuracy.py counts them as one), so
+a TEST01 run whose every sampled output matched only as empty fails; and a run the verification compares that
+failed (the harness's result.json: failed samples, cmx's verdict FAILED, no sample: compliance.run_failures) fails
+both files, each reason a `TEST FAIL: ...` line, and Part III is not tried. A server answering 500 to everything
+makes 64 empty answers in each run, which the script calls equal.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log, sha256_file
+from cmx.mlperf.loadgen.compliance import FAIL_REASON, fail_reasons, run_failures
 from cmx.mlperf.loadgen.log import LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.test06 import AUDIT_HEADER
 
@@ -80,10 +87,23 @@ class AccuracyComparison:
     perf_log_qsl_idx_match: int
     perf_log_data_mismatch: int
     missing_qsl_idxs: int
+    empty_matches: int = 0          # matched samples whose output is empty in both logs (not counted by the script)
 
     @property
     def passed(self) -> bool:
-        return self.perf_log_data_mismatch == 0 and self.perf_log_qsl_idx_match > 0
+        return self.perf_log_data_mismatch == 0 and self.perf_log_qsl_idx_match > self.empty_matches
+
+    def reasons(self) -> list[str]:
+        """cmx's reasons for a failure the script does not explain ([] when it passes, or fails on a mismatch)."""
+        if self.perf_log_data_mismatch:
+            return []
+        if self.perf_log_qsl_idx_match == 0:
+            return [f"none of the TEST01 run's {self.perf_log_entries} sampled outputs is of a sample the accuracy "
+                    "run logged"]
+        if self.empty_matches == self.perf_log_qsl_idx_match:
+            return [f"every one of the {self.empty_matches} sampled outputs is empty in both runs: failed samples, "
+                    "not equal outputs"]
+        return []
 
 
 def _first(data: bytes, dtype: str) -> int | float | None:
@@ -103,7 +123,7 @@ def compare_outputs(accuracy: Sequence[AccuracyRecord], test: Sequence[AccuracyR
     if dtype not in _DTYPES:
         raise Test01Error(f"unknown dtype {dtype!r} for TEST01", hint=f"one of {', '.join(_DTYPES)}")
     results: dict[int, bytes] = {}
-    duplicates = acc_mismatch = matched = mismatched = missing = 0
+    duplicates = acc_mismatch = matched = mismatched = missing = empty = 0
     for record in accuracy:
         if record.qsl_idx in results:
             duplicates += 1
@@ -116,23 +136,27 @@ def compare_outputs(accuracy: Sequence[AccuracyRecord], test: Sequence[AccuracyR
             ours, theirs = record.data, results[record.qsl_idx]
             if not ours or not theirs:
                 mismatched += bool(ours) != bool(theirs)
+                empty += not ours and not theirs
             elif _first(ours, dtype) != _first(theirs, dtype):
                 mismatched += 1
         else:
             missing += 1
         results[record.qsl_idx] = record.data
-    return AccuracyComparison(len(accuracy), duplicates, acc_mismatch, len(test), matched, mismatched, missing)
+    return AccuracyComparison(len(accuracy), duplicates, acc_mismatch, len(test), matched, mismatched, missing, empty)
 
 
-def format_verify_accuracy_txt(c: AccuracyComparison) -> str:
-    """verify_accuracy.txt: what verify_accuracy.py prints."""
+def format_verify_accuracy_txt(c: AccuracyComparison, failures: Sequence[str] = ()) -> str:
+    """verify_accuracy.txt: what verify_accuracy.py prints; its verdict, when the test fails for a reason it does not
+    give (`failures`: the compared runs', then `c.reasons()`), is a `TEST FAIL: <reason>` line for each."""
+    reasons = [*failures, *c.reasons()]
+    verdict = [FAIL_REASON + r for r in reasons] if reasons else [PASS if c.passed else "TEST FAIL"]
     lines = ["Verifying accuracy. This might take a while...", "Reading accuracy mode results...",
              "Reading performance mode results...", f"num_acc_log_entries = {c.acc_log_entries}",
              f"num_acc_log_duplicate_keys = {c.acc_log_duplicate_keys}",
              f"num_acc_log_data_mismatch = {c.acc_log_data_mismatch}", f"num_perf_log_entries = {c.perf_log_entries}",
              f"num_perf_log_qsl_idx_match = {c.perf_log_qsl_idx_match}",
              f"num_perf_log_data_mismatch = {c.perf_log_data_mismatch}",
-             f"num_missing_qsl_idxs = {c.missing_qsl_idxs}", PASS if c.passed else "TEST FAIL", ""]
+             f"num_missing_qsl_idxs = {c.missing_qsl_idxs}", *verdict, ""]
     return "\n".join(lines) + "\n"
 
 
@@ -217,12 +241,15 @@ def _score(run: LoadgenRun) -> float:
     return value
 
 
-def format_verify_performance_txt(c: PerformanceComparison) -> str:
-    """verify_performance.txt: what verify_performance.py prints."""
+def format_verify_performance_txt(c: PerformanceComparison, failures: Sequence[str] = ()) -> str:
+    """verify_performance.txt: what verify_performance.py prints; a `TEST FAIL: <reason>` line for each of `failures`
+    (the compared runs') as well, and then no TEST PASS."""
     lines = ["Verifying performance."]
     if c.reference_score is not None:
         lines += [f"Reference score = {c.reference_score}", f"Test score = {c.test_score}"]
-    lines.append(c.failure or PASS)
+    lines += [FAIL_REASON + f for f in failures]
+    if c.failure or not failures:
+        lines.append(c.failure or PASS)
     return "\n".join(lines) + "\n"
 
 
@@ -236,9 +263,14 @@ def checker_failures(folder: Path, benchmark: str, metrics: Sequence[str]) -> li
 
     out = []
     verify = folder / VERIFY_ACCURACY_TXT
+    text = verify.read_text(encoding="utf-8", errors="replace") if verify.is_file() else ""
     if not verify.is_file():
         out.append(f"{VERIFY_ACCURACY_TXT} is missing: run the TEST01 verification")
-    elif PASS not in (line.strip() for line in verify.read_text(encoding="utf-8", errors="replace").splitlines()):
+    elif PASS in (line.strip() for line in text.splitlines()):
+        pass
+    elif reasons := fail_reasons(text):  # a failed run, or outputs empty on both sides: Part III cannot help
+        out += [f"{VERIFY_ACCURACY_TXT}: {r}" for r in reasons]
+    else:
         found: dict[str, dict[str, float]] = {}
         for name in (BASELINE_TXT, COMPLIANCE_TXT):
             path = next((p for p in (folder / "accuracy" / name, folder / name) if p.is_file()), None)
@@ -253,9 +285,10 @@ def checker_failures(folder: Path, benchmark: str, metrics: Sequence[str]) -> li
     perf = folder / VERIFY_PERFORMANCE_TXT
     if not perf.is_file():
         out.append(f"{VERIFY_PERFORMANCE_TXT} is missing: run the TEST01 verification")
-    elif PASS not in perf.read_text(encoding="utf-8", errors="replace"):
-        out.append(f"{VERIFY_PERFORMANCE_TXT} does not say TEST PASS: the TEST01 run's score is not within 10 % of the "
-                   "performance run's, or a run is INVALID")
+    elif PASS not in (perf_text := perf.read_text(encoding="utf-8", errors="replace")):
+        out.append(f"{VERIFY_PERFORMANCE_TXT} does not say TEST PASS: "
+                   + ("; ".join(fail_reasons(perf_text)) or "the TEST01 run's score is not within 10 % of the "
+                      "performance run's, or a run is INVALID"))
     return out
 
 
@@ -279,11 +312,16 @@ def verify_run(output_dir: Path, accuracy_dir: Path, performance_dir: Path, data
     test_log = output_dir / ACCURACY_LOG
     accuracy, test = read_accuracy_log(Path(accuracy_dir) / ACCURACY_LOG), read_accuracy_log(test_log)
     comparison = compare_outputs(accuracy, test, bench.response_dtype)
-    (output_dir / VERIFY_ACCURACY_TXT).write_text(format_verify_accuracy_txt(comparison), encoding="utf-8")
+    failed = run_failures(output_dir, "the TEST01 run")
+    accuracy_failures = [*failed, *run_failures(Path(accuracy_dir), "the accuracy run")]
+    (output_dir / VERIFY_ACCURACY_TXT).write_text(format_verify_accuracy_txt(comparison, accuracy_failures),
+                                                  encoding="utf-8")
     performance = compare_performance(Path(performance_dir) / "mlperf_log_detail.txt",
                                       output_dir / "mlperf_log_detail.txt")
-    (output_dir / VERIFY_PERFORMANCE_TXT).write_text(format_verify_performance_txt(performance), encoding="utf-8")
-    if not comparison.passed:
+    performance_failures = [*failed, *run_failures(Path(performance_dir), "the performance run")]
+    (output_dir / VERIFY_PERFORMANCE_TXT).write_text(format_verify_performance_txt(performance, performance_failures),
+                                                     encoding="utf-8")
+    if not comparison.passed and not accuracy_failures and not comparison.reasons():
         data = bench.load_dataset(dataset)
         if rows is not None:
             data = data.limit(min(rows, len(data)))

@@ -15,8 +15,12 @@ cmx's own code and naming every sample that fails:
 submission checker compares line by line.
 
 Where cmx is stricter than the script: a log with no records is an error (the script passes
-it, although it means the audit config was not read), and a record without `token_count`
-fails the length check (the script stops with a KeyError and writes no verify_accuracy.txt).
+it, although it means the audit config was not read), a record without `token_count`
+fails the length check (the script stops with a KeyError and writes no verify_accuracy.txt),
+and so does a record with no tokens: a sample that failed and was answered empty (the script's
+0 == 0 passes it). A run that failed (the harness's result.json: compliance.run_failures) gets
+no check lines at all, which the checker needs: its reasons, as `TEST FAIL: ...` lines, then
+the failed line.
 The token ids are read as int32, what the cmx harness logs (the script's `--dtype int32`).
 """
 
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log
+from cmx.mlperf.loadgen.compliance import FAIL_REASON, run_failures
 
 # the comment every compliance/TEST0x/audit.config of mlcommons/inference opens with
 AUDIT_HEADER = """\
@@ -89,15 +94,18 @@ class Test06Result:
     first_token: Check
     eos: Check
     sample_length: Check
+    run_failures: tuple[str, ...] = ()   # the run failed: its checks prove nothing
 
     @property
     def passed(self) -> bool:
-        """True when no check failed (a skipped first-token check passes, as the checker reads it)."""
-        return all(check.passed is not False for check in (self.first_token, self.eos, self.sample_length))
+        """True when the run did not fail and no check failed (a skipped first-token check passes, as the checker
+        reads it)."""
+        return not self.run_failures and all(check.passed is not False
+                                             for check in (self.first_token, self.eos, self.sample_length))
 
     @property
     def problems(self) -> list[str]:
-        return [*self.first_token.problems, *self.eos.problems, *self.sample_length.problems]
+        return [*self.run_failures, *self.first_token.problems, *self.eos.problems, *self.sample_length.problems]
 
 
 def write_audit_config(folder: Path | str) -> Path:
@@ -108,17 +116,22 @@ def write_audit_config(folder: Path | str) -> Path:
 
 
 def verify(accuracy_log_path: Path | str, scenario: str, eos_token_id: int = EOS_TOKEN_ID) -> Test06Result:
-    """Check the accuracy log of a TEST06 run made in `scenario` (Interactive counts as Server)."""
+    """Check the accuracy log of a TEST06 run made in `scenario` (Interactive counts as Server), and the harness's
+    record of the run beside it."""
     if scenario not in SCENARIOS:
         raise Test06Error(f"unknown scenario {scenario!r}", hint=f"use one of {', '.join(SCENARIOS)}")
+    failed = tuple(run_failures(Path(accuracy_log_path).parent, "the TEST06 run"))
     records = read_accuracy_log(accuracy_log_path)
     first_token = Check(None) if scenario == "Offline" else _first_token_check(records)
     return Test06Result(scenario, len(records), first_token, _eos_check(records, eos_token_id),
-                        _length_check(records))
+                        _length_check(records), failed)
 
 
 def format_verify_accuracy_txt(result: Test06Result) -> str:
-    """verify_accuracy.txt, line for line what run_verification.py writes."""
+    """verify_accuracy.txt, line for line what run_verification.py writes; for a run that failed, its reasons and the
+    failed line only (no check passes for it)."""
+    if result.run_failures:
+        return "".join(f"{FAIL_REASON}{reason}\n" for reason in result.run_failures) + f"{FAILED_LINE}\n"
     lines = [
         FIRST_TOKEN_LINE.format(result.first_token.verdict),
         EOS_LINE.format(result.eos.verdict),
@@ -165,6 +178,8 @@ def _length_check(records: list[AccuracyRecord]) -> Check:
     def problem(record: AccuracyRecord) -> str | None:
         if record.token_count is None:
             return f"{_name(record)} has no token_count: pass n_tokens to QuerySampleResponse"
+        if record.n_tokens == 0:
+            return f"{_name(record)} logged no tokens: the sample failed and was answered empty"
         if record.token_count != record.n_tokens:
             return (f"{_name(record)} reports token_count {record.token_count} but logs "
                     f"{record.n_tokens} tokens")

@@ -8,7 +8,8 @@ cmx/mlperf/loadgen/audit/TEST07/) logging every sample; then the benchmark's acc
 scores that log, and the score must reach `test07_accuracy_threshold` of the same file.
 `format_verify_accuracy_txt` writes what compliance/TEST07/run_verification.py writes: the
 script's output, then its summary (`Accuracy check pass: True`, `TEST PASS`), which the
-submission checker reads ("TEST PASS" in verify_accuracy.txt).
+submission checker reads ("TEST PASS" in verify_accuracy.txt). A run that failed (the harness's result.json:
+compliance.run_failures) is not scored: its file gives the reasons, as `TEST FAIL: ...` lines, and no score.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
+from cmx.mlperf.loadgen.compliance import FAIL_REASON, run_failures
 
 AUDIT_DIR = Path(__file__).parent / "audit"
 VERIFY_TXT = "verify_accuracy.txt"
@@ -66,10 +68,11 @@ def threshold(text: str) -> float:
 class Test07Result:
     score: float | None
     threshold: float
+    run_failures: tuple[str, ...] = ()   # the run failed: not scored
 
     @property
     def passed(self) -> bool:
-        return self.score is not None and self.score >= self.threshold
+        return not self.run_failures and self.score is not None and self.score >= self.threshold
 
 
 def verify(values: Mapping[str, float | int], accuracy_threshold: float) -> Test07Result:
@@ -87,7 +90,9 @@ def format_verify_accuracy_txt(values: Mapping[str, float | int], result: Test07
     """verify_accuracy.txt as run_verification.py writes it: the script's output, then the summary."""
     bar = "=" * 80
     lines = [_script_output(values).rstrip("\n"), "", bar, "TEST07 Verification Summary", bar]
-    if result.score is not None:
+    if result.run_failures:
+        lines += [FAIL_REASON + reason for reason in result.run_failures]
+    elif result.score is not None:
         lines += [f"Accuracy score: {result.score}", f"Accuracy threshold: {result.threshold}",
                   f"Accuracy check pass: {result.passed}", "TEST PASS" if result.passed else "TEST FAIL"]
     else:
@@ -101,13 +106,18 @@ def verify_run(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmar
     audit.config's threshold, and write verify_accuracy.txt beside it (as run_verification.py does)."""
     from cmx.mlperf.benchmarks import benchmark_for, dataset_for_test
 
+    path = Path(output_dir) / VERIFY_TXT
+    failed = tuple(run_failures(Path(output_dir), "the TEST07 run"))
+    limit = threshold(audit_config("TEST07", benchmark))
+    if failed:  # empty answers scored would say nothing (and an empty log is no log to score)
+        path.write_text(format_verify_accuracy_txt({}, Test07Result(None, limit, failed)), encoding="utf-8")
+        return path
     bench = benchmark_for(benchmark)
     data = dataset_for_test(bench, dataset, "test07")
     if rows is not None:
         data = data.limit(min(rows, len(data)))
     values = bench.score(Path(output_dir) / "mlperf_log_accuracy.json", data, tokenizer_dir)
-    result = verify(values, threshold(audit_config("TEST07", benchmark)))
-    path = Path(output_dir) / VERIFY_TXT
+    result = verify(values, limit)
     path.write_text(format_verify_accuracy_txt(values, result), encoding="utf-8")
     return path
 

@@ -7,7 +7,8 @@ sample; compliance/TEST09/run_verification.py decodes each record's data as litt
 ids, takes the mean count (a record without data counts 0) and checks
 test09_min_output_tokens <= mean <= test09_max_output_tokens. It guards against outputs truncated
 to gain throughput. `format_verify_output_len_txt` writes its verify_output_len.txt, whose
-"TEST PASS" the submission checker looks for.
+"TEST PASS" the submission checker looks for. A run that failed (the harness's result.json:
+compliance.run_failures) fails it whatever its lengths, each reason a `TEST FAIL: ...` line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmx.mlperf.loadgen.compliance import FAIL_REASON, run_failures
 from cmx.mlperf.loadgen.test07 import ComplianceAuditMissing, audit_values
 
 VERIFY_TXT = "verify_output_len.txt"
@@ -35,6 +37,7 @@ class Test09Result:
     lengths: tuple[int, ...]
     min_tokens: float
     max_tokens: float
+    run_failures: tuple[str, ...] = ()   # the run failed: its lengths prove nothing
 
     @property
     def mean(self) -> float:
@@ -50,7 +53,7 @@ class Test09Result:
 
     @property
     def passed(self) -> bool:
-        return bool(self.lengths) and self.min_ok and self.max_ok
+        return not self.run_failures and bool(self.lengths) and self.min_ok and self.max_ok
 
 
 def verify(accuracy_log: Path, min_tokens: float, max_tokens: float) -> Test09Result:
@@ -79,7 +82,7 @@ def format_verify_output_len_txt(result: Test09Result) -> str:
     lines += ["", bar, "Verification Results", bar, f"Mean output tokens: {result.mean:.2f}",
               f"Min threshold: {result.min_tokens}", f"Max threshold: {result.max_tokens}",
               f"Min check pass: {result.min_ok}", f"Max check pass: {result.max_ok}", "",
-              "TEST PASS" if result.passed else "TEST FAIL"]
+              *([FAIL_REASON + r for r in result.run_failures] or ["TEST PASS" if result.passed else "TEST FAIL"])]
     return "\n".join(lines) + "\n"
 
 
@@ -90,6 +93,7 @@ def verify_run(output_dir: Path, *, benchmark: str) -> Path:
 
     low, high = bounds(audit_config("TEST09", benchmark))
     result = verify(Path(output_dir) / "mlperf_log_accuracy.json", low, high)
+    result = Test09Result(result.lengths, low, high, tuple(run_failures(Path(output_dir), "the TEST09 run")))
     path = Path(output_dir) / VERIFY_TXT
     path.write_text(format_verify_output_len_txt(result), encoding="utf-8")
     return path

@@ -119,6 +119,8 @@ def test_the_checker_accepts_a_pass_or_scores_within_the_delta_and_refuses_the_r
     assert "apart" in failures("TEST FAIL\n", baseline=90.0, compliance=97.4)[0]
     assert "there is no baseline_accuracy.txt" in failures("TEST FAIL\n", compliance=97.4)[0]
     assert failures("TEST PASS\n", verify_performance="Verifying performance.\nTEST FAIL: Test score invalid\n") == [
+        "verify_performance.txt does not say TEST PASS: Test score invalid"]
+    assert failures("TEST PASS\n", verify_performance="Verifying performance.\nTEST FAIL\n") == [
         "verify_performance.txt does not say TEST PASS: the TEST01 run's score is not within 10 % of the "
         "performance run's, or a run is INVALID"]
     assert failures("TEST PASS\n", verify_performance=None) == [
