@@ -81,3 +81,21 @@ def test_only_the_first_failures_are_logged_one_by_one(tmp_path: Path, caplog: p
     errors = [r.getMessage() for r in caplog.records if r.name == LOG.name and r.levelno >= logging.ERROR]
     assert len(errors) == MAX_LOGGED_FAILURES + 1, errors
     assert f"{MAX_LOGGED_FAILURES} samples failed: later failures are counted" in errors[-2]
+
+
+@needs_loadgen
+def test_an_offline_query_too_large_to_answer_empty_stops_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from cmx.mlperf.loadgen import sut as sut_module
+    from tests.mlperf.loadgen.test_harness import start_loadgen_test
+
+    monkeypatch.setattr(sut_module, "MAX_EMPTY_ANSWERS", 50)  # LoadGen would log an error line for each
+    # 2 s at 100 samples/s expected: a query of 220 samples, all lost when the first request fails
+    sut, test, finish = start_loadgen_test(tmp_path, "Offline", NamingBackend(fail=frozenset(range(20))), 2000)
+    try:
+        assert test.run(sut) is False  # the harness stops waiting for LoadGen, as for a dead backend's Server test
+        assert len(sut.errors) == 220 and sut.completed == 0  # none was answered empty
+        assert sut.dead_line() == "http://h/v1/completions: the connection to the server was lost during sample " \
+                                  f"{sut.errors[0].sample}"
+    finally:
+        sut._fail_many(sorted(sut._in_flight), "the test is over")  # so that LoadGen returns and can be freed
+        finish()
