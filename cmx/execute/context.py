@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CommandFailed, StepCancelled
-from cmx.secrets import Secret
+from cmx.secrets import RedactingFormatter, Redactor, Secret
 from cmx.tools.procs import signal_families, spawn
 
 if TYPE_CHECKING:
@@ -61,20 +61,19 @@ class Deps:
 class StepLog:
     """The step's log file: a stdlib Logger (not registered globally) plus raw command output."""
 
-    def __init__(self, path: Path, name: str, secrets: Sequence[str]) -> None:
+    def __init__(self, path: Path, name: str, secrets: Redactor | Sequence[str]) -> None:
+        """`secrets`: the step's Redactor (Redactor.of its inputs), or plain secret values."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._secrets = [s for s in secrets if s]
+        self._redactor = secrets if isinstance(secrets, Redactor) else Redactor.of([Secret(s) for s in secrets])
         self._handler = logging.FileHandler(path, encoding="utf-8")
-        self._handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(message)s", self.redact))
+        self._handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s", self._redactor))
         self.logger = logging.Logger(f"cmx.step.{name}", level=logging.DEBUG)
         self.logger.addHandler(self._handler)
         self._lock = threading.Lock()
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "********")
-        return text
+        return self._redactor.redact(text)
 
     def write_raw(self, line: str) -> None:
         with self._lock:
@@ -93,15 +92,6 @@ class StepLog:
     def close(self) -> None:
         self.logger.removeHandler(self._handler)
         self._handler.close()
-
-
-class _RedactingFormatter(logging.Formatter):
-    def __init__(self, fmt: str, redact: Callable[[str], str]) -> None:
-        super().__init__(fmt)
-        self._redact = redact
-
-    def format(self, record: logging.LogRecord) -> str:
-        return self._redact(super().format(record))
 
 
 class StepProgress:

@@ -40,6 +40,7 @@ from cmx.errors import CmxError
 from cmx.recipe.types import to_json
 from cmx.registry.sources import Source
 from cmx.resolve.plan import Plan, Step
+from cmx.secrets import public_value
 
 LOCK_VERSION = 1
 LOCK_NAME = "cmx.lock"
@@ -214,7 +215,7 @@ def _asked_inputs(plan: Plan) -> dict[str, str]:
     """The inputs the plan was asked with, less any that a step declares secret."""
     secret = {f"{s.name}.{n}" for s in plan for n, spec in s.recipe.inputs.items() if spec.type == "secret"}
     secret |= {n for n, spec in plan.root_step.recipe.inputs.items() if spec.type == "secret"}
-    return {k: str(to_json(v)) for k, v in plan.inputs.items() if k not in secret}
+    return {k: str(public_value(to_json(v))) for k, v in plan.inputs.items() if k not in secret}
 
 
 def installed_packages() -> dict[str, str]:

@@ -11,7 +11,7 @@ from cmx.errors import CmxError
 from cmx.execute.result import RunResult, recorded_results
 from cmx.execute.rundir import header, new_run_dir
 from cmx.resolve.plan import Plan
-from cmx.secrets import Secret
+from cmx.secrets import Redactor
 
 
 class RunRecord:
@@ -54,20 +54,24 @@ class RunRecord:
         if self._plan_json is None:
             self._plan_json = self.plan.to_json()
         data = {**header(self.argv, self.started, container_facts()), "plan": self._plan_json, **extra}
+        # an output or an error may quote a secret a step was given (a server's echo of its key)
+        data = redactor_of(self.plan).redact_json(data)
         tmp = self.path / "run.json.tmp"
         tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
         tmp.replace(self.path / "run.json")
 
 
 def redact_argv(argv: list[str], plan: Plan) -> list[str]:
-    """A secret given on the command line (`--input token=...`) must not reach run.json."""
-    secrets = {v.reveal() for step in plan for v in step.inputs.values() if isinstance(v, Secret) and v.reveal()}
-    out = []
-    for arg in argv:
-        for secret in secrets:
-            arg = arg.replace(secret, "********")
-        out.append(arg)
-    return out
+    """The command as records and printed lines may show it: a secret given on the command line (`--input
+    token=...`), the credentials of a URL (`endpoint_url=http://user:PASS@host/v1`) and the tokens set in the
+    environment replaced (cmx.secrets.Redactor)."""
+    return [redactor_of(plan).redact(arg) for arg in argv]
+
+
+def redactor_of(plan: Plan) -> Redactor:
+    """What every record of `plan`'s run redacts: each step's secrets and URL credentials, and the plan's asked
+    inputs (cmx.secrets.Redactor.of)."""
+    return Redactor.of([*(v for step in plan for v in step.inputs.values()), *plan.inputs.values()])
 
 
 def _safe(step_id: str) -> str:

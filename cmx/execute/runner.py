@@ -18,7 +18,7 @@ from cmx.execute.result import RunResult, StepResult
 from cmx.recipe.model import Recipe
 from cmx.recipe.types import TypeMismatch, coerce, to_json
 from cmx.resolve.plan import Plan, Step
-from cmx.secrets import Secret
+from cmx.secrets import Redactor, Secret, public_value
 
 if TYPE_CHECKING:  # logging and subprocess are imported only when a step really runs
     from cmx.execute.context import StepContext, StepLog
@@ -176,8 +176,8 @@ class Runner:
 
         assert self._record is not None
         log_path = self._record.log_path(step.id)
-        secrets = [v.reveal() for v in step.inputs.values() if isinstance(v, Secret)]
-        log = StepLog(log_path, step.id, secrets)
+        # its secrets, the credentials of its URL inputs and the tokens in the environment, out of every line
+        log = StepLog(log_path, step.id, Redactor.of(step.inputs.values()))
         started = time.monotonic()
         self.reporter.step_started(step)
         build_dir: Path | None = None
@@ -309,8 +309,8 @@ def _input_words(step: Step, name: str, value: Any, *, label: str | None = None)
     it: its environment variable does, for the shell to fill in when the line runs as printed (`...` where the
     recipe names no variable)."""
     label = label or name
-    if not isinstance(value, Secret):
-        return f"--input {shlex.quote(f'{label}={to_json(value)}')}"
+    if not isinstance(value, Secret):  # a URL's password masked (user:***@): the shell cannot fill it in
+        return f"--input {shlex.quote(f'{label}={public_value(to_json(value))}')}"
     spec = step.recipe.inputs.get(name)
     if spec is not None and spec.env:
         return f'--input "{label}=${spec.env}"'

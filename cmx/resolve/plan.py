@@ -8,7 +8,7 @@ from typing import Any
 
 from cmx.recipe.model import DockerSpec, Recipe
 from cmx.recipe.types import to_json
-from cmx.secrets import Secret
+from cmx.secrets import Secret, public_value
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,8 @@ class Step:
         return self.recipe.cache.enabled
 
     def public_inputs(self) -> dict[str, Any]:
-        """Inputs fit to print or store: secrets left out, values JSON-friendly."""
-        return {k: to_json(v) for k, v in self.inputs.items() if not isinstance(v, Secret)}
+        """Inputs fit to print or store: secrets left out, a URL's credentials masked, values JSON-friendly."""
+        return {k: public_value(to_json(v)) for k, v in self.inputs.items() if not isinstance(v, Secret)}
 
     def fetches(self) -> list[str]:
         """The URLs among this step's inputs: what it may download when it runs (not one for a variation it did
@@ -59,7 +59,7 @@ class Step:
             return (spec.needs is None or spec.needs in self.variations) and \
                 (spec.unless is None or self.inputs.get(spec.unless) is None)
 
-        return [v for k, v in self.inputs.items() if specs[k].type == "url" and v and used(k)]
+        return [public_value(v) for k, v in self.inputs.items() if specs[k].type == "url" and v and used(k)]
 
 
 @dataclass

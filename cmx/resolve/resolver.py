@@ -17,7 +17,7 @@ from cmx.recipe.model import DepSpec, DockerSpec, Recipe, Variation, WithValue
 from cmx.recipe.query import Query, having_variations, query_of
 from cmx.recipe.types import TypeMismatch, coerce, to_json
 from cmx.resolve.plan import DepEdge, Plan, Step
-from cmx.secrets import Secret
+from cmx.secrets import Secret, public_value
 
 MAX_DEPTH = 64
 
@@ -444,7 +444,8 @@ def _resolve_step(state: _State, recipe: Recipe, requested: Iterable[str], given
 
 
 def _key_inputs(recipe: Recipe, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Inputs as they enter a key: secrets never; a path by its stamp (see _path_stamp)."""
+    """Inputs as they enter a key: secrets never, nor a URL's password (the same bytes whoever fetches them); a
+    path by its stamp (see _path_stamp)."""
     out: dict[str, Any] = {}
     for name, value in inputs.items():
         if isinstance(value, Secret) or recipe.inputs[name].type == "secret":  # given or not: never in a key
@@ -452,7 +453,7 @@ def _key_inputs(recipe: Recipe, inputs: Mapping[str, Any]) -> dict[str, Any]:
         if recipe.inputs[name].type == "path" and value is not None:
             out[name] = _path_stamp(value)
         else:
-            out[name] = to_json(value)
+            out[name] = public_value(to_json(value))
     return out
 
 

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from cmx.errors import CmxError
-from cmx.secrets import Secret
+from cmx.secrets import Secret, masked_url
 
 if TYPE_CHECKING:  # requests is imported only when a download happens (it is slow to import)
     import requests
@@ -337,7 +337,7 @@ def _copy_local(url: str, dest: Path, expected: str | None, chunk_size: int,
     """A file:// URL: copy through the partial file, hashing on the way, with the same checks."""
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost"):
-        raise DownloadError(f"cannot copy {url}: a file:// URL must name a local path (file:///path)",
+        raise DownloadError(f"cannot copy {_shown(url)}: a file:// URL must name a local path (file:///path)",
                             hint="mount the share and use its local path")
     source = Path(unquote(parts.path))
     partial = partial_path(dest)
@@ -354,7 +354,7 @@ def _copy_local(url: str, dest: Path, expected: str | None, chunk_size: int,
                     on_progress(done, total)
     except FileNotFoundError:
         partial.unlink(missing_ok=True)
-        raise DownloadError(f"{url} was not found: no file at {source}", hint="check the path") from None
+        raise DownloadError(f"{_shown(url)} was not found: no file at {source}", hint="check the path") from None
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise DownloadError(f"cannot copy {source} to {partial}: {exc.strerror or exc}",
@@ -422,12 +422,8 @@ def _short_reason(exc: BaseException) -> str:
 
 
 def _shown(url: str) -> str:
-    """The URL for messages, without a password in it (https://user:PASSWORD@host/...)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL for messages: https://user:***@host/... (cmx.secrets.masked_url), never its password or token."""
+    return masked_url(url)
 
 
 __all__ = ["DownloadError", "DownloadResult", "download", "partial_path"]

@@ -7,6 +7,7 @@ from urllib.parse import unquote, urlsplit
 
 from cmx.errors import StepError
 from cmx.execute.context import StepContext
+from cmx.secrets import masked_url
 from cmx.tools.download import download
 
 
@@ -14,7 +15,7 @@ def _filename(url: str, given: str | None) -> str:
     """`given`, else the URL's last path segment: a plain name, never a path out of the workdir."""
     name = given or unquote(urlsplit(url).path.rsplit("/", 1)[-1])
     if not given and not name:
-        raise StepError(f"{url} ends with no file name", hint="pass --input filename=NAME")
+        raise StepError(f"{masked_url(url)} ends with no file name", hint="pass --input filename=NAME")
     if name in (".", "..") or "/" in name or "\\" in name:
         raise StepError(f"{name!r} is not a plain file name", hint="pass --input filename=NAME, with no / or \\")
     return name
@@ -29,9 +30,10 @@ def run(ctx: StepContext) -> dict[str, Any]:
                       retries=ctx.inputs["retries"], keep_partial=True,
                       on_progress=lambda done, total: bar.update(done, total), log=ctx.log)
     result = result.moved_to(ctx.workdir / name)  # into the entry; the scratch folder goes on success
+    shown = masked_url(url)  # https://user:***@host/...: the password stays out of the log
     if result.verified:
-        ctx.log.info("downloaded %s: %d bytes, sha256 %s verified", url, result.size, result.sha256)
+        ctx.log.info("downloaded %s: %d bytes, sha256 %s verified", shown, result.size, result.sha256)
     else:
         ctx.log.warning("downloaded %s: %d bytes, sha256 %s not verified (no sha256 given); "
-                        "pin it with --input sha256=%s", url, result.size, result.sha256, result.sha256)
+                        "pin it with --input sha256=%s", shown, result.size, result.sha256, result.sha256)
     return {"path": result.path, "sha256": result.sha256, "size": result.size, "verified": result.verified}
