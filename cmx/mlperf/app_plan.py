@@ -106,6 +106,10 @@ def check_app_plan(step: Choices) -> list[str]:
     scenarios = planned_scenarios(step)
     check_tests(step)
     refuse_workers_without_url(i)
+    if i.get("endpoint_url"):  # before anything starts, not on the harness's first request
+        from cmx.mlperf.backends.openai_api import refuse_two_credentials
+
+        refuse_two_credentials(i["endpoint_url"], bool(i.get("endpoint_api_key")))
     refuse_half_topology(i)
     if step.flag("submission") and not i.get("submitter"):
         raise AppConfigError("_submission needs --input submitter=NAME (your organisation, the tree's folder name)")

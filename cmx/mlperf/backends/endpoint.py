@@ -90,6 +90,7 @@ from cmx.mlperf.backends.openai_api import (
     malformed,
     parse_answer,
     public_url,
+    refuse_two_credentials,
     server_root,
     transcription_form,
     transcription_language,
@@ -165,6 +166,7 @@ class EndpointConfig:
         if not self.url.startswith(("http://", "https://")):
             raise BackendError(f"endpoint url {public_url(self.url)!r} is not an http:// or https:// URL",
                                hint="give the API's base, e.g. http://127.0.0.1:8000/v1")
+        refuse_two_credentials(self.url, bool(self.api_key))
         if self.max_concurrency < 1:
             raise BackendError(f"max_concurrency must be at least 1, not {self.max_concurrency}")
         if self.workers < 0:

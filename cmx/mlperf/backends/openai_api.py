@@ -35,6 +35,7 @@ from typing import Any
 
 from cmx.mlperf.backends.base import Audio, BackendError, ChatPrompt, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.base import request_name as request_name  # messages name a request by its sample index
+from cmx.secrets import masked_url
 from cmx.secrets import public_url as public_url  # where it lives: the floor, for the lock's git URLs too
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
@@ -63,6 +64,17 @@ def api_base(url: str) -> str:
 def server_root(url: str) -> str:
     """Where /health and /version live: the API base without its trailing /v1."""
     return api_base(url).removesuffix("/v1")
+
+
+def refuse_two_credentials(url: str, key_given: bool) -> None:
+    """An endpoint URL with credentials (http://user:PASS@host/v1) is sent as HTTP Basic auth, an API key as a
+    Bearer token: a request carries one Authorization header, so the two together are refused before anything
+    starts (rather than aiohttp's traceback on the first request)."""
+    if key_given and masked_url(url) != url:
+        raise BackendError(f"the endpoint URL {masked_url(url)} holds credentials and an API key is given too: a "
+                           "request carries one Authorization header (Basic for the URL's, Bearer for the key)",
+                           hint="drop the user:password@ from endpoint_url, or drop endpoint_api_key (and unset "
+                                "$OPENAI_API_KEY)")
 
 
 def curl_line(url: str, with_key: bool) -> str:

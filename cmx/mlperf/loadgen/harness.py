@@ -41,21 +41,26 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
     FAILED,
     PERFORMANCE_RULES,
+    URL_ENV,
     HarnessConfig,
     HarnessError,
     HarnessResult,
+    endpoint_environment,
+    endpoint_url,
     verdict_of,
 )
+from cmx.secrets import RedactingFormatter, Redactor
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
@@ -87,7 +92,8 @@ def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
 
         key = os.environ.get(API_KEY_ENV)
         e = config.endpoint
-        return EndpointBackend(EndpointConfig(url=e.url, model=e.model, api_key=Secret(key) if key else None,
+        return EndpointBackend(EndpointConfig(url=endpoint_url(e, os.environ), model=e.model,
+                                              api_key=Secret(key) if key else None,
                                               request_timeout_s=e.request_timeout_s,
                                               max_concurrency=e.max_concurrency, workers=e.workers,
                                               send_min_tokens=e.send_min_tokens,
@@ -179,6 +185,13 @@ def audit_config_path(config: HarnessConfig) -> Path:
     return config.output / AUDIT_CONFIG_NAME
 
 
+def harness_redactor(environ: Mapping[str, str]) -> Redactor:
+    """What the harness process keeps out of every file it writes and line it prints: the secrets it was given in
+    its environment (the API key, the endpoint URL's credentials, a Hugging Face token), in whatever a server
+    echoes back too."""
+    return Redactor.of([environ.get(URL_ENV, "")], environment=environ)
+
+
 def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> list[HarnessResult]:
     """Run the tests in this process, in order, on one backend (the harness process's job; call it once per
     process). Each test's result.json is written as soon as the test ends, so a caller reading them sees each
@@ -219,7 +232,7 @@ def run_in_process(configs: Sequence[HarnessConfig], logger: logging.Logger) -> 
                                  details={"engine_reused": i > 0, **info.details,
                                           "warmup_requests": info.warmup_requests if i == 0 else 0,
                                           "engines": len(info.engines)})
-                result.write(config.output / RESULT_JSON)
+                result.write(config.output / RESULT_JSON, harness_redactor(os.environ))
                 logger.info("%s", result.verdict())
             results.append(result)
             if STOPPED_EARLY in result.details:  # the backend died: every later test would fail as it starts
@@ -242,7 +255,7 @@ def own_log(config: HarnessConfig, first: HarnessConfig, logger: logging.Logger)
     """A later test's harness lines also go to a harness.log in its own folder (the engine's output stays in the
     first test's, the process's log), beginning with where that is."""
     handler = logging.FileHandler(config.output / HARNESS_LOG, mode="w", encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(RedactingFormatter(LOG_FORMAT, harness_redactor(os.environ)))
     root = logging.getLogger()
     root.addHandler(handler)
     try:
@@ -399,12 +412,15 @@ def parse_args(argv: list[str] | None = None) -> list[HarnessConfig]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    redactor = harness_redactor(os.environ)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(RedactingFormatter(LOG_FORMAT, redactor))
     logger = logging.getLogger("cmx.mlperf.loadgen.harness")
     try:
         results = run_in_process(parse_args(argv), logger)
     except CmxError as err:
-        print(f"harness: {err.render()}", file=sys.stderr)
+        print(f"harness: {redactor.redact(err.render())}", file=sys.stderr)
         return 2
     code = 0 if all(r.ok for r in results) else 1
     if any(STOPPED_EARLY in r.details for r in results):
@@ -445,6 +461,9 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
 
     check_one_scenario(configs)
     log = logger or logging.getLogger(__name__)
+    env = {**(env or {}), **endpoint_environment(configs[0].endpoint)}
+    # the process's output (its engine's, a traceback's) is written to harness.log through what it was given
+    redactor = harness_redactor({**os.environ, **env})
     args: list[str] = []
     for config in configs:
         config.output.mkdir(parents=True, exist_ok=True)
@@ -453,18 +472,21 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
         args += config.argv(config.output / CONFIG_JSON)
     log_path = configs[0].output / HARNESS_LOG
     cmd = [sys.executable, "-m", "cmx.mlperf.loadgen.harness", *args]
-    log.info("harness: %s", " ".join(cmd))
+    log.info("harness: %s", redactor.redact(" ".join(cmd)))
     limit = None if timeout is None else timeout * len(configs)
     with log_path.open("w", encoding="utf-8") as out:
         # in a process group of its own, registered with the run (cmx.tools.procs): on Ctrl-C the run stops it and
         # everything it started (vLLM's engine processes, a local Ray instance) from the main thread
-        proc = spawn(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        proc = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **env}, text=True,
+                     errors="replace", bufsize=1)
+        copier = copy_redacted(proc, out, redactor)
         try:
             wait = waiting_for(proc, limit)
             for config in configs:  # each test's progress in turn; the next starts once this one's result is written
                 follow(until_written(wait, config.output / RESULT_JSON), config.output / PROGRESS_JSON,
                        on_progress or (lambda p: None))
             wait_exit(proc, wait)
+            stop(proc)  # it has exited; what it started may not have (and the run need not stop it again)
         except subprocess.TimeoutExpired:
             stop(proc)
             raise HarnessError(f"the harness ran over {limit} s ({timeout} s for each of its {len(configs)} tests)",
@@ -472,7 +494,8 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
         except BaseException:  # a failing callback: never leave the harness running
             stop(proc)
             raise
-        stop(proc)  # it has exited; what it started may not have (and the run need not stop it again)
+        finally:
+            copier.join(COPY_JOIN_S)  # the family is stopped: the pipe's last lines are in, or never come
     results: list[HarnessResult] = []
     for config in configs:
         path = config.output / RESULT_JSON
@@ -484,6 +507,24 @@ def run_tests(configs: Sequence[HarnessConfig], *, timeout: float | None = None,
                                f"{config.mode} test:\n{tail}", where=str(log_path))
         results.append(HarnessResult.read(path))
     return results
+
+
+COPY_JOIN_S = 10.0  # how long the harness's last output may take to reach harness.log once its family is stopped
+
+
+def copy_redacted(proc: subprocess.Popen[str], out: TextIO, redactor: Redactor) -> threading.Thread:
+    """A thread that writes the process's output, line by line, redacted, into `out` (harness.log) until the pipe
+    closes: no secret the process holds reaches the file, whatever prints it (a server's echoed error, a
+    traceback, the engine's own logging)."""
+    def copy() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(redactor.redact(line))
+            out.flush()
+
+    thread = threading.Thread(target=copy, name="harness-log", daemon=True)
+    thread.start()
+    return thread
 
 
 def until_written(wait: Callable[[float], bool], result: Path) -> Callable[[float], bool]:

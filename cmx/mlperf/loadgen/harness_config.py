@@ -4,6 +4,7 @@ its engine and endpoint settings, and HarnessResult (the process's result.json).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
+from cmx.secrets import Redactor, masked_url
 
 if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
     from cmx.mlperf.backends.profiles import EngineOptions
@@ -98,6 +100,24 @@ class EndpointSettings:
 
 
 API_KEY_ENV = "CMX_ENDPOINT_API_KEY"
+# the endpoint's URL with its credentials (http://user:PASS@host/v1), when it has some: harness_config.json holds it
+# masked (http://user:***@host/v1), and the harness process takes the real one from here
+URL_ENV = "CMX_ENDPOINT_URL"
+
+
+def endpoint_environment(endpoint: EndpointSettings | None, api_key: str | None = None) -> dict[str, str]:
+    """What the harness process's environment carries for `endpoint` (never a file or its command line): the API
+    key, and the URL when it holds credentials."""
+    env = {API_KEY_ENV: api_key} if api_key else {}
+    if endpoint is not None and masked_url(endpoint.url) != endpoint.url:
+        env[URL_ENV] = endpoint.url
+    return env
+
+
+def endpoint_url(settings: EndpointSettings, environ: Mapping[str, str]) -> str:
+    """The URL the harness process sends to: the environment's (URL_ENV) when the config holds its masked form."""
+    given = environ.get(URL_ENV)
+    return given if given and masked_url(given) == settings.url else settings.url
 
 
 @dataclass(frozen=True)
@@ -148,7 +168,11 @@ class HarnessConfig:
         return "endpoint" if self.endpoint else "vllm"
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, default=str) + "\n"
+        """As JSON, with the endpoint URL's credentials masked (the harness process reads them from URL_ENV)."""
+        data = asdict(self)
+        if data.get("endpoint"):
+            data["endpoint"]["url"] = masked_url(data["endpoint"]["url"])
+        return json.dumps(data, indent=2, default=str) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> HarnessConfig:
@@ -238,6 +262,9 @@ class HarnessResult:
             data["validity"] = recorded_validity(data.get("validity"), bool(data.get("problems")))
         return cls(**data)
 
-    def write(self, path: Path) -> Path:
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+    def write(self, path: Path, redactor: Redactor | None = None) -> Path:
+        """result.json, with every message passed through `redactor` (a server's error may quote a secret)."""
+        data = asdict(self)
+        path.write_text(json.dumps(redactor.redact_json(data) if redactor else data, indent=2) + "\n",
+                        encoding="utf-8")
         return path
