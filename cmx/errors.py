@@ -115,3 +115,15 @@ class StepFailed(CmxError):
             lines.extend(f"    | {line}" for line in self.tail)
         lines.append(f"  re-run just this step: {self.rerun}")
         return "\n".join(lines)
+
+
+ECHO_LIMIT = 200  # characters of a value read from a file that a message, finding or table cell repeats
+
+
+def clip(value: object, limit: int = ECHO_LIMIT) -> str:
+    """`value` as a message echoes it: at most `limit` characters, and how many more there were. A hostile or broken
+    file's 200 MB field is said in one short line, never printed whole (the one truncation helper: use it)."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"

@@ -233,9 +233,21 @@ def read_loadgen_run(path: Path | str) -> LoadgenRun:
         raise LoadgenLogError(f"no LoadGen detail log at {detail}",
                               hint="LoadGen writes mlperf_log_detail.txt into LogSettings.log_output.outdir")
     summary_path = detail.with_name(SUMMARY_LOG)
-    summary = parse_summary(summary_path.read_text(encoding="utf-8", errors="replace")) \
-        if summary_path.is_file() else None
-    return parse_detail(detail.read_text(encoding="utf-8", errors="replace"), path=detail, summary=summary)
+    summary = parse_summary(_bounded_text(summary_path)) if summary_path.is_file() else None
+    return parse_detail(_bounded_text(detail), path=detail, summary=summary)
+
+
+MAX_LOG_BYTES = 50 * 1024 * 1024  # the submission checker's limit on any file; a real run's detail log is < 1 MB
+
+
+def _bounded_text(path: Path) -> str:
+    """The text of a LoadGen log, refused past MAX_LOG_BYTES: a log is never held whole when it is that large."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_LOG_BYTES + 1)
+    if len(data) > MAX_LOG_BYTES:
+        raise LoadgenLogError(f"{path.name} is over {MAX_LOG_BYTES // 2**20} MB, more than any LoadGen run writes; "
+                              "cmx did not read it", where=str(path), hint="copy the log again from the run")
+    return data.decode("utf-8", errors="replace")
 
 
 def parse_entries(text: str, *, where: str = "detail log") -> list[LogEntry]:
@@ -305,12 +317,14 @@ def parse_summary(text: str) -> Summary:
 
 def _json_record(body: str, where: str) -> dict[str, Any]:
     try:
-        record = json.loads(body)
-    except json.JSONDecodeError:
-        try:  # C++ streams non-finite doubles as inf / -inf / nan / -nan
+        try:
+            record = json.loads(body)
+        except json.JSONDecodeError:  # C++ streams non-finite doubles as inf / -inf / nan / -nan
             record = json.loads(re.sub(r'(?<=[:\[,])(\s*)(-?)(inf|nan)(?=\s*[,\]}])', _json_constant, body))
-        except json.JSONDecodeError as exc:
-            raise LoadgenLogError(f"a :::MLLOG line is not JSON ({exc.msg})", where=where) from None
+    except json.JSONDecodeError as exc:
+        raise LoadgenLogError(f"a :::MLLOG line is not JSON ({exc.msg})", where=where) from None
+    except RecursionError:  # a value nested thousands deep
+        raise LoadgenLogError("a :::MLLOG line nests too deep to read", where=where) from None
     if not isinstance(record, dict):
         raise LoadgenLogError("a :::MLLOG line is not a JSON object", where=where)
     return record

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cmx.errors import CmxError
+from cmx.errors import CmxError, clip
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.submission.check.endpoints import check_client_result, is_client_folder
+from cmx.mlperf.submission.check.files import one_finding_per_link, refused_link
 from cmx.mlperf.submission.check.layout import (
     ResultFolder,
     Submitter,
@@ -61,10 +62,11 @@ def round_of_tree(root: Path | str) -> str | None:
     knows (the newest round is then the default, and its seeds rule names the difference)."""
     from cmx.mlperf.loadgen.log import read_loadgen_run
     from cmx.mlperf.rounds import round_for_seeds
-    from cmx.mlperf.submission.check.layout import FILE_SIZE_LIMIT
+    from cmx.mlperf.submission.check.files import FILE_SIZE_LIMIT, link_on_the_way, regular_file
 
-    for detail in sorted(Path(root).glob("*/*/results/*/*/*/performance/run_1/mlperf_log_detail.txt")):
-        if detail.is_symlink() or not detail.is_file() or detail.stat().st_size > FILE_SIZE_LIMIT:
+    root = Path(root)
+    for detail in sorted(root.glob("*/*/results/*/*/*/performance/run_1/mlperf_log_detail.txt")):
+        if link_on_the_way(detail, root) or not regular_file(detail) or detail.stat().st_size > FILE_SIZE_LIMIT:
             continue  # the check itself reports a link or an oversized log
         seeds = read_loadgen_run(detail.parent).settings.seeds
         found = round_for_seeds(seeds) if seeds is not None else None
@@ -99,6 +101,7 @@ def check_tree(root: Path | str, round_name: str) -> CheckReport:
             problems += _scenario_problems(sub, folders, root, round_)
     # stable: errors first, each group in the tree's order; within them, what is missing comes before the
     # cleanup of what its absence left behind (an empty folder), so the first line is the one to act on
+    problems = one_finding_per_link(problems)
     problems.sort(key=lambda p: (p.severity != ERROR, p.rule == "layout.hygiene"))
     return CheckReport(str(root), round_.name, rows, problems)
 
@@ -106,6 +109,8 @@ def check_tree(root: Path | str, round_name: str) -> CheckReport:
 def _system(sub: Submitter, name: str, root: Path, round_: Round, problems: list[Problem]) -> dict[str, Any]:
     path = system_json(sub.path, name)
     where = relative(path, root)
+    if refused_link(path, root, problems):
+        return {}
     if not path.is_file():
         problems.append(Problem(where, "system.missing-json", "missing",
                                 "describe the system: cmx writes it when it packages "
@@ -116,10 +121,11 @@ def _system(sub: Submitter, name: str, root: Path, round_: Round, problems: list
     if not desc:
         return {}
     for p in description_problems(desc, round_, division=sub.division, submitter=sub.name):
-        problems.append(Problem(where, _FIELD_RULES.get(p.field, "system.field"), f"{p.field}: {p.found}", p.fix))
+        problems.append(Problem(where, _FIELD_RULES.get(p.field, "system.field"), f"{clip(p.field)}: {clip(p.found)}",
+                                p.fix))
     known = set(round_.submission.system_fields) | {"is_network"}
     for extra in sorted(set(desc) - known):
-        problems.append(Problem(where, "system.unknown-field", f"{extra} is not a field of {round_.name}",
+        problems.append(Problem(where, "system.unknown-field", f"{clip(extra)} is not a field of {round_.name}",
                                 "a typo? the checker ignores it", WARNING))
     return desc
 

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmx.errors import clip
 from cmx.mlperf.loadgen.compliance import TESTS as COMPLIANCE_TESTS
 from cmx.mlperf.rounds import Round
+from cmx.mlperf.submission.check.files import (
+    FILE_SIZE_LIMIT,
+    link_problem,
+    read_text,
+    regular_file,
+    walk,
+)
 from cmx.mlperf.submission.check.model import WARNING, Problem
 from cmx.mlperf.submission.tree import (
     ACCURACY_LOG,
@@ -26,7 +32,6 @@ from cmx.mlperf.submission.tree import (
     relative,
 )
 
-FILE_SIZE_LIMIT = 50 * 1024 * 1024
 ROOT_FILE_SUFFIXES = (".md", ".pdf")
 IGNORED_AT_ROOT = (".git", ".github", "assets")
 
@@ -63,6 +68,9 @@ def submitters(root: Path, round_: Round, problems: list[Problem]) -> list[Submi
     for entry in sorted(root.iterdir()):
         if entry.name in IGNORED_AT_ROOT:
             continue
+        if entry.is_symlink():  # never followed: `closed -> /` is a finding, not a division to walk
+            problems.append(link_problem(entry, root))
+            continue
         if entry.is_file():
             if not entry.name.endswith(ROOT_FILE_SUFFIXES):
                 problems.append(Problem(entry.name, "layout.root", "a file at the root of the tree",
@@ -75,7 +83,9 @@ def submitters(root: Path, round_: Round, problems: list[Problem]) -> list[Submi
                                     f"the root may hold only {', '.join(DIVISIONS)}: move or remove it"))
             continue
         for sub in sorted(entry.iterdir()):
-            if sub.is_file():
+            if sub.is_symlink():
+                problems.append(link_problem(sub, root))
+            elif sub.is_file():
                 problems.append(Problem(relative(sub, root), "layout.division-file",
                                         "a file directly in a division folder",
                                         "a division folder holds only submitter folders"))
@@ -89,18 +99,21 @@ def submitters(root: Path, round_: Round, problems: list[Problem]) -> list[Submi
 
 def _model_mapping(sub: Path, root: Path, division: str, problems: list[Problem]) -> dict[str, str]:
     path = sub / MODEL_MAPPING
-    if not path.is_file():
-        return {}
+    if not regular_file(path):
+        return {}  # a link there is the walk's finding
     where = relative(path, root)
     if division != "open":
         problems.append(Problem(where, "layout.model-mapping", f"{MODEL_MAPPING} in the {division} division",
                                 "only the open division maps custom names; closed must use the official names",
                                 WARNING))
         return {}
+    text = read_text(path)
+    if text is None:
+        return {}  # over the size limit: the walk says so
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        problems.append(Problem(where, "layout.model-mapping", f"not valid JSON ({exc})",
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        problems.append(Problem(where, "layout.model-mapping", f"not valid JSON ({clip(exc)})",
                                 'write {"your-name": "llama2-70b-99"}'))
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
@@ -111,10 +124,9 @@ def _model_mapping(sub: Path, root: Path, division: str, problems: list[Problem]
 
 
 def hygiene(sub: Submitter, root: Path, round_: Round, problems: list[Problem]) -> None:
-    """Names git and the upload take badly, empty folders, broken links and oversized files."""
-    for folder, dirs, files in os.walk(sub.path):
-        here = Path(folder)
-        for name in dirs + files:
+    """Names git and the upload take badly, empty folders, symbolic links and oversized files."""
+    for here, dirs, files, links in walk(sub.path, root, problems):
+        for name in dirs + files + links:
             path = here / name
             where = relative(path, root)
             if name.startswith("."):
@@ -123,16 +135,16 @@ def hygiene(sub: Submitter, root: Path, round_: Round, problems: list[Problem]) 
                 problems.append(Problem(where, "layout.hygiene", "a name with spaces", "rename it without spaces"))
             if name == "__pycache__":
                 problems.append(Problem(where, "layout.hygiene", "a __pycache__ folder", "remove it"))
-            if path.is_symlink() and not path.exists():
-                problems.append(Problem(where, "layout.hygiene", "a broken symbolic link", "remove it or copy the "
-                                                                                            "file in"))
+        for name in links:
+            problems.append(link_problem(here / name, root))
         for name in files:
             path = here / name
-            if path.exists() and path.stat().st_size > FILE_SIZE_LIMIT:
+            size = path.lstat().st_size
+            if size > FILE_SIZE_LIMIT:
                 problems.append(Problem(relative(path, root), "layout.hygiene",
-                                        f"{path.stat().st_size / 2**20:.0f} MB, over the 50 MB limit",
+                                        f"{size / 2**20:.0f} MB, over the 50 MB limit; cmx did not read it",
                                         "keep large files (full accuracy logs, weights) outside the tree"))
-        if not dirs and not files and here != sub.path:
+        if not dirs and not files and not links and here != sub.path:
             problems.append(_empty_folder(here, sub, root, round_))
 
 
@@ -178,7 +190,7 @@ def result_folders(sub: Submitter, root: Path, round_: Round, problems: list[Pro
         problems.append(Problem(relative(results, root), "layout.missing-file", "no results folder",
                                 "a submitter folder holds results/<system>/<benchmark>/<scenario>/"))
         return []
-    if not any(p.is_dir() for p in results.glob("*/*/*")):
+    if not any(_dirs(bench) for system in _dirs(results) for bench in _dirs(system)):
         problems.append(Problem(relative(results, root), "layout.no-results",
                                 "no results: it holds no <system>/<benchmark>/<scenario>/ folder",
                                 "put each run's logs in results/<system>/<benchmark>/<scenario>/ (cmx's packager does: "
@@ -202,8 +214,11 @@ def result_folders(sub: Submitter, root: Path, round_: Round, problems: list[Pro
     return out
 
 
-def _dirs(path: Path) -> Iterator[Path]:
-    return (p for p in sorted(path.iterdir()) if p.is_dir())
+def _dirs(path: Path) -> list[Path]:
+    """The folders in `path`, links left out (the walk reports them): the layout is never read through a link."""
+    if path.is_symlink() or not path.is_dir():
+        return []
+    return [p for p in sorted(path.iterdir()) if p.is_dir() and not p.is_symlink()]
 
 
 def _official(name: str, sub: Submitter, round_: Round) -> str | None:
@@ -230,12 +245,16 @@ def submitter_files(sub: Submitter, root: Path, round_: Round, problems: list[Pr
     if sub.division != "open":
         candidates = (sub.path / "documentation" / CALIBRATION, sub.path / CALIBRATION)
         if not any(p.is_file() for p in candidates):
-            problems.append(Problem(relative(candidates[0], root), "layout.calibration", "missing",
+            problems.append(Problem(relative(candidates[0], root), "layout.calibration",
+                                    "missing (cmx's rule: the official v6.1 checker no longer looks, its "
+                                    "--skip-calibration-check is unused; the submission rules ask closed results to "
+                                    "document calibration, and its older checker failed without the file)",
                                     "the closed division needs documentation/calibration.md: say what calibration "
                                     "or quantization was done, or that none was"))
     systems = sub.path / "systems"
     results = sub.path / "results"
-    if systems.is_dir() and any(p.is_dir() for p in results.glob("*/*/*")):  # with no results at all, that is said
+    # with no results at all, that is said
+    if systems.is_dir() and any(_dirs(bench) for system in _dirs(results) for bench in _dirs(system)):
         for desc in sorted(systems.glob("*.json")):
             if not (results / desc.stem).is_dir():
                 problems.append(Problem(relative(desc, root), "system.orphan", "a system description with no results",

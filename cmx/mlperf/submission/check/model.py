@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cmx.errors import clip
+
+FINDING_LIMIT = 2000  # characters of a finding's path, found or fix; a value it quotes is cut shorter (errors.clip)
 ERROR = "error"      # the official checker fails on it, or the round's rules forbid it where the checker does not look
 WARNING = "warning"  # worth fixing; fails nothing
 
@@ -16,7 +19,8 @@ RULES = frozenset({
     *(f"endpoints.{r}" for r in ("audit", "duration", "incomplete", "latency-limit", "min-duration", "model",
                                  "result", "sample-count", "scenario", "seeds", "unreadable")),
     *(f"layout.{r}" for r in ("benchmark", "calibration", "division-file", "empty-file", "file-list", "hygiene",
-                              "missing-file", "model-mapping", "no-results", "root", "scenario", "src", "submitter")),
+                              "link", "missing-file", "model-mapping", "no-results", "root", "scenario", "src",
+                              "submitter")),
     *(f"loadgen.{r}" for r in ("audit", "early-stopping", "equal-issue", "error", "invalid", "latency-limit",
                                "latency-setting", "logs-disagree", "min-duration", "sample-count", "scenario", "seeds",
                                "tokens", "unreadable")),
@@ -36,6 +40,11 @@ class Problem:
     found: str
     fix: str
     severity: str = ERROR
+
+    def __post_init__(self) -> None:
+        # the last guard of bounded output: a finding that quotes a hostile file is cut, wherever it was made
+        for name in ("path", "found", "fix"):
+            object.__setattr__(self, name, clip(getattr(self, name), FINDING_LIMIT))
 
     def line(self) -> str:
         fix = f"; {self.fix}" if self.fix else ""

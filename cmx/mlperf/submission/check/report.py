@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cmx.errors import CmxError
+from cmx.errors import CmxError, clip
 from cmx.mlperf.submission.check.model import RULES, CheckReport, ResultRow
 
 
@@ -50,8 +50,8 @@ def _cells(r: ResultRow) -> tuple[str, ...]:
     metric = "-" if r.metric is None else f"{r.metric:.1f} {r.units}"
     accuracy = " ".join(f"{k}={v:g}" for k, v in r.accuracy.items()) or "-"
     compliant = "yes" if r.compliant else f"no ({r.problems} problem(s))"
-    return (r.division, r.submitter, r.system, r.benchmark, r.scenario, metric, r.validity or "-", accuracy,
-            compliant)
+    return (r.division, r.submitter, r.system, r.benchmark, r.scenario, metric, clip(r.validity or "-", 20),
+            accuracy, compliant)
 
 
 def summary_csv(report: CheckReport) -> str:
@@ -65,7 +65,7 @@ def summary_csv(report: CheckReport) -> str:
 
 
 def _csv_values(r: ResultRow, round_name: str) -> dict[str, str]:
-    s = {k: "" if v is None else str(v) for k, v in r.system_facts.items()}
+    s = {k: "" if v is None else clip(v) for k, v in r.system_facts.items()}
     try:
         total = str(int(s.get("number_of_nodes", "")) * int(s.get("accelerators_per_node", "")))
     except ValueError:
@@ -88,7 +88,7 @@ def _csv_values(r: ResultRow, round_name: str) -> dict[str, str]:
         "Location": f"{r.path}/performance/run_1", "framework": s.get("framework", ""),
         "operating_system": s.get("operating_system", ""), "notes": notes, "compliance": r.division,
         "errors": str(r.problems), "version": round_name, "inferred": "0", "has_power": "False",
-        "Units": r.units, "weight_data_types": r.weight_data_types, "design_power_watts": "", "PrivateID": "",
+        "Units": r.units, "weight_data_types": clip(r.weight_data_types), "design_power_watts": "", "PrivateID": "",
     }
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cmx.errors import clip
 from cmx.mlperf.loadgen.accuracy_log import TRUNCATED_SIZE
 from cmx.mlperf.loadgen.log import LoadgenLogError, LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
@@ -17,6 +18,15 @@ from cmx.mlperf.scoring.accuracy_txt import (
     CHECKER_NAMES,
     meets_targets,
     parse_accuracy_txt,
+)
+from cmx.mlperf.submission.check.files import (
+    FILE_SIZE_LIMIT,
+    link_problem,
+    one_finding_per_link,
+    read_text,
+    refused_link,
+    regular_file,
+    walk,
 )
 from cmx.mlperf.submission.check.layout import ResultFolder
 from cmx.mlperf.submission.check.model import ERROR, WARNING, Problem, ResultRow
@@ -27,6 +37,7 @@ from cmx.mlperf.submission.tree import (
     DETAIL_LOG,
     PERFORMANCE_FILES,
     README,
+    SUMMARY_LOG,
     USER_CONF,
     VERIFY_TXT,
     ResultPaths,
@@ -90,6 +101,7 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
         else:
             _compliance_verdict(paths, root, found, test, bench_name, round_.benchmark(bench_name).accuracy.metrics)
         mine += found if closed else [replace(p, severity=WARNING) for p in found]
+    mine = one_finding_per_link(mine)
     problems += mine
     # the checker's result: tokens/s for the LLMs; samples/s (Offline) or completed queries/s for a benchmark
     # without token latencies (constants.py RESULT_FIELD_NEW and UNIT_DICT)
@@ -108,13 +120,17 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
 def _file_set(folder: Path, required: tuple[str, ...], optional: tuple[str, ...], root: Path,
               out: list[Problem]) -> None:
     where = relative(folder, root)
+    if refused_link(folder, root, out):
+        return
     if not folder.is_dir():
         out.append(Problem(where, "layout.missing-file", "the folder is missing",
                            f"it holds {', '.join(required)}"))
         return
-    present = {p.name for p in folder.iterdir() if p.is_file()}
+    present = {p.name for p in folder.iterdir() if regular_file(p)}
     for name in required:
-        if name not in present:
+        if (folder / name).is_symlink():
+            out.append(link_problem(folder / name, root, required=True))
+        elif name not in present:
             out.append(Problem(f"{where}/{name}", "layout.missing-file", "missing", "copy it from the run's logs"))
         elif (folder / name).stat().st_size == 0:
             out.append(Problem(f"{where}/{name}", "layout.empty-file", "empty", "copy it again from the run"))
@@ -130,6 +146,8 @@ def measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[P
     folder = paths.measurements_dir
     for name in (USER_CONF, README) if user_conf else (README,):
         path = folder / name
+        if refused_link(path, root, out):
+            continue
         if not path.is_file():
             out.append(Problem(relative(path, root), "layout.missing-file", "missing",
                                "user.conf: the one every test ran with; README.md: how to reproduce the result"))
@@ -138,6 +156,8 @@ def measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[P
                                f"the checker wants a non-empty {name}"))
     path = paths.measurements_json
     where = relative(path, root)
+    if refused_link(path, root, out):
+        return {}
     if not path.is_file():
         out.append(Problem(where, "measurements.missing", "missing",
                            f"write it with {', '.join(round_.submission.measurements_fields)}"))
@@ -152,11 +172,15 @@ def measurement_files(paths: ResultPaths, root: Path, round_: Round, out: list[P
 
 
 def json_object(path: Path, where: str, rule: str, out: list[Problem]) -> dict[str, Any]:
-    """The JSON object in `path`; {} after reporting under `rule` when it is not valid JSON or not an object."""
+    """The JSON object in `path`; {} after reporting under `rule` when it is not valid JSON or not an object, and
+    {} with nothing said when it is a link or over the size limit (the walk reports those)."""
+    text = read_text(path)
+    if text is None:
+        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        out.append(Problem(where, rule, f"not valid JSON ({exc})", "write a JSON object of field: value"))
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: an array nested 100,000 deep
+        out.append(Problem(where, rule, f"not valid JSON ({clip(exc)})", "write a JSON object of field: value"))
         return {}
     if not isinstance(data, dict):
         out.append(Problem(where, rule, "not a JSON object", "write a JSON object of field: value"))
@@ -166,13 +190,16 @@ def json_object(path: Path, where: str, rule: str, out: list[Problem]) -> dict[s
 
 def _loadgen(folder: Path, root: Path, round_: Round, benchmark: str, scenario: str,
              out: list[Problem]) -> LoadgenRun | None:
-    if not (folder / DETAIL_LOG).is_file():
-        return None  # reported as a missing file
-    where = relative(folder / DETAIL_LOG, root)
+    detail = folder / DETAIL_LOG
+    if refused_link(detail, root, out) or refused_link(folder / SUMMARY_LOG, root, out):
+        return None
+    if not regular_file(detail) or detail.stat().st_size > FILE_SIZE_LIMIT:
+        return None  # reported as a missing file, or as over the size limit, and not read
+    where = relative(detail, root)
     try:
         run = read_loadgen_run(folder)
     except LoadgenLogError as exc:
-        out.append(Problem(where, "loadgen.unreadable", str(exc), "copy the log again from the run"))
+        out.append(Problem(where, "loadgen.unreadable", clip(exc.message), "copy the log again from the run"))
         return None
     for finding in run.findings(round_, benchmark, compliant=True, scenario=scenario):
         out.append(Problem(where, finding.rule, finding.text, LOADGEN_FIX.get(finding.rule, "")))
@@ -191,15 +218,17 @@ def _network_sut(perf: LoadgenRun, system: dict[str, Any], root: Path, out: list
 def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, closed: bool,
               out: list[Problem]) -> dict[str, float]:
     txt, log = paths.accuracy / ACCURACY_TXT, paths.accuracy / ACCURACY_LOG
-    if log.is_file() and log.stat().st_size > MAX_ACCURACY_LOG_SIZE:
+    if refused_link(paths.accuracy, root, out):
+        return {}
+    if regular_file(log) and log.stat().st_size > MAX_ACCURACY_LOG_SIZE:
         out.append(Problem(relative(log, root), "accuracy.truncation",
                            f"{log.stat().st_size} bytes: not truncated (the limit is {MAX_ACCURACY_LOG_SIZE})",
                            f"keep the first and last 4096 characters ({TRUNCATED_SIZE} bytes; cmx's packager does) "
                            "and the full log outside the tree"))
-    if not txt.is_file():
-        return {}
+    text = read_text(txt)
+    if text is None:
+        return {}  # missing, a link or over the size limit: the file set and the walk say which
     where = relative(txt, root)
-    text = txt.read_text(encoding="utf-8", errors="replace")
     values = parse_accuracy_txt(text)
     metrics = [(key, CHECKER_NAMES.get(key, key)) for key in round_.benchmark(benchmark).accuracy.metrics]
     found = {label: float(values[key]) for key, label in metrics if isinstance(values.get(key), (int, float))}
@@ -227,6 +256,8 @@ def _compliance_verdict(paths: ResultPaths, root: Path, out: list[Problem], name
 
     test, folder = compliance_test(name), paths.compliance(name)
     rule = name.lower()
+    if _unreadable(folder, root, out):
+        return
     if not folder.is_dir():
         out.append(Problem(relative(folder, root), f"{rule}.missing", f"no {name} folder",
                            f"the closed division needs {name} for this benchmark: run _compliance"))
@@ -255,6 +286,8 @@ def _compliance_verdict(paths: ResultPaths, root: Path, out: list[Problem], name
 
 def _test06(paths: ResultPaths, root: Path, out: list[Problem], name: str = "TEST06") -> None:
     verify = paths.test06 / VERIFY_TXT
+    if _unreadable(paths.test06, root, out):
+        return
     if not paths.test06.is_dir():
         out.append(Problem(relative(paths.test06, root), "test06.missing", "no TEST06 folder",
                            "the closed division needs TEST06 for every LLM scenario: run _compliance"))
@@ -267,10 +300,27 @@ def _test06(paths: ResultPaths, root: Path, out: list[Problem], name: str = "TES
     if not verify.is_file():
         out.append(Problem(relative(verify, root), "test06.missing", "missing", "run the TEST06 verification"))
         return
-    text = verify.read_text(encoding="utf-8", errors="replace")
+    text = read_text(verify) or ""
     if not verify_accuracy_txt_passes(text):
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         out.append(Problem(relative(verify, root), "test06.check",
-                           f"the checks do not all pass ({'; '.join(lines) or 'the file is empty'})",
+                           f"the checks do not all pass ({clip('; '.join(lines)) or 'the file is empty'})",
                            "it needs 'First token check pass: True' (or Skipped), 'EOS check pass: True' and "
                            "'Sample length check pass: True'"))
+
+
+def _unreadable(folder: Path, root: Path, out: list[Problem]) -> bool:
+    """Whether compliance folder `folder` must not be judged: reached through a link, or holding a link (each is
+    reported as one the checker needs: the verifications read its files) or a file over the size limit (the walk
+    said so). Its verdict is then not read: a link out of the tree is never followed, a huge file never loaded."""
+    if refused_link(folder, root, out):
+        return True
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    found = False
+    for here in walk(folder, root, []):  # its depth and listing are the hygiene walk's findings
+        for name in here.links:
+            out.append(link_problem(here.path / name, root, required=True))
+            found = True
+        found = found or any((here.path / name).lstat().st_size > FILE_SIZE_LIMIT for name in here.files)
+    return found
