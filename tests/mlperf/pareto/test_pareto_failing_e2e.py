@@ -58,3 +58,14 @@ def test_a_server_that_stalls_is_stopped_by_the_first_token_deadline(shared: Hom
     assert "--first-token-timeout 14" in out  # the re-run line keeps the deadline given
     # the wait shows while it lasts (a plain line every 10 s), before the error
     assert "0 answered, 0 failed; no token for 1" in out.split("step failed")[0], out[-3000:]
+
+
+@pytest.mark.e2e
+def test_with_c_max_declared_the_first_point_a_server_answers_none_of_stops_the_curve(shared: Home,
+                                                                                       tmp_path: Path) -> None:
+    with Answers500() as server:
+        code, out, _ = pareto(shared, server.url, tmp_path / "results", "--max-concurrency", "64")
+    assert code == 1, out[-3000:]
+    assert re.search(r"the point at concurrency 1: \d+ of \d+ requests failed and none was answered; the first: .*"
+                     r"HTTP 500", out), out[-3000:]
+    assert "mlperf_log_accuracy" not in out and "concurrency 2" not in out  # not the gate's empty log, no next point
