@@ -16,9 +16,12 @@ import pytest
 from cmx.mlperf.backends.base import ChatPrompt
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.qwen3_vl.prompts import (
+    MAX_IMAGE_PIXELS,
+    MAX_VISUAL_TOKENS,
     PRODUCT_SCHEMA,
     chat_messages,
     image_data_url,
+    refuse_oversized,
     system_prompt,
     user_text,
 )
@@ -72,6 +75,58 @@ def test_an_image_that_does_not_decode_or_is_missing_is_refused_naming_the_row()
         image_data_url(b"not an image", "row 7")
     with pytest.raises(DatasetError, match="row 8 has no image"):
         image_data_url(b"", "row 8")
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG's signature and IHDR chunk (8-bit RGB), with no pixel data: Pillow opens it and reads its size, and
+    fails only when asked to decode it."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) + \
+        chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("side", [20000, 12000])
+def test_an_image_larger_than_the_datasets_is_refused_from_its_header_naming_the_row(side: int):
+    pytest.importorskip("PIL")
+    with pytest.raises(DatasetError) as caught:  # decoding it would fail otherwise: it has no pixel data
+        image_data_url(png_header(side, side), "row 5 of /data/catalogue")
+    assert caught.value.message.startswith("row 5 of /data/catalogue's image ")
+    assert "refused before decoding" in caught.value.message and "cannot be decoded" not in caught.value.message
+    assert "\n" not in caught.value.message
+
+
+def test_a_large_dimension_png_small_on_disk_is_refused_before_it_is_decoded(tmp_path: Path):
+    from PIL import Image
+
+    Image.new("1", (12000, 12000)).save(tmp_path / "big.png")  # 144 million pixels, a few kB on disk
+    data = (tmp_path / "big.png").read_bytes()
+    assert len(data) < 100_000
+    with pytest.raises(DatasetError, match=r"row 9's image is 12000x12000 pixels \(140625 visual tokens\), larger "
+                                           r"than any of the benchmark's dataset"):
+        image_data_url(data, "row 9")
+    assert Image.MAX_IMAGE_PIXELS == MAX_IMAGE_PIXELS  # Pillow's own decompression-bomb limit is the same
+
+
+@pytest.mark.parametrize(("size", "refused"), [
+    ((5248, 5248), False),  # 164 x 164 = 26,896 visual tokens
+    ((5280, 5280), True),  # 165 x 165 = 27,225, more than the dataset's longest sample holds
+    ((31, 3_000_000), False),  # no visual token, 93 million pixels
+    ((31, 4_000_000), True),  # 124 million pixels
+    ((1000, 800), False),
+])
+def test_the_size_limit_is_the_datasets_visual_tokens_and_the_pixels_they_allow(size: tuple[int, int],
+                                                                                 refused: bool):
+    assert (MAX_VISUAL_TOKENS, MAX_IMAGE_PIXELS) == (27_051, 110_800_896)
+    if refused:
+        with pytest.raises(DatasetError, match=rf"row 1's image is {size[0]}x{size[1]} pixels"):
+            refuse_oversized(size, "row 1")
+    else:
+        refuse_oversized(size, "row 1")
 
 
 def test_the_messages_are_the_references_and_the_body_sends_the_benchmarks_sampling_and_no_bound():

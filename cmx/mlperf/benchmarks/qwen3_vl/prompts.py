@@ -13,6 +13,9 @@ system message is 1,656 characters; a test pins its sha256.
   with Pillow's default settings (JPEG at quality 75), then sent as a base64 data URL whose type is
   Pillow's format name, upper-case (`data:image/JPEG;base64,...`). The original file's bytes are
   not sent.
+- An image larger than any of the real dataset's is refused from its header, naming its row, before it is
+  decoded (a 12000x12000 one took 770 MB to decode and send): more than MAX_VISUAL_TOKENS visual tokens, or
+  more than MAX_IMAGE_PIXELS pixels, which is also Pillow's decompression-bomb limit here.
 - The reference's body sets no max_tokens and leaves every sampling field null, so that the server takes
   the model's generation_config.json (temperature 0.7, top_p 0.8, top_k 20). cmx's chat route
   (cmx.mlperf.backends.openai_api.chat_body) sends no max_tokens either, and sends those values, the
@@ -24,12 +27,24 @@ from __future__ import annotations
 import base64
 import io
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from cmx.mlperf.backends.base import ChatPrompt
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.qwen3_vl.dataset import ProductCatalogue
+
+# No image of the real dataset has more visual tokens: the reference's notebook
+# (multimodal/qwen3-vl/notebooks/shopify-global-catalogue.ipynb, mlcommons/inference) counts an image's visual tokens
+# as (width // 32) * (height // 32) (16-pixel patches, merged 2x2) and finds the longest sample, text and image
+# together, at 27,051 tokens ("The longest sample is at index 17035 and has 27051 tokens").
+MAX_VISUAL_TOKENS = 27_051
+VISUAL_TOKEN_PIXELS = 32  # a visual token's side, in pixels
+# The pixels an image within MAX_VISUAL_TOKENS can have when both its sides are at least 32: under
+# (w // 32 + 1) * (h // 32 + 1) * 32 * 32, which is at most 4 * MAX_VISUAL_TOKENS * 32 * 32 (110,800,896). Pillow's
+# decompression-bomb limit is set to it too, so that Pillow warns about no image cmx would send.
+MAX_IMAGE_PIXELS = 4 * MAX_VISUAL_TOKENS * VISUAL_TOKEN_PIXELS ** 2
 
 # schema.py ProductMetadata: its fields, and the docstrings pydantic turns into descriptions
 PRODUCT_SCHEMA: dict[str, Any] = {
@@ -106,25 +121,55 @@ def user_text(title: str, description: str, categories: Sequence[str]) -> str:
 def image_data_url(image: bytes, where: str) -> str:
     """The image as the reference sends it: decoded with Pillow, saved again in its own format with Pillow's
     defaults, base64, behind `data:image/<FORMAT>;base64,`. An image Pillow cannot read is refused, naming
-    `where` (the reference stops there too: its QSL raises while loading the sample)."""
-    try:
-        from PIL import Image, UnidentifiedImageError
-    except ImportError:
-        raise DatasetError("Pillow is needed to read the product images and is not installed",
-                           hint="pip install pillow (vLLM depends on it: installing vLLM brings it)") from None
+    `where` (the reference stops there too: its QSL raises while loading the sample), and so is one larger than
+    any of the real dataset's, from its header, before it is decoded (`refuse_oversized`)."""
+    Image = _pillow()
     if not image:
         raise DatasetError(f"{where} has no image", hint="every row of the catalogue has a product_image; check the "
                                                          "dataset's files against their checksums")
     try:
-        with Image.open(io.BytesIO(image)) as img:
+        with Image.open(io.BytesIO(image)) as img:  # reads the header only: the size, not the pixels
+            refuse_oversized(img.size, where)
             img.load()
             fmt = img.format
             out = io.BytesIO()
             img.save(out, format=fmt)
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+    except Image.DecompressionBombError as exc:  # over twice Pillow's limit: refused by Image.open itself
+        raise DatasetError(f"{where}'s image is refused before decoding: {exc}", hint=_OVERSIZED_HINT) from None
+    except (Image.UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
         raise DatasetError(f"{where}'s image cannot be decoded: {exc}",
                            hint="check the dataset's files against their checksums, or download it again") from None
     return f"data:image/{fmt};base64,{base64.b64encode(out.getvalue()).decode('ascii')}"
+
+
+_OVERSIZED_HINT = "no image of the real Shopify/product-catalogue is that large; check the dataset's files against " \
+                  "their checksums, or download it again"
+
+
+def refuse_oversized(size: tuple[int, int], where: str) -> None:
+    """A DatasetError naming `where` when an image of `size` (width, height) is larger than any of the real
+    dataset's: more than MAX_VISUAL_TOKENS visual tokens, or more than MAX_IMAGE_PIXELS pixels."""
+    width, height = size
+    tokens = (width // VISUAL_TOKEN_PIXELS) * (height // VISUAL_TOKEN_PIXELS)
+    if tokens > MAX_VISUAL_TOKENS or width * height > MAX_IMAGE_PIXELS:
+        raise DatasetError(f"{where}'s image is {width}x{height} pixels ({tokens} visual tokens), larger than any of "
+                           f"the benchmark's dataset (at most {MAX_VISUAL_TOKENS} visual tokens and "
+                           f"{MAX_IMAGE_PIXELS} pixels): refused before decoding", hint=_OVERSIZED_HINT)
+
+
+def _pillow() -> Any:
+    """PIL.Image, with its decompression-bomb limit set to MAX_IMAGE_PIXELS (its warning, for an image over it,
+    silenced: refuse_oversized refuses every such image itself, naming its row)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise DatasetError("Pillow is needed to read the product images and is not installed",
+                           hint="pip install pillow (vLLM depends on it: installing vLLM brings it)") from None
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    # each time: a caller's catch_warnings (pytest's, per test) may have reset the filters; an identical filter
+    # replaces the one before it, so the list does not grow
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+    return Image
 
 
 def chat_messages(title: str, description: str, categories: Sequence[str], image_url: str, *,
@@ -156,4 +201,5 @@ class ProductPrompts:
                                               system=self._system)))
 
 
-__all__ = ["PRODUCT_SCHEMA", "ProductPrompts", "chat_messages", "image_data_url", "system_prompt", "user_text"]
+__all__ = ["MAX_IMAGE_PIXELS", "MAX_VISUAL_TOKENS", "PRODUCT_SCHEMA", "ProductPrompts", "chat_messages",
+           "image_data_url", "refuse_oversized", "system_prompt", "user_text"]
