@@ -81,18 +81,20 @@ LOADGEN_LOGS = ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_LOG,
 
 # --- in the harness process ---------------------------------------------------------------------
 
-def build_backend(config: HarnessConfig, logger: logging.Logger) -> Backend:
+def build_backend(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, str] | None = None) -> Backend:
     """The backend the config names: vLLM in this process as the device profile describes it (streaming for
-    Server and Interactive), or the endpoint, with its API key from the environment."""
+    Server and Interactive), or the endpoint, with its API key from the environment (`environ`, default this
+    process's: `cmx pareto` builds one in its own process, with endpoint_environment's values)."""
     from cmx.mlperf.benchmarks import benchmark_for
 
     if config.endpoint is not None:
         from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
         from cmx.secrets import Secret
 
-        key = os.environ.get(API_KEY_ENV)
+        env = os.environ if environ is None else environ
+        key = env.get(API_KEY_ENV)
         e = config.endpoint
-        return EndpointBackend(EndpointConfig(url=endpoint_url(e, os.environ), model=e.model,
+        return EndpointBackend(EndpointConfig(url=endpoint_url(e, env), model=e.model,
                                               api_key=Secret(key) if key else None,
                                               request_timeout_s=e.request_timeout_s,
                                               max_concurrency=e.max_concurrency, workers=e.workers,

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
-from cmx.mlperf.loadgen.harness_config import API_KEY_ENV
 from cmx.mlperf.pareto.client_config import ClientPoint, write_client_config, write_prompts
 from cmx.mlperf.pareto.metrics import PointFigures, figures
 from cmx.mlperf.pareto.power import ProvisionedPower, read_system_power
@@ -65,6 +64,7 @@ from cmx.mlperf.pareto.runner import (
     run_offline,
     run_point,
 )
+from cmx.secrets import Redactor
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -145,6 +145,7 @@ def pareto_step(ctx: StepContext, target: ParetoTarget, request: ParetoRequest) 
     from cmx.mlperf.app import harness_config, serving
     from cmx.mlperf.app_step import app_config
     from cmx.mlperf.loadgen.harness import build_backend
+    from cmx.mlperf.loadgen.harness_config import endpoint_environment
     from cmx.mlperf.pareto.client_config import client_command
 
     config = app_config(ctx, target.family)
@@ -157,7 +158,9 @@ def pareto_step(ctx: StepContext, target: ParetoTarget, request: ParetoRequest) 
     bar = ctx.progress(None, "pareto")
     with serving(config, ctx.log, tokenizer=command is not None) as served:
         harness = harness_config(served, "Server", "performance", folder / "unused.conf")
-        backend = build_backend(harness, ctx.log)
+        # the API key goes where the harness process finds it (its environment), here in this process
+        key = served.api_key.reveal() if served.api_key else None
+        backend = build_backend(harness, ctx.log, {**os.environ, **endpoint_environment(served.endpoint, key)})
         backend.start()
         try:
             curve = _Curve(served, target, backend, folder, ctx.log, lambda text: bar.update(0, None, text),
@@ -200,8 +203,9 @@ class _Curve:
         self.build = request_builder(self.source, config.max_tokens)
         self.build_acc = request_builder(self.plugin.prompt_source(self.acc, config.model), config.max_tokens)
         self.first_token_s = FIRST_TOKEN_S
-        # the API key the backend sends (harness_config's variable), kept out of a quoted server error
-        self.secrets = tuple(v for v in (os.environ.get(API_KEY_ENV),) if v)
+        # the API key the backend sends, the URL's credentials and the environment's tokens, kept out of a quoted
+        # server error (a server may echo the request's headers)
+        self.redactor = Redactor.of((config.api_key, config.endpoint.url if config.endpoint else None))
 
     def fixed(self, run: PointRun, build: Callable[[int, int], GenRequest], what: str) -> list[Answer]:
         """A fixed-concurrency run under the first-token deadline, its progress on the step's line; ParetoError when
@@ -213,7 +217,7 @@ class _Curve:
 
         answers = run_point(self.backend, replace(run, first_token_s=self.first_token_s), build,
                             on_progress=progress)
-        require_answers(answers, what, self.secrets)
+        require_answers(answers, what, self.redactor)
         return answers
 
     def seconds(self, planned_min_s: float) -> float:
@@ -296,7 +300,7 @@ class _Curve:
         self.say(f"Offline: whole passes of {len(self.perf)} samples for {seconds:g} s")
         write_client_config(self._client_point(None, int(OTHER_SECONDS), where))
         answers = run_offline(self.backend, len(self.perf), seconds, self.build)
-        require_answers(answers, "the Offline point", self.secrets)
+        require_answers(answers, "the Offline point", self.redactor)
         _write_requests(where / "requests.jsonl", answers)
         f = figures([a.record for a in answers], streamed=False)
         gate = self.accuracy(None, where)
@@ -329,7 +333,7 @@ class _Curve:
         began = time.monotonic()
         if concurrency is None:
             answers = run_offline(self.backend, rows, 0.0, self.build_acc)
-            require_answers(answers, "the accuracy pass at the Offline point", self.secrets)
+            require_answers(answers, "the accuracy pass at the Offline point", self.redactor)
         else:
             answers = self.fixed(PointRun(concurrency, 0.0, rows, accuracy=True), self.build_acc,
                                  f"the accuracy pass at concurrency {concurrency}")
@@ -381,18 +385,17 @@ def _gained(before: Probe, after: Probe) -> bool:
     return after.system_tps > 0 and after.system_tps >= before.system_tps * KNEE_GAIN
 
 
-def require_answers(answers: Sequence[Answer], what: str, secrets: Sequence[str] = ()) -> None:
+def require_answers(answers: Sequence[Answer], what: str, redactor: Redactor | None = None) -> None:
     """ParetoError when no request of `what` got an answer with tokens: every one failed (named by the first
-    failure, the server's HTTP status and message, truncated, each of `secrets` in it replaced: a server may echo the
-    request's Authorization header in its error), or the server answered with nothing."""
+    failure, the server's HTTP status and message, truncated, through `redactor`: a server may echo the request's
+    Authorization header in its error), or the server answered with nothing."""
     ok = [a for a in answers if a.record.error is None]
     if any(a.record.output_tokens > 0 for a in ok):
         return
     failed = [a.record.error for a in answers if a.record.error is not None]
     if failed:
         first = " ".join(failed[0].splitlines()[0].split())
-        for secret in secrets:
-            first = first.replace(secret, "********")
+        first = redactor.redact(first) if redactor is not None else first
         first = first if len(first) <= ERROR_CHARS else first[:ERROR_CHARS] + "..."
         raise ParetoError(f"{what}: {len(failed)} of {len(answers)} requests failed and none was answered; the "
                           f"first: {first}",

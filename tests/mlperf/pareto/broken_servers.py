@@ -12,14 +12,28 @@ from tests.fake_openai import FakeOpenAIServer
 
 class WarmThenBroken(FakeOpenAIServer):
     """Answers the warm-up (the backend's non-streamed requests, then its first streamed one) with max_tokens tokens;
-    every later request goes to `broken`. `broken_requests` counts those."""
+    every later request goes to `broken`. `broken_requests` counts those. With `key`, a request without it as its
+    Bearer token is answered 401."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: str | None = None) -> None:
         super().__init__()
+        self.key = key
         self.streamed = 0
         self.broken_requests = 0
 
+    def refused(self, request: Any) -> Any:
+        from aiohttp import web
+
+        if self.key is None or request.headers.get("Authorization") == f"Bearer {self.key}":
+            return None
+        return web.json_response({"object": "error", "message": "no valid API key", "code": 401}, status=401)
+
+    async def models(self, request: Any) -> Any:
+        return self.refused(request) or await super().models(request)
+
     async def complete(self, request: Any) -> Any:
+        if (refusal := self.refused(request)) is not None:
+            return refusal
         body = await request.json()
         if body.get("stream"):
             self.streamed += 1

@@ -15,7 +15,7 @@ from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
 from cmx.mlperf.pareto.record import Probe
 from cmx.mlperf.pareto.runner import PointFailed, PointProgress, PointRun, request_builder, run_point
 from cmx.mlperf.pareto.step import ERROR_CHARS, ParetoError, knee, require_answers
-from cmx.secrets import Secret
+from cmx.secrets import Redactor, Secret
 from tests.mlperf.pareto.broken_servers import Answers500, Stalls
 
 KEY = "sk-pareto-test-0123456789abcdef"
@@ -49,7 +49,7 @@ def test_a_run_whose_every_request_got_a_500_stops_the_curve_naming_the_servers_
     # requests sent while the first 4 failures came back are all the more it sent)
     assert 4 <= len(answers) < 8 and all(a.record.error for a in answers) and server.broken_requests == len(answers)
     with pytest.raises(ParetoError) as caught:
-        require_answers(answers, "the probe at concurrency 4", secrets=(KEY,))
+        require_answers(answers, "the probe at concurrency 4", Redactor([KEY]))
     message = caught.value.message
     assert message.startswith(f"the probe at concurrency 4: {len(answers)} of {len(answers)} requests failed")
     assert "HTTP 500" in message and "engine core died: CUDA error" in message

@@ -69,3 +69,14 @@ def test_with_c_max_declared_the_first_point_a_server_answers_none_of_stops_the_
     assert re.search(r"the point at concurrency 1: \d+ of \d+ requests failed and none was answered; the first: .*"
                      r"HTTP 500", out), out[-3000:]
     assert "mlperf_log_accuracy" not in out and "concurrency 2" not in out  # not the gate's empty log, no next point
+
+
+@pytest.mark.e2e
+def test_the_api_key_is_sent_and_kept_out_of_the_servers_error_it_echoes(shared: Home, tmp_path: Path) -> None:
+    key = "sk-pareto-e2e-0123456789abcdef"
+    with Answers500(key=key) as server:  # refuses a request without the key (401), echoes it in its 500s
+        code, out, _ = pareto(shared, server.url, tmp_path / "results", "--input", f"endpoint_api_key={key}")
+    assert code == 1, out[-3000:]
+    assert server.broken_requests > 0, out[-3000:]  # the warm-up passed: the key was sent
+    assert "HTTP 500: request with Authorization=Bearer ********: engine core died" in out, out[-3000:]
+    assert key not in out
