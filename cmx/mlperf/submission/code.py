@@ -25,7 +25,7 @@ from cmx.extras import install_command
 from cmx.mlperf.submission.sources import SourceResult, SubmissionRefused
 from cmx.recipe.load import hashed_files, load_recipe
 from cmx.recipe.model import Recipe
-from cmx.secrets import public_url
+from cmx.secrets import environment_redactor, public_url
 
 PROVENANCE = "cmx-provenance.json"
 RECIPES = "recipes"
@@ -149,18 +149,20 @@ def write_code(dest: Path, code: CodeFolder) -> None:
     file and the README that lists them."""
     from cmx.templates import render
 
+    redactor = environment_redactor()
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(Path(__file__).resolve().parents[2], dest / PACKAGE, ignore=shutil.ignore_patterns(*_NOT_CODE))
     for ran in code.recipes:
         _copy_recipe(ran, dest)
     for run in code.locks:
         (dest / run.in_src).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run.path, dest / run.in_src)
+        # a lock of an older cmx may hold a URL's password (its inputs as given): not into the upload
+        (dest / run.in_src).write_text(redactor.redact(run.path.read_text(encoding="utf-8")), encoding="utf-8")
     provenance = provenance_of(code, dest)
-    (dest / PROVENANCE).write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
+    (dest / PROVENANCE).write_text(redactor.redact(json.dumps(provenance, indent=2)) + "\n", encoding="utf-8")
     readme = render("submission/src-README.md.j2", p=provenance, locks=code.locks, contents=contents(dest),
                     install=install_line(code.device, provenance["version"]))
-    (dest / "README.md").write_text(readme, encoding="utf-8")
+    (dest / "README.md").write_text(redactor.redact(readme), encoding="utf-8")
 
 
 def _copy_recipe(ran: RanRecipe, dest: Path) -> None:

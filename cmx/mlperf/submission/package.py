@@ -60,6 +60,7 @@ from cmx.mlperf.submission.tree import (
     ResultPaths,
     system_json,
 )
+from cmx.secrets import environment_redactor
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,9 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
     paths.measurements_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source.path / "user.conf", paths.user_conf)
     paths.measurements_json.write_text(json.dumps(dict(measured), indent=4) + "\n", encoding="utf-8")
-    paths.readme.write_text(render_readme(source, round_, request, digest), encoding="utf-8")
+    # the command and the server's words, from cmx_run.json: one an older cmx wrote may hold a secret
+    paths.readme.write_text(environment_redactor().redact(render_readme(source, round_, request, digest)),
+                            encoding="utf-8")
     return PackagedResult(source.name, paths.result_dir, acc / ACCURACY_LOG, digest)
 
 

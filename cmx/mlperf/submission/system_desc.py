@@ -27,6 +27,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
 from cmx.mlperf.serving_stack import ServingStack
+from cmx.secrets import environment_redactor
 
 GIB = 1 << 30
 
@@ -312,5 +313,6 @@ def _fill(name: str) -> str:
 
 def write_description(desc: Mapping[str, str], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(desc), indent=4) + "\n", encoding="utf-8")
+    # sw_notes quote the server's own words (cmx_run.json): an older cmx's record may hold a secret
+    path.write_text(json.dumps(environment_redactor().redact_json(dict(desc)), indent=4) + "\n", encoding="utf-8")
     return path
