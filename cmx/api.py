@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cmx.recipe.query import Query, having_variations, query_of
 from cmx.recipe.types import to_json
 from cmx.registry.index import Fetcher, RecipeIndex, RecipeInfo, open_index
-from cmx.secrets import Secret
+from cmx.secrets import Secret, public_value
 from cmx.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner nor the cache
@@ -74,10 +74,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "write_check_csv": ("cmx.mlperf.submission.check.report", "write_csv"),
 }
 
-__all__ = [*_LAZY, "Secret", "Settings", "load_settings", "to_json", "index", "find", "show", "plan", "run", "tune",
-           "pareto", "lock", "lock_plan", "replay_docker", "docker_file", "docker_container", "run_docker",
-           "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep", "sweep_gather",
-           "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
+__all__ = [*_LAZY, "Secret", "public_value", "Settings", "load_settings", "to_json", "index", "find", "show", "plan",
+           "run", "tune", "pareto", "lock", "lock_plan", "replay_docker", "docker_file", "docker_container",
+           "run_docker", "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep",
+           "sweep_gather", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_is_default", "registry_add", "registry_update", "registry_fetch",
            "registry_remove", "report", "check"]
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
-import logging
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import quote, unquote
+
+if TYPE_CHECKING:  # logging is imported by the writers that log, not by every command
+    import logging
 
 
 class Secret:
@@ -151,15 +153,15 @@ class Redactor:
         return data
 
 
-class RedactingFormatter(logging.Formatter):
-    """A logging.Formatter whose every record (message, arguments and traceback) goes through a Redactor."""
+def redacting_formatter(fmt: str, redactor: Redactor) -> logging.Formatter:
+    """A logging.Formatter whose every record (message, arguments and traceback) goes through `redactor`."""
+    import logging
 
-    def __init__(self, fmt: str, redactor: Redactor) -> None:
-        super().__init__(fmt)
-        self._redactor = redactor
+    class RedactingFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return redactor.redact(super().format(record))
 
-    def format(self, record: logging.LogRecord) -> str:
-        return self._redactor.redact(super().format(record))
+    return RedactingFormatter(fmt)
 
 
 def environment_redactor() -> Redactor:

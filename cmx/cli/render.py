@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cmx.api import Secret, to_json
+from cmx.api import Secret, public_value, to_json
 
 if TYPE_CHECKING:  # `cmx find` renders a table only: it must not import the model
     from cmx.api import Plan, Recipe, Step
@@ -44,7 +44,7 @@ def plan_tree(plan: Plan, cached: dict[str, bool], show_inputs: bool = False,
         lines.extend(f"{child_prefix}   {note}" for note in (notes or {}).get(step_id, ()))
         if show_inputs:
             for name, value in step.inputs.items():
-                shown = "********" if isinstance(value, Secret) else to_json(value)
+                shown = "********" if isinstance(value, Secret) else public_value(to_json(value))  # user:***@
                 lines.append(f"{child_prefix}   {name} = {shown!r}  ({step.origins.get(name)})")
         for i, edge in enumerate(step.deps):
             walk(edge.step, child_prefix, i == len(step.deps) - 1, False)

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CommandFailed, StepCancelled
-from cmx.secrets import RedactingFormatter, Redactor, Secret
+from cmx.secrets import Redactor, Secret, redacting_formatter
 from cmx.tools.procs import signal_families, spawn
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class StepLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._redactor = secrets if isinstance(secrets, Redactor) else Redactor.of([Secret(s) for s in secrets])
         self._handler = logging.FileHandler(path, encoding="utf-8")
-        self._handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s", self._redactor))
+        self._handler.setFormatter(redacting_formatter("%(asctime)s %(levelname)s %(message)s", self._redactor))
         self.logger = logging.Logger(f"cmx.step.{name}", level=logging.DEBUG)
         self.logger.addHandler(self._handler)
         self._lock = threading.Lock()

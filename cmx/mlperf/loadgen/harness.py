@@ -60,7 +60,7 @@ from cmx.mlperf.loadgen.harness_config import (
     endpoint_url,
     verdict_of,
 )
-from cmx.secrets import RedactingFormatter, Redactor
+from cmx.secrets import Redactor, redacting_formatter
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
@@ -257,7 +257,7 @@ def own_log(config: HarnessConfig, first: HarnessConfig, logger: logging.Logger)
     """A later test's harness lines also go to a harness.log in its own folder (the engine's output stays in the
     first test's, the process's log), beginning with where that is."""
     handler = logging.FileHandler(config.output / HARNESS_LOG, mode="w", encoding="utf-8")
-    handler.setFormatter(RedactingFormatter(LOG_FORMAT, harness_redactor(os.environ)))
+    handler.setFormatter(redacting_formatter(LOG_FORMAT, harness_redactor(os.environ)))
     root = logging.getLogger()
     root.addHandler(handler)
     try:
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     redactor = harness_redactor(os.environ)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT)
     for handler in logging.getLogger().handlers:
-        handler.setFormatter(RedactingFormatter(LOG_FORMAT, redactor))
+        handler.setFormatter(redacting_formatter(LOG_FORMAT, redactor))
     logger = logging.getLogger("cmx.mlperf.loadgen.harness")
     try:
         results = run_in_process(parse_args(argv), logger)
