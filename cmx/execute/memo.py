@@ -17,8 +17,8 @@ the run record and prints the answer that resolving would have given. This costs
 importing and resolving costs ~90 ms. Any difference, or anything the memo cannot vouch for, falls through to
 the full path, which writes a fresh memo.
 
-What is never memoised: a run whose plan holds a secret (the memo is a file in the cache), a run in
-a `cmx run --docker` container, and a run given --context, --inputs-file, --registry or --locked.
+What is never memoised: a run whose plan holds a secret or a URL with credentials (the memo is a file in the
+cache), a run in a `cmx run --docker` container, and a run given --context, --inputs-file, --registry or --locked.
 
 The answering half imports os, sys, marshal, zlib, time and _json (and cmx's home, rundir and
 fingerprint, which import no more): typing, pathlib, json and re each cost more than the answer.
@@ -199,7 +199,7 @@ def remember(query: str, inputs: Mapping[str, Any], result: RunResult, index: Re
     """Write the memo of `result` when it can be answered again from one: the run succeeded, its root
     came from the cache, its inputs are --input text, no secret is in the plan, resolution did not list
     the environment, and it ran outside a container. True when a memo was written."""
-    from cmx.secrets import Secret
+    from cmx.secrets import Secret, public_value
 
     plan = result.plan
     root = plan.root_step
@@ -207,7 +207,9 @@ def remember(query: str, inputs: Mapping[str, Any], result: RunResult, index: Re
     if result.error is not None or result.steps[plan.root].status != "cached" or environ.listed \
             or not all(isinstance(v, str) for v in inputs.values()) \
             or any(name.startswith(_CONTAINER_ENV) for name in env) \
-            or any(isinstance(v, Secret) for step in plan for v in step.inputs.values()):
+            or any(isinstance(v, Secret) for step in plan for v in step.inputs.values()) \
+            or any(isinstance(v, str) and public_value(v) != v  # a URL's credentials: as secret as a Secret
+                   for v in (*inputs.values(), *(v for step in plan for v in step.inputs.values()))):
         return False
     registry, cache, runs = locations(None, env)
     if (str(index.registry), str(store.root)) != (registry, cache):
