@@ -23,7 +23,7 @@ from cmx.docker import DockerError, profile_for
 from cmx.docker.profiles import DeviceSettings
 from cmx.docker.render import BuildOptions, Rendered, plan_device, render, write_context
 from cmx.resolve.plan import Plan
-from cmx.secrets import Secret
+from cmx.secrets import Secret, mask_urls
 from cmx.settings import Settings
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
@@ -58,8 +58,9 @@ class ContainerSpec:
         """The settings as `cmx docker --print-run` shows them, secrets replaced by ********."""
         d = self.device
         return {
-            "image": self.image, "cmx_install": self.cmx_install, "command": list(self.command), "user": self.user,
-            "environment": {k: "********" if k in self.secret_names else v for k, v in self.environment},
+            "image": self.image, "cmx_install": self.cmx_install, "command": [mask_urls(a) for a in self.command],
+            "user": self.user,
+            "environment": {k: "********" if k in self.secret_names else mask_urls(v) for k, v in self.environment},
             "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir, "hostname": self.hostname,
             "devices": list(d.devices), "device_requests": [asdict(r) for r in d.device_requests],
             "group_add": list(d.group_add), "security_opt": list(d.security_opt), "cap_add": list(d.cap_add),

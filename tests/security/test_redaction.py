@@ -125,3 +125,12 @@ def test_the_harness_log_gets_what_the_process_prints_redacted_tracebacks_includ
 def test_the_harness_redactor_knows_the_key_and_the_url_password_it_was_given(value: str):
     redactor = harness_redactor({API_KEY_ENV: KEY, URL_ENV: f"http://alice:{PASSWORD}@gw/v1"})
     assert value not in redactor.redact(f"HTTP 500: {value}")
+
+
+def test_cmx_docker_print_run_and_plan_show_a_url_password_as_stars(builtin: Home):
+    url = f"http://alice:{PASSWORD}@127.0.0.1:9/x.bin"
+    shown = [builtin.cmx(*verb, "download file", "--input", f"url={url}")
+             for verb in (("docker", "--print-run"), ("plan", "-v"), ("plan", "--json"), ("lock",))]
+    assert [p.returncode for p in shown] == [0, 0, 0, 0], [p.stderr for p in shown]
+    assert all(PASSWORD not in p.stdout + p.stderr for p in shown)
+    assert "http://alice:***@127.0.0.1:9/x.bin" in shown[0].stdout and "alice:***@" in shown[1].stdout
