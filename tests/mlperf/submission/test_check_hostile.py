@@ -160,13 +160,16 @@ def test_deeply_nested_json_is_not_valid_json_not_a_crash(tree: Path) -> None:
                             for p in problems if p[0] == str(measurements.relative_to(tree)))
 
 
-# a child process measures its own peak memory: what check_tree costs on the tree, not what the test wrote
+# a child process measures its own peak memory: what check_tree costs on the tree, not what the test wrote.
+# VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across execve, so a child forked from a large pytest
+# worker would report the worker's size
 _MEASURE = """
-import resource, sys
+import re, sys
+from pathlib import Path
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
 out = format_report(check_tree(sys.argv[1], "v6.0"))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+print(int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) // 1024)
 print(out)
 """
 
@@ -195,7 +198,7 @@ def test_a_200_mb_log_is_said_once_and_never_read(tree: Path) -> None:
     detail = result_dir(tree, "Offline") / "performance" / "run_1" / "mlperf_log_detail.txt"
     _long_value(detail, "result_validity", 200 * 2**20)
     peak, out = _check_in_a_child(tree)
-    assert peak < 250, f"{peak} MB"  # the file alone is 200 MB
+    assert 10 < peak < 250, f"{peak} MB"  # the file alone is 200 MB; under 10 MB would be no measurement
     assert len(out) < 5_000
     assert out.count("mlperf_log_detail.txt") == 1
     assert "Offline/performance/run_1/mlperf_log_detail.txt: [layout.hygiene] 200 MB, over the 50 MB limit; " \
