@@ -7,8 +7,11 @@ an endpoint on another host into closed. Each reason is a sentence that says wha
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
+from cmx.errors import clip
 from cmx.mlperf.app import MODE_FOLDERS
 from cmx.mlperf.loadgen.accuracy_log import sha256_file
 from cmx.mlperf.loadgen.compliance import compliance_test
@@ -23,8 +26,23 @@ from cmx.mlperf.submission.tree import (
     ACCURACY_LOG,
     ACCURACY_TXT,
 )
+from cmx.tools.fs import resolves_inside
 
 UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are
+
+
+def link_refusals(folder: Path) -> list[str]:
+    """A symbolic link in a results folder that leaves it or points at nothing: the packager copies what a link
+    points at, so a log linked to a file outside the run would go into the tree as the run's."""
+    out = []
+    for top, dirs, files in os.walk(folder):  # followlinks=False: a linked folder is listed, not entered
+        for name in (*dirs, *files):
+            path = Path(top, name)
+            if path.is_symlink() and not (resolves_inside(path, folder) and path.exists()):
+                where = "points at nothing" if resolves_inside(path, folder) else "leaves the results folder"
+                out.append(f"{path.relative_to(folder)} is a symbolic link that {where} "
+                           f"({clip(os.readlink(path))}): replace it with the run's own file, or run the test again")
+    return out
 
 
 def refusals(request: PackageRequest, round_: Round, results: Sequence[SourceResult]) -> list[str]:
@@ -39,7 +57,7 @@ def refusals(request: PackageRequest, round_: Round, results: Sequence[SourceRes
 
 
 def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> list[str]:
-    facts, out = result.facts, []
+    facts, out = result.facts, link_refusals(result.path)
     if facts.get("round") and facts["round"] != round_.name:
         out.append(f"it was run for {facts['round']}, not {round_.name}: its LoadGen seeds are that round's")
     try:

@@ -342,6 +342,30 @@ def test_a_server_run_that_missed_early_stopping_is_refused_in_open_too(tmp_path
     assert "Server: performance: LoadGen's early-stopping condition was not met" in text
 
 
+def test_a_log_linked_out_of_the_results_is_refused_and_nothing_outside_is_copied(tmp_path: Path, results: Path):
+    outside = tmp_path / "someone-elses-detail.txt"
+    detail = results / SYSTEM / BENCHMARK / "Offline" / "performance/run_1/mlperf_log_detail.txt"
+    outside.write_text(detail.read_text())
+    detail.unlink()
+    detail.symlink_to(outside)
+    (results / SYSTEM / BENCHMARK / "Server" / "etc").symlink_to("/etc")
+    (results / SYSTEM / BENCHMARK / "Server" / "gone").symlink_to("nothing-here")
+    text = refusal(request(tmp_path, results, division="open"))
+    assert "Offline: performance/run_1/mlperf_log_detail.txt is a symbolic link that leaves the results folder" in text
+    assert "Server: etc is a symbolic link that leaves the results folder (/etc)" in text
+    assert "Server: gone is a symbolic link that points at nothing (nothing-here)" in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_link_that_stays_inside_the_results_is_packaged(tmp_path: Path, results: Path):
+    user_conf = results / SYSTEM / BENCHMARK / "Offline" / "user.conf"
+    (user_conf.parent / "user.conf.orig").write_text(user_conf.read_text())
+    user_conf.unlink()
+    user_conf.symlink_to("user.conf.orig")
+    done = package(request(tmp_path, results, division="open"))
+    assert not any(p.is_symlink() for p in done.tree.rglob("*"))
+
+
 def test_error_lines_in_a_log_are_refused(tmp_path: Path, results: Path):
     detail = results / SYSTEM / BENCHMARK / "Server" / "accuracy/mlperf_log_detail.txt"
     entry = {"key": "error_runtime", "value": "Multiple conf files are used", "time_ms": 0.1,
