@@ -4,11 +4,12 @@ Authorization header back wherever it can (the model list's `owned_by`, the /ver
 then a scan of every file under the run's home (run records, step logs, harness.log, result.json, cmx_run.json, the
 cache entries, the packaged tree, its tarball extracted, the report) and of what the commands printed.
 
-Two runs, since one request carries one Authorization header (cmx refuses a URL password and an API key together):
+Three runs, since one request carries one Authorization header (cmx refuses a URL password and an API key together):
 - the API key (sent as Bearer), which the server echoes in a 500 for every sample: the run fails, its records and
   report are scanned;
 - the URL's password (sent as HTTP Basic), which the server echoes in its 200 answers: the run passes, is packaged
-  (tree and tarball) and reported, and all is scanned.
+  (tree and tarball) and reported, and all is scanned;
+- the API key again, echoed in the 200 answers' model list and version: the run passes and is packaged.
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ def test_no_key_password_or_token_reaches_any_file_or_output(builtin: Home, tmp_
         passed = app_run(builtin, server, url, tmp_path / "basic", "--input", f"get-ml-model-llama2.token={TOKEN}")
         assert any(h.startswith("Basic ") for h in server.seen)
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+    with EchoingServer(fail=False) as server:  # the key again, echoed in the server's own words: a packaged run
+        keyed = app_run(builtin, server, server.url, tmp_path / "keyed-ok", "--input", f"endpoint_api_key={KEY}")
+        assert f"Bearer {KEY}" in server.seen
+    assert keyed.returncode == 0, keyed.stdout[-3000:] + keyed.stderr[-3000:]
+    assert list((tmp_path / "keyed-ok/submission").rglob("README.md"))  # the key's run was packaged, and is scanned
     # the tarball submitters upload, from the same results (the app's _submission writes the tree only)
     tarred = builtin.cmx("run", "generate mlperf submission", "--input", f"results_dir={tmp_path / 'basic/results'}",
                          "--input", f"out_dir={tmp_path / 'basic/upload'}", "--input", "submitter=cmx-test",
@@ -125,9 +131,10 @@ def test_no_key_password_or_token_reaches_any_file_or_output(builtin: Home, tmp_
                          f"system_file={SYSTEM_FILE}", "--progress", "none")
     assert tarred.returncode == 0, tarred.stderr[-3000:]
     reports = [builtin.cmx("report", str(tmp_path / run / "results"), "--out", str(tmp_path / f"{run}.html"))
-               for run in ("keyed", "basic")]
+               for run in ("keyed", "basic", "keyed-ok")]
     assert all(r.returncode == 0 for r in reports), [r.stderr for r in reports]
-    for name, proc in (("failed run", failed), ("packaged run", passed), ("tarball", tarred), ("report", reports[0])):
+    for name, proc in (("failed run", failed), ("packaged run", passed), ("keyed packaged run", keyed),
+                       ("tarball", tarred), *((f"report {i}", r) for i, r in enumerate(reports))):
         printed[f"{name} stdout"], printed[f"{name} stderr"] = proc.stdout, proc.stderr
     files = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
     for needed in ("harness.log", "result.json", "cmx_run.json", "run.json", "cmx.lock", "meta.json", "README.md"):
