@@ -31,6 +31,18 @@ def resolves_inside(path: Path, root: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(real_root)
 
 
+def link_on_the_way(path: Path, root: Path) -> Path | None:
+    """The first symbolic link from `root` down to `path` (itself included), or None. `path` is inside `root`."""
+    here = root
+    for part in path.relative_to(root).parts:
+        here = here / part
+        if here.is_symlink():
+            return here
+        if not os.path.lexists(here):
+            return None
+    return None
+
+
 class LinkOut(NamedTuple):
     """A symbolic link on the way to a file that leaves the folder it must stay in, or points at nothing."""
 

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
+
+from cmx.tools.fs import link_on_the_way
 
 CONFIG_NAMES = ("config.yaml", "config.yml")
 SUMMARY = Path("performance") / "result_summary.json"
@@ -111,9 +114,9 @@ def read_client_result(folder: Path) -> ClientResult:
     """The endpoint client's result in `folder` (a results/<system>/<benchmark>/<scenario> folder)."""
     unreadable: list[tuple[Path, str]] = []
     config_file = next((folder / n for n in CONFIG_NAMES if (folder / n).is_file()), None)
-    raw_config = read_mapping(config_file or folder / CONFIG_NAMES[0], unreadable, yaml_file=True)
-    raw_summary = read_mapping(folder / SUMMARY, unreadable)
-    raw_accuracy = read_mapping(folder / ACCURACY, unreadable)
+    raw_config = read_mapping(config_file or folder / CONFIG_NAMES[0], unreadable, yaml_file=True, below=folder)
+    raw_summary = read_mapping(folder / SUMMARY, unreadable, below=folder)
+    raw_accuracy = read_mapping(folder / ACCURACY, unreadable, below=folder)
     yaml_file = config_file or folder / CONFIG_NAMES[0]
     entries = (raw_accuracy or {}).get("accuracy_scores")
     return ClientResult(
@@ -125,10 +128,16 @@ def read_client_result(folder: Path) -> ClientResult:
         unreadable=tuple(unreadable))
 
 
-def read_mapping(path: Path, unreadable: list[tuple[Path, str]], *, yaml_file: bool = False) -> dict[str, Any] | None:
+def read_mapping(path: Path, unreadable: list[tuple[Path, str]], *, yaml_file: bool = False,
+                 below: Path | None = None) -> dict[str, Any] | None:
     """A JSON (or YAML) file's top-level mapping, or None with the reason appended to `unreadable`. NaN and
-    Infinity load as the checker's json.load loads them; they are judged where a field is read."""
+    Infinity load as the checker's json.load loads them; they are judged where a field is read. No symbolic link is
+    followed: not the file itself, nor a folder on the way down from `below` (a result folder of a tree)."""
     kind = "YAML" if yaml_file else "JSON"
+    link = link_on_the_way(path, below) if below is not None else None
+    if link is not None or path.is_symlink():
+        unreadable.append((path, f"reached through the symbolic link {link or path}; cmx reads no file through a link"))
+        return None
     try:
         if not path.is_file():
             unreadable.append((path, "missing"))
@@ -138,7 +147,9 @@ def read_mapping(path: Path, unreadable: list[tuple[Path, str]], *, yaml_file: b
             unreadable.append((path, f"{size:,} bytes, over cmx's {MAX_FILE_BYTES // 2**20} MiB limit for this file "
                                      "(the client writes a few kilobytes)"))
             return None
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a link put in its place since the check above is refused
+        with os.fdopen(fd, "rb") as f:
+            text = f.read(MAX_FILE_BYTES + 1).decode("utf-8")
         data = yaml.safe_load(text) if yaml_file else json.loads(text)
     except RecursionError:
         unreadable.append((path, f"not valid {kind}: nested deeper than the parser goes"))

@@ -391,6 +391,25 @@ def test_a_client_file_over_the_size_limit_is_refused_unread(tree: Path) -> None
     assert found and "over cmx's 16 MiB limit" in found[0].found and len(found[0].line()) < 500
 
 
+def test_a_client_file_or_folder_linked_out_of_the_tree_is_not_read(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    config = cfg(QWEN, "Offline")(tree)
+    (outside / "config.yaml").write_text(config.read_text())  # a passing config: only the link can fail it
+    config.unlink()
+    config.symlink_to(outside / "config.yaml")
+    performance = perf(GPT_OSS, "Server")(tree).parent
+    shutil.move(performance, outside / "performance")
+    performance.symlink_to(outside / "performance")
+    report = check_tree(tree, "v6.1")
+    unread = {p.path: p.found for p in report.errors if p.rule == "endpoints.unreadable"}
+    config_at, summary_at = (str(f.relative_to(tree)) for f in (config, perf(GPT_OSS, "Server")(tree)))
+    assert "cmx reads no file through a link" in unread[config_at]
+    assert "cmx reads no file through a link" in unread[summary_at]
+    links = {p.path for p in report.errors if p.rule == "layout.link"}
+    assert {config_at, str(performance.relative_to(tree))} <= links
+
+
 def test_the_docs_table_names_exactly_the_rules_the_cases_catch() -> None:
     import re
 

@@ -62,7 +62,8 @@ def round_of_tree(root: Path | str) -> str | None:
     knows (the newest round is then the default, and its seeds rule names the difference)."""
     from cmx.mlperf.loadgen.log import read_loadgen_run
     from cmx.mlperf.rounds import round_for_seeds
-    from cmx.mlperf.submission.check.files import FILE_SIZE_LIMIT, link_on_the_way, regular_file
+    from cmx.mlperf.submission.check.files import FILE_SIZE_LIMIT, regular_file
+    from cmx.tools.fs import link_on_the_way
 
     root = Path(root)
     for detail in sorted(root.glob("*/*/results/*/*/*/performance/run_1/mlperf_log_detail.txt")):

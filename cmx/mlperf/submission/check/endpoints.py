@@ -444,7 +444,7 @@ def _compliance(result: ClientResult, bench: Benchmark, at: _Where) -> list[Prob
     for test in bench.compliance_tests:
         name = AUDIT_NAMES.get(test)
         if name is not None and result.audit(name).is_file():
-            verdict = read_mapping(result.audit(name), []) or {}
+            verdict = read_mapping(result.audit(name), [], below=result.folder) or {}
             where = at.path(result.audit(name))
             if verdict.get("test") != name:
                 out.append(Problem(where, "endpoints.audit", f"its test is {echo(verdict.get('test'))}, not {name!r}",

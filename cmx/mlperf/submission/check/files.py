@@ -18,7 +18,7 @@ from typing import NamedTuple
 from cmx.errors import clip
 from cmx.mlperf.submission.check.model import WARNING, Problem
 from cmx.mlperf.submission.tree import relative
-from cmx.tools.fs import resolves_inside
+from cmx.tools.fs import link_on_the_way, resolves_inside
 
 FILE_SIZE_LIMIT = 50 * 1024 * 1024  # the official checker's limit on any file of a tree
 MAX_DEPTH = 32  # folders below a submitter folder; a real tree's deepest (compliance/.../TEST01/performance/run_1) is 8
@@ -73,18 +73,6 @@ def link_problem(link: Path, root: Path, *, required: bool = False) -> Problem:
                                          "reads none through a link", "copy the file in, in place of the link")
     return Problem(where, LINK_RULE, f"a symbolic link (to {target!r})",
                    "put what it points at in its place, or remove it: tar carries the link, not its target", WARNING)
-
-
-def link_on_the_way(path: Path, root: Path) -> Path | None:
-    """The first symbolic link from `root` down to `path` (itself included), or None. `path` is inside `root`."""
-    here = root
-    for part in path.relative_to(root).parts:
-        here = here / part
-        if here.is_symlink():
-            return here
-        if not os.path.lexists(here):
-            return None
-    return None
 
 
 def refused_link(path: Path, root: Path, problems: list[Problem]) -> bool:
