@@ -63,6 +63,8 @@ REDACTED = "********"
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "CMX_ENDPOINT_API_KEY")
 # the user:password@ (or token@) of a URL anywhere in a text: no whitespace, quote, slash, ?, # or @ in it
 _USERINFO = re.compile(r"(?<=://)([^\s/?#@'\"<>]+)@")
+# an ssh URL's bare user (ssh://git@host/...) is an account, never a token: ssh authenticates with keys
+_SSH_USER = re.compile(r"(?:^|[^A-Za-z0-9+.-])(?:git\+)?ssh://$")
 
 
 def masked_url(url: str) -> str:
@@ -78,7 +80,10 @@ def mask_urls(text: str) -> str:
 
 def _masked_userinfo(match: re.Match[str]) -> str:
     user, colon, _ = match.group(1).partition(":")
-    return f"{user}:***@" if colon else "***@"
+    if colon:
+        return f"{user}:***@"
+    before = match.string[max(0, match.start() - 11):match.start()]  # "x" + "git+ssh://": enough to tell ssh
+    return match.group(0) if _SSH_USER.search(before) else "***@"
 
 
 def url_secrets(url: str) -> list[str]:
@@ -95,6 +100,8 @@ def url_secrets(url: str) -> list[str]:
             return []
         user, _, password = match.group(1).partition(":")
     if user is None and password is None:
+        return []
+    if not password and _SSH_USER.search(url[:url.find("://") + 3]):  # ssh://git@host: an account, not a token
         return []
     out = _forms(password) if password else _forms(user or "")
     if password:

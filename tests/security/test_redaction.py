@@ -39,6 +39,12 @@ def test_a_url_is_shown_with_its_user_and_never_its_password_or_a_token_given_as
     assert masked_url(f"https://alice:{PASSWORD}@host:8443/v1?x=1") == "https://alice:***@host:8443/v1?x=1"
     assert masked_url("https://hf_TOKEN123@host/f.bin") == "https://***@host/f.bin"
     assert masked_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    # an ssh URL's user is an account (ssh authenticates with keys): shown; its password, were one given, is not
+    assert masked_url("ssh://git@github.com/o/r.git") == "ssh://git@github.com/o/r.git"
+    assert masked_url("git+ssh://git@host/r") == "git+ssh://git@host/r"
+    assert masked_url(f"ssh://bob:{PASSWORD}@host/r") == "ssh://bob:***@host/r"
+    # nor is an ssh user a secret to blank wherever the word appears in a log
+    assert Redactor.of(["ssh://git@github.com/o/r.git"], environment={}).redact("git fetch") == "git fetch"
 
 
 def test_the_redactor_catches_a_password_as_written_percent_decoded_and_inside_a_basic_header():
