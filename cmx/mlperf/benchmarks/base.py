@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelFolder
 
-if TYPE_CHECKING:  # kit imports this module
-    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+if TYPE_CHECKING:  # types only: loadgen.sut imports numpy
     from cmx.mlperf.loadgen.sut import ChatSource, PromptSource, ResponseEncoder
 
 

@@ -24,7 +24,7 @@ from cmx.mlperf.benchmarks.kit.model import ModelSpec
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
-    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+    from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetMade
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts, DatasetMade
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     require_columns,

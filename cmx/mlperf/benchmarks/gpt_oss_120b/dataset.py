@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts, DatasetMade
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.frames import read_frame, require_columns, token_arrays
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults
 
 if TYPE_CHECKING:  # base and dataset_step import this package
     from cmx.mlperf.benchmarks.base import Dataset, Generation
-    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
     from cmx.mlperf.loadgen.sut import ChatSource, PromptSource, ResponseEncoder
 
 

@@ -17,39 +17,16 @@ recipe's other outputs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from cmx.errors import StepError
 from cmx.mlperf.benchmarks import benchmark_for
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
-
-
-@dataclass(frozen=True)
-class DatasetFacts:
-    """What the dataset step knows of a benchmark's real dataset (its `dataset_facts()`)."""
-
-    samples: int                     # rows of the official set: a download with another count is warned about
-    what: str | None = None          # how the warning names a generated sample (default: "<family>-format")
-    default_name: str | None = None  # the file's name when neither the filename input nor an R2 listing gives one
-    suffix: str = ".pkl"             # of the one file an R2 listing must hold when no name is given
-    tiny_rows: int | None = None     # the tiny set's default size, when it is not `samples`
-    whole_listing: bool = False      # every file of the R2 listing, into the folder `default_name`
-    hub: bool = False                # a Hugging Face dataset repository (inputs repo, revision), into `default_name`
-
-
-@dataclass(frozen=True)
-class DatasetMade:
-    """What a benchmark's `finish_dataset` made of a download or a tiny set: the path the loader reads, and
-    the recipe's outputs besides path, rows and is_tiny."""
-
-    path: Path
-    outputs: Mapping[str, object] = field(default_factory=dict)
 
 
 def dataset_step(ctx: StepContext, family: str) -> dict[str, object]:
@@ -180,4 +157,4 @@ def _only_file(ctx: StepContext, url: str, suffix: str) -> str:
     return names[0]
 
 
-__all__ = ["DatasetFacts", "DatasetMade", "dataset_step"]
+__all__ = ["dataset_step"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.benchmarks.base import DatasetError
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.frames import (
     check_lengths,
     read_frame,

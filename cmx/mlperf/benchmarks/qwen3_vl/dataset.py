@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.benchmarks.base import DatasetError
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.samples import check_limit
 
 ROWS = 48289  # constants.py dataset-size; mlperf.conf performance_sample_count_override and Offline min_query_count

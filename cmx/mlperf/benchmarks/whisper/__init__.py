@@ -23,7 +23,7 @@ from cmx.mlperf.benchmarks.whisper.model import MODEL
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
     from cmx.mlperf.benchmarks.base import Dataset
-    from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+    from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetMade
     from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
 
 # reference_SUT.py: SamplingParams(temperature=0, top_p=1.0, max_tokens=200), greedy; EOS <|endoftext|>
@@ -58,7 +58,7 @@ class Whisper(BenchmarkDefaults):
 
     def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
         """The folder of the download that holds dev-all-repack.json (the listing may nest it)."""
-        from cmx.mlperf.benchmarks.kit.dataset_step import DatasetMade
+        from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetMade
 
         return DatasetMade(self.part("dataset:manifest_folder")(path))
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.base import DatasetError
-from cmx.mlperf.benchmarks.kit.dataset_step import DatasetFacts
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.samples import check_limit
 
 if TYPE_CHECKING:  # numpy is imported when audio is read, not when cmx starts
