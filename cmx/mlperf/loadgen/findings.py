@@ -13,11 +13,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from cmx.mlperf.loadgen.log import (
+from cmx.mlperf.loadgen.log_records import (
     EARLY_STOPPING_SCENARIOS,
     MULTIPLE_CONF,
-    LoadgenRun,
     LogEntry,
+    LoggedRun,
 )
 from cmx.mlperf.loadgen.userconf import TEST06_AUDIT
 from cmx.mlperf.rounds import Benchmark, Round, ScenarioRules, round_for_seeds
@@ -35,7 +35,7 @@ def _tagged(rule: str, texts: list[str]) -> list[Finding]:
     return [Finding(rule, t) for t in texts]
 
 
-def run_findings(run: LoadgenRun, round_: Round, benchmark: Benchmark | str, compliant: bool, *,
+def run_findings(run: LoggedRun, round_: Round, benchmark: Benchmark | str, compliant: bool, *,
                  scenario: str | None = None, compliance_test: str | None = None) -> list[Finding]:
     """What is wrong with `run` (LoadgenRun.findings)."""
     bench = round_.benchmark(benchmark) if isinstance(benchmark, str) else benchmark
@@ -54,7 +54,7 @@ def run_findings(run: LoadgenRun, round_: Round, benchmark: Benchmark | str, com
     return out
 
 
-def guess_scenario(run: LoadgenRun, bench: Benchmark) -> str:
+def guess_scenario(run: LoggedRun, bench: Benchmark) -> str:
     """The benchmark scenario of a run: its LoadGen scenario, an Interactive run being recognised by its TTFT/TPOT."""
     if run.scenario != "Server":
         return run.scenario or "Offline"
@@ -102,7 +102,7 @@ def _error_problems(errors: tuple[LogEntry, ...]) -> list[str]:
     return out
 
 
-def _summary_problems(run: LoadgenRun) -> list[str]:
+def _summary_problems(run: LoggedRun) -> list[str]:
     """The summary and the detail log come from the same test; when they disagree, one was edited or cut."""
     summary = run.summary
     if summary is None:
@@ -120,7 +120,7 @@ def _summary_problems(run: LoadgenRun) -> list[str]:
     return out
 
 
-def _seed_problems(run: LoadgenRun, round_: Round) -> list[str]:
+def _seed_problems(run: LoggedRun, round_: Round) -> list[str]:
     seeds = run.settings.seeds
     if seeds is None:
         return ["the log does not say which RNG seeds LoadGen used (no effective_*_rng_seed entries)."]
@@ -133,7 +133,7 @@ def _seed_problems(run: LoadgenRun, round_: Round) -> list[str]:
              f"division; install {round_.loadgen_requirement}.")]
 
 
-def _audit_problems(run: LoadgenRun, compliance_test: str | None) -> list[str]:
+def _audit_problems(run: LoggedRun, compliance_test: str | None) -> list[str]:
     if compliance_test is None and run.audit_config_used:
         return [("LoadGen found an audit.config in the working directory and let it override the settings: "
                  "that file belongs to a compliance run only; remove it and run again.")]
@@ -152,7 +152,7 @@ def _audit_problems(run: LoadgenRun, compliance_test: str | None) -> list[str]:
     return []
 
 
-def _validity_problems(run: LoadgenRun) -> list[str]:
+def _validity_problems(run: LoggedRun) -> list[str]:
     r, s = run.results, run.settings
     if r.validity is None:
         return ["the performance log has no result (result_validity): the run did not finish."]
@@ -174,7 +174,7 @@ def _validity_problems(run: LoadgenRun) -> list[str]:
     return out
 
 
-def _early_stopping_problems(run: LoadgenRun) -> list[str]:
+def _early_stopping_problems(run: LoggedRun) -> list[str]:
     """The official checker fails a Server (and so Interactive) result whose early-stopping condition was not
     met, whatever the rest of the log says; LoadGen writes the verdict and how many more queries it needs."""
     if run.scenario not in EARLY_STOPPING_SCENARIOS:
@@ -210,7 +210,7 @@ def _early_stopping_counts(text: str) -> str:
     return "; ".join(p for p in parts if p and p != "Run unsuccessful") or "unsuccessful"
 
 
-def _constraint_sentences(run: LoadgenRun) -> list[str]:
+def _constraint_sentences(run: LoggedRun) -> list[str]:
     r, s = run.results, run.settings
     out = []
     if r.ttft and r.ttft.p99_ns is not None and s.ttft_latency_ns and r.ttft.p99_ns > s.ttft_latency_ns:
@@ -222,7 +222,7 @@ def _constraint_sentences(run: LoadgenRun) -> list[str]:
     return out or ["the Server latency constraints were not met; lower target_qps."]
 
 
-def _token_problems(run: LoadgenRun, bench: Benchmark) -> list[str]:
+def _token_problems(run: LoggedRun, bench: Benchmark) -> list[str]:
     if not bench.token_latencies:
         return []
     r = run.results
@@ -237,7 +237,7 @@ def _token_problems(run: LoadgenRun, bench: Benchmark) -> list[str]:
     return out
 
 
-def _latency_limit_problems(run: LoadgenRun, round_: Round, rules: ScenarioRules) -> list[str]:
+def _latency_limit_problems(run: LoggedRun, round_: Round, rules: ScenarioRules) -> list[str]:
     """The round's own p99 limits, checked by cmx: the official checker reads an Interactive
     run as a Server run and applies the Server limits to it. A run judged on whole answers: its p99 latency."""
     limits, r = rules.latency, run.results
@@ -259,7 +259,7 @@ def _latency_limit_problems(run: LoadgenRun, round_: Round, rules: ScenarioRules
     return out
 
 
-def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules: ScenarioRules) -> list[Finding]:
+def _compliance_problems(run: LoggedRun, round_: Round, bench: Benchmark, rules: ScenarioRules) -> list[Finding]:
     s, name = run.settings, f"{round_.name} {bench.name} {rules.name}"
     out = []
     if run.scenario is not None and run.scenario != rules.loadgen_scenario:
@@ -290,7 +290,7 @@ def _compliance_problems(run: LoadgenRun, round_: Round, bench: Benchmark, rules
     return out
 
 
-def _latency_setting_problems(run: LoadgenRun, rules: ScenarioRules, name: str) -> list[str]:
+def _latency_setting_problems(run: LoggedRun, rules: ScenarioRules, name: str) -> list[str]:
     s, limits = run.settings, rules.latency
     out = []
     top = rules.target_latency_max_ms
