@@ -1,5 +1,5 @@
-"""Imports point down design.md's list of layers, and a benchmark package is reached only through the registry
-(from cmx/ and from recipes/).
+"""Imports point down docs/architecture.md's list of layers, and a benchmark package is reached only through the
+registry (from cmx/ and from recipes/).
 
 Parsed from the source (no import runs): a `from cmx.X import` or `import cmx.X` in a module of
 layer L must name a layer below L, or the floor every layer stands on.
@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.conftest import REPO
 
 CMX = REPO / "cmx"
-# design.md, "Layers": top to bottom
+# docs/architecture.md § Layers: top to bottom
 # (devices: what each kind of device is, as data every layer from tools up reads; it imports none of them)
 ORDER = ("cli", "api", "sweep", "slurm", "k8s", "docker", "mlperf", "execute", "resolve", "registry", "recipe",
          "cache", "tools", "devices")

@@ -1,11 +1,11 @@
 """The MLPerf apps' plan-time check (their run.py's `check`): what the app step would refuse for its inputs and
 variations alone, refused when the query is planned, before any download.
 
-It must fit `cmx plan`'s budget (the whole process under 0.3 s, design.md), so it imports no round, benchmark
-or engine module: the scenario and test names are this module's (tests/mlperf/test_app_plan_check.py holds
-them equal to the rounds' and the harness's). What needs a round's tables (a scenario a benchmark lacks in a
-round, the targets of `_all-scenarios`, the closed division's refusals) the app step judges when it starts,
-as it always did, before it benchmarks.
+It must fit `cmx plan`'s budget (the whole process under 0.3 s, docs/architecture.md § Budgets), so it imports no
+round, benchmark or engine module: the scenario and test names are this module's
+(tests/mlperf/test_app_plan_check.py holds them equal to the rounds' and the harness's). What needs a round's
+tables (a scenario a benchmark lacks in a round, the targets of `_all-scenarios`, the closed division's refusals)
+the app step judges when it starts, as it always did, before it benchmarks.
 """
 
 from __future__ import annotations

@@ -280,8 +280,8 @@ def _resolve_inputs(state: _State, recipe: Recipe, variations: list[Variation], 
     origins: dict[str, str] = {}
     for name, spec in recipe.inputs.items():
         if name in user_raw:
-            # the command line outranks every variation, chosen or default (design.md: command line >
-            # parent's `with` > variation > default): the rest of what the variation sets still applies
+            # the command line outranks every variation, chosen or default (docs/architecture.md § Resolution:
+            # command line > parent's `with` > variation > default): the rest of what the variation sets still applies
             values[name], origins[name] = _coerce(recipe, name, user_raw[name], "command line"), "user"
         elif name in given:
             values[name] = _coerce(recipe, name, given[name].value, f"`with` at {given[name].where}",

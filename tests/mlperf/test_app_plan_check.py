@@ -78,7 +78,8 @@ def test_the_checks_names_are_the_rounds_and_the_harness_s() -> None:
 
 
 def test_plan_stays_within_its_budget_by_importing_no_benchmark_module(builtin: Home) -> None:
-    """design.md: `cmx plan` of an app under 0.3 s; the check must not import the app step's work."""
+    """docs/architecture.md § Budgets: `cmx plan` of an app under 0.3 s; the check must not import the app step's
+    work."""
     import subprocess
     import sys
 

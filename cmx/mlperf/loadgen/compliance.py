@@ -6,8 +6,8 @@ performance-mode run with its audit.config, the app verifies it, the packager co
 the checker reads its verdict. This table is what those generic parts look a test up in.
 
 No verification says PASS for a test whose runs failed: each reads the harness's record (result.json) of every run
-it compares (`run_failures`: samples that failed in the backend and were answered empty, cmx's verdict FAILED, no
-sample completed) and writes, in place of its checks' verdict, one `TEST FAIL: <reason>` line for each; the
+it compares (run_record.run_failures: samples that failed in the backend and were answered empty, cmx's verdict
+FAILED, no sample completed) and writes, in place of its checks' verdict, one `TEST FAIL: <reason>` line for each; the
 judges report those lines. The reasons are counts and names only: a server's message, which a hostile server
 controls, never reaches a file whose verdict is a search for "TEST PASS".
 """
@@ -19,44 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
+from cmx.mlperf.loadgen.run_record import fail_reasons
 
 # a test's verdict on a folder holding its verification files: (folder, benchmark, the round's accuracy metrics)
 # -> why the submission checker fails it, [] when it passes
 Judge = Callable[[Path, str, Sequence[str]], list[str]]
-FAIL_REASON = "TEST FAIL: "  # a verification file's line giving why the test failed (also verify_performance.py's)
-
-
-def run_failures(folder: Path, what: str) -> list[str]:
-    """Why the run in `folder` proves nothing, from the harness's record of it (result.json): samples that failed in
-    the backend, cmx's verdict FAILED, or no sample completed. [] when the record shows none of these, or there is
-    no record (logs made by another harness are judged as they are)."""
-    import json
-
-    from cmx.mlperf.loadgen.harness import RESULT_JSON
-    from cmx.mlperf.loadgen.harness_config import FAILED  # both import this module: imported here
-
-    path = Path(folder) / RESULT_JSON
-    if not path.is_file():
-        return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        failed, completed = int(data.get("failed_samples") or 0), int(data.get("completed_samples") or 0)
-        validity = data.get("validity")
-    except (OSError, ValueError, TypeError, AttributeError):
-        return [f"{what}'s {RESULT_JSON} cannot be read: run it again"]
-    if failed:
-        return [f"{what} failed: {failed} of {max(completed, failed)} samples failed in the backend and were "
-                f"answered empty (its {RESULT_JSON} says why)"]
-    if validity == FAILED:
-        return [f"{what} failed (its {RESULT_JSON} says why)"]
-    if completed == 0:
-        return [f"{what} completed no sample"]
-    return []
-
-
-def fail_reasons(text: str) -> list[str]:
-    """The `TEST FAIL: <reason>` lines of a verification file, each reason without the prefix."""
-    return [line.strip()[len(FAIL_REASON):] for line in text.splitlines() if line.strip().startswith(FAIL_REASON)]
 
 
 @dataclass(frozen=True)
@@ -165,5 +132,5 @@ def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
     return path
 
 
-__all__ = ["FAIL_REASON", "MODES", "TESTS", "ComplianceTest", "Judge", "UnknownComplianceTest", "compliance_test",
-           "fail_reasons", "modes_of", "run_failures", "write_audit_config"]
+__all__ = ["MODES", "TESTS", "ComplianceTest", "Judge", "UnknownComplianceTest", "compliance_test", "modes_of",
+           "write_audit_config"]

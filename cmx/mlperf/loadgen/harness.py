@@ -60,6 +60,7 @@ from cmx.mlperf.loadgen.harness_config import (
     endpoint_url,
     verdict_of,
 )
+from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, RESULT_JSON
 from cmx.secrets import Redactor, redacting_formatter
 
 if TYPE_CHECKING:
@@ -67,13 +68,10 @@ if TYPE_CHECKING:
     from cmx.mlperf.loadgen.progress import RunProgress
     from cmx.mlperf.loadgen.sut import OfflineSUT, ServerSUT
 
-RESULT_JSON = "result.json"
 HARNESS_LOG = "harness.log"
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 INTERVAL_S = 1.0  # how often the caller looks at a running harness
 CONFIG_JSON = "harness_config.json"
-ACCURACY_LOG = "mlperf_log_accuracy.json"
-ACCURACY_TXT = "accuracy.txt"
 VERIFY_TXT = "verify_accuracy.txt"
 IDLE_TIMEOUT_S = 600.0  # LoadGen returned; samples still in flight after this are a bug
 STOPPED_EARLY = "stopped_early"  # the result's details key when the test was stopped (the backend died)

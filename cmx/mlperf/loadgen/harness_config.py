@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
+from cmx.mlperf.loadgen.run_record import FAILED
 from cmx.secrets import Redactor, masked_url
 
 if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
@@ -196,7 +197,6 @@ class HarnessConfig:
         return ["--config", str(config_file)]
 
 
-FAILED = "FAILED"  # cmx's verdict on a test that went wrong (failed samples, errors in its logs), whatever LoadGen said
 # LoadGen's own judgement of how fast a performance run was (and the round's p99 limits cmx checks beside it): a
 # test LoadGen found INVALID that missed only these ran as it should, and stays INVALID rather than FAILED
 PERFORMANCE_RULES = frozenset({"loadgen.invalid", "loadgen.early-stopping", "loadgen.latency-limit"})

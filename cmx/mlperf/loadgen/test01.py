@@ -24,7 +24,7 @@ The checker reads verify_accuracy.txt, verify_performance.txt, accuracy/ and per
 
 Where cmx is stricter than the scripts: two empty outputs are no match (verify_accuracy.py counts them as one), so
 a TEST01 run whose every sampled output matched only as empty fails; and a run the verification compares that
-failed (the harness's result.json: failed samples, cmx's verdict FAILED, no sample: compliance.run_failures) fails
+failed (the harness's result.json: failed samples, cmx's verdict FAILED, no sample: run_record.run_failures) fails
 both files, each reason a `TEST FAIL: ...` line, and Part III is not tried. A server answering 500 to everything
 makes 64 empty answers in each run, which the script calls equal.
 """
@@ -39,8 +39,8 @@ from pathlib import Path
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log, sha256_file
-from cmx.mlperf.loadgen.compliance import FAIL_REASON, fail_reasons, run_failures
 from cmx.mlperf.loadgen.log import LoadgenRun, read_loadgen_run
+from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, FAIL_REASON, fail_reasons, run_failures
 from cmx.mlperf.loadgen.test06 import AUDIT_HEADER
 
 # compliance/TEST01/<benchmark>/audit.config: the same seed for every benchmark, a sampling target each
@@ -299,7 +299,6 @@ def verify_run(output_dir: Path, accuracy_dir: Path, performance_dir: Path, data
     III: baseline_accuracy.txt, compliance_accuracy.txt and accuracy.txt (the TEST01 log's score) beside them too.
     Returns the folder; its verdict is `checker_failures` of it, as the submission checker reads the files."""
     from cmx.mlperf.benchmarks import benchmark_for
-    from cmx.mlperf.loadgen.harness import ACCURACY_LOG, ACCURACY_TXT
 
     bench = benchmark_for(benchmark)
     output_dir = Path(output_dir)

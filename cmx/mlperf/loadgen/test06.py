@@ -18,7 +18,7 @@ Where cmx is stricter than the script: a log with no records is an error (the sc
 it, although it means the audit config was not read), a record without `token_count`
 fails the length check (the script stops with a KeyError and writes no verify_accuracy.txt),
 and so does a record with no tokens: a sample that failed and was answered empty (the script's
-0 == 0 passes it). A run that failed (the harness's result.json: compliance.run_failures) gets
+0 == 0 passes it). A run that failed (the harness's result.json: run_record.run_failures) gets
 no check lines at all, which the checker needs: its reasons, as `TEST FAIL: ...` lines, then
 the failed line.
 The token ids are read as int32, what the cmx harness logs (the script's `--dtype int32`).
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log
-from cmx.mlperf.loadgen.compliance import FAIL_REASON, run_failures
+from cmx.mlperf.loadgen.run_record import FAIL_REASON, run_failures
 
 # the comment every compliance/TEST0x/audit.config of mlcommons/inference opens with
 AUDIT_HEADER = """\

@@ -1,7 +1,7 @@
 """Compliance TEST07 (accuracy in performance mode): its audit.config, and the verification that writes
 verify_accuracy.txt.
 
-TEST07 is for benchmarks whose accuracy and performance sets differ (gpt-oss-120b): a
+TEST07 is for benchmarks whose accuracy and performance sets differ (the round lists it): a
 performance-mode run, on the set the benchmark names for it, with the benchmark's
 compliance/TEST07/<benchmark>/audit.config (mlcommons/inference b66003e; kept verbatim under
 cmx/mlperf/loadgen/audit/TEST07/) logging every sample; then the benchmark's accuracy script
@@ -9,7 +9,7 @@ scores that log, and the score must reach `test07_accuracy_threshold` of the sam
 `format_verify_accuracy_txt` writes what compliance/TEST07/run_verification.py writes: the
 script's output, then its summary (`Accuracy check pass: True`, `TEST PASS`), which the
 submission checker reads ("TEST PASS" in verify_accuracy.txt). A run that failed (the harness's result.json:
-compliance.run_failures) is not scored: its file gives the reasons, as `TEST FAIL: ...` lines, and no score.
+run_record.run_failures) is not scored: its file gives the reasons, as `TEST FAIL: ...` lines, and no score.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
-from cmx.mlperf.loadgen.compliance import FAIL_REASON, run_failures
+from cmx.mlperf.loadgen.run_record import FAIL_REASON, run_failures
 
 AUDIT_DIR = Path(__file__).parent / "audit"
 VERIFY_TXT = "verify_accuracy.txt"

@@ -8,7 +8,7 @@ ids, takes the mean count (a record without data counts 0) and checks
 test09_min_output_tokens <= mean <= test09_max_output_tokens. It guards against outputs truncated
 to gain throughput. `format_verify_output_len_txt` writes its verify_output_len.txt, whose
 "TEST PASS" the submission checker looks for. A run that failed (the harness's result.json:
-compliance.run_failures) fails it whatever its lengths, each reason a `TEST FAIL: ...` line.
+run_record.run_failures) fails it whatever its lengths, each reason a `TEST FAIL: ...` line.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.loadgen.compliance import FAIL_REASON, run_failures
+from cmx.mlperf.loadgen.run_record import FAIL_REASON, run_failures
 from cmx.mlperf.loadgen.test07 import ComplianceAuditMissing, audit_values
 
 VERIFY_TXT = "verify_output_len.txt"
