@@ -57,6 +57,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     **{n: ("cmx.k8s.deploy", n) for n in ("K8sOptions", "DeployRequest", "K8sDeployment")},
     **{n: ("cmx.k8s.stack_options", n) for n in ("StackOptions", "STACK_NAMES", "LLMD_FORMS", "SCORERS", "ROUTERS",
                                                   "EPP_IMAGE", "GATEWAY_CLASS")},
+    "refuse_foreign": ("cmx.k8s.stacks", "refuse_foreign"),
     "Waits": ("cmx.k8s.cluster", "Waits"), "KUBERNETES_VERSION": ("cmx.k8s.validate", "KUBERNETES_VERSION"),
     "SlurmOptions": ("cmx.slurm.script", "SlurmOptions"), "JobRequest": ("cmx.slurm.request", "JobRequest"),
     **{n: ("cmx.sweep.run", n) for n in ("SweepRequest", "SweepResult")},

@@ -151,7 +151,7 @@ def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: t
     params = {STACK_PARAMS.get(p, p): p for p in list(options)
               if p != "name" and STACK_PARAMS.get(p, p) in stack_fields}
     stack = api.StackOptions(**{field: options.pop(param) for field, param in params.items()})
-    stack.refuse_foreign({field for field, param in params.items() if _given(ctx, param)})
+    api.refuse_foreign(stack, {field for field, param in params.items() if _given(ctx, param)})
     k8s = api.K8sOptions(**{**options, "supplemental_groups": _groups(options["supplemental_groups"])},
                          stack=stack, crd_files=crd_files)
     q = parse_query(query, inputs, contexts, inputs_file)

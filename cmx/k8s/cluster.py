@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from cmx.k8s import K8sError
 from cmx.k8s.apply import Applied, ClusterError
 from cmx.k8s.crd_schema import CrdSchema, crd_from_object
-from cmx.k8s.stacks import Requirement
+from cmx.k8s.prerequisites import Requirement
 from cmx.mlperf.serving_stack import ServingStack
 
 GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"

@@ -16,7 +16,7 @@ from cmx.k8s.cluster import Cluster, JobOutcome, Waits
 from cmx.k8s.devices import PodDeviceProfile
 from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.output import Rendered
-from cmx.k8s.stack_options import DYNAMO_IMAGE, StackOptionError, StackOptions
+from cmx.k8s.stack_options import StackOptions
 from cmx.settings import Settings
 
 # the inputs the benchmark Job sets itself: a user's value would point it somewhere else
@@ -196,15 +196,10 @@ def serving_spec(request: DeployRequest, settings: Settings) -> ServingSpec:
 
 
 def default_serving_image(stack: StackOptions, device: str, vllm_image: str) -> str:
-    """The servers' image: the device's pinned vLLM image, or for Dynamo its vLLM runtime (CUDA only: Dynamo
-    publishes no ROCm image, so a ROCm graph names its own)."""
-    if stack.name != "dynamo":
-        return vllm_image
-    if device != "cuda":
-        raise StackOptionError(f"--stack dynamo has no default image for {device}: NVIDIA publishes Dynamo's vLLM "
-                               "runtime for CUDA only",
-                               hint="build Dynamo with vLLM for ROCm and give it with --serving-image IMAGE")
-    return DYNAMO_IMAGE
+    """The servers' image: the device's pinned vLLM image, or the image the stack's own servers need."""
+    from cmx.k8s.stacks import stack_for
+
+    return stack_for(stack).serving_image(device, vllm_image)
 
 
 def roll_out(deployment: K8sDeployment, request: DeployRequest) -> K8sDeployment:
@@ -262,22 +257,14 @@ def split_benchmark(rendered: Rendered) -> tuple[list[dict[str, Any]], list[dict
 
 
 def entry_url(cluster: Cluster, rendered: Rendered) -> str:
-    """Where the Job sends: the user's --entry-url; the Gateway's Service as the cluster labels it (llm-d
-    pieces); the LLMInferenceService's own URL (kserve); else the rendered one."""
-    from cmx.k8s.stacks import job_target
+    """Where the Job sends: the user's --entry-url; where the cluster says the stack's entry point is (a
+    Gateway's Service as the cluster labels it, an LLMInferenceService's own URL); else the rendered one."""
+    from cmx.k8s.stacks import job_target, stack_for
 
     spec = rendered.spec
-    s = spec.stack
-    if s.entry_url:
-        return s.entry_url
-    found = None
-    if s.pieces:
-        from cmx.k8s.llmd import GATEWAY_PORT, gateway_name
-
-        found = cluster.gateway_url(gateway_name(spec), GATEWAY_PORT)
-    elif s.kserve:
-        isvc = next(m.body for m in rendered.manifests if m.kind == "LLMInferenceService")
-        found = cluster.kserve_url(isvc)
+    if spec.stack.entry_url:
+        return spec.stack.entry_url
+    found = stack_for(spec.stack).found_url(cluster, spec, rendered.manifests)
     return found or job_target(spec).url
 
 

@@ -25,10 +25,15 @@ from cmx.k8s.manifests import (
     ServingSpec,
     engine_args,
     hf_token_env,
+    model_cache,
     object_meta,
     security_context,
 )
+from cmx.k8s.prerequisites import DYNAMO, Requirement
+from cmx.k8s.stack import StackDefaults
+from cmx.k8s.stack_options import DYNAMO_IMAGE, StackOptionError
 from cmx.mlperf.backends.vllm_server import engine_flags
+from cmx.mlperf.serving_stack import Role
 
 DYNAMO_API = "nvidia.com/v1alpha1"
 FRONTEND = "Frontend"
@@ -124,4 +129,48 @@ def frontend_url(spec: ServingSpec) -> str:
     return f"http://{host}.{spec.namespace}.svc:{PORT}/v1" if spec.namespace else f"http://{host}:{PORT}/v1"
 
 
-__all__ = ["DYNAMO_API", "dynamo_objects", "frontend_url", "graph_deployment", "roles"]
+class DynamoStack(StackDefaults):
+    """--stack dynamo: the graph's roles, each worker one pod; the Frontend routes by --router."""
+
+    name = "dynamo"
+    options = frozenset({"prefill_workers", "decode_workers", "prefill_tp", "decode_tp", "router"})
+
+    def check(self, spec: ServingSpec) -> None:
+        s = spec.stack
+        if spec.multi_node:
+            raise StackOptionError("--stack dynamo renders workers of one pod each; --nodes above 1 is not rendered",
+                                   hint="Dynamo spreads a worker over nodes with Grove or LeaderWorkerSet configured "
+                                        "in its operator: give each role a TP within a node (--prefill-tp, "
+                                        "--decode-tp), or serve across nodes with --stack llm-d or --stack vllm")
+        for role, tp in (("prefill", s.prefill_tp), ("decode", s.decode_tp)):
+            if tp is not None and tp > spec.gpus and tp > spec.engine.tensor_parallel_size:
+                raise StackOptionError(f"--{role}-tp {tp} asks for more GPUs than one pod is given ({spec.gpus})",
+                                       hint="raise --gpus, or lower the role's TP")
+
+    def objects(self, spec: ServingSpec) -> tuple[Manifest, ...]:
+        return (model_cache(spec), *dynamo_objects(spec))
+
+    def url(self, spec: ServingSpec) -> str:
+        return frontend_url(spec)
+
+    def roles(self, spec: ServingSpec) -> tuple[Role, ...]:
+        return tuple(Role(name, replicas, tp, gpus_per_pod=tp) for name, replicas, tp in roles(spec))
+
+    def routing(self, spec: ServingSpec) -> str:
+        return spec.stack.router
+
+    def crds(self, spec: ServingSpec) -> tuple[Requirement, ...]:
+        return (DYNAMO,)
+
+    def serving_image(self, device: str, vllm_image: str) -> str:
+        """Dynamo's vLLM runtime (CUDA only: Dynamo publishes no ROCm image, so a ROCm graph names its own)."""
+        if device != "cuda":
+            raise StackOptionError(f"--stack dynamo has no default image for {device}: NVIDIA publishes Dynamo's "
+                                   "vLLM runtime for CUDA only",
+                                   hint="build Dynamo with vLLM for ROCm and give it with --serving-image IMAGE")
+        return DYNAMO_IMAGE
+
+
+STACK = DynamoStack()
+
+__all__ = ["DYNAMO_API", "STACK", "DynamoStack", "dynamo_objects", "frontend_url", "graph_deployment", "roles"]

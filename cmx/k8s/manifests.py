@@ -2,7 +2,7 @@
 
 Dicts rather than YAML templates: the values (a query with quotes, a revision of hex digits that YAML
 would read as a number, flags) are quoted by yaml.safe_dump, never by hand, and each object can be
-validated before it is written. `objects(spec)` returns them in the order they are applied:
+validated before it is written. `cmx.k8s.stacks.objects(spec)` returns them in the order they are applied:
 
 - PersistentVolumeClaim `<name>-model-cache`: the Hugging Face cache (HF_HOME) the server downloads the
   weights into, so a restarted pod does not download 130 GB again. ReadWriteMany, because several pods
@@ -473,9 +473,3 @@ def benchmark_objects(spec: ServingSpec, stack: dict[str, Any],
     return (Manifest("90-configmap-stack.yaml", stack_config(spec, stack)),
             Manifest("91-job-benchmark.yaml", benchmark_job(spec, target)))
 
-
-def objects(spec: ServingSpec) -> tuple[Manifest, ...]:
-    """Every object of the spec's stack, in the order they are applied (cmx.k8s.stacks.all_objects)."""
-    from cmx.k8s.stacks import all_objects
-
-    return all_objects(spec)

@@ -24,7 +24,8 @@ from cmx.k8s.manifests import (
     ServingSpec,
     serve_argv,
 )
-from cmx.k8s.stacks import Requirement, all_objects, job_target, requirements, stack_record
+from cmx.k8s.prerequisites import Requirement
+from cmx.k8s.stacks import all_objects, job_target, requirements, stack_for, stack_record
 from cmx.k8s.validate import KUBERNETES_VERSION, Validation, validate_all
 from cmx.mlperf.serving_stack import ServingStack
 
@@ -63,7 +64,7 @@ def render(spec: ServingSpec, *, image_is_default: bool = False, crds: Sequence[
         "k8s/README.md.j2", spec=spec, manifests=manifests, serve=" ".join(serve_argv(spec)), port=PORT,
         hf_home=HF_HOME, results=RESULTS, version=KUBERNETES_VERSION, image_is_default=image_is_default,
         namespace_flag=f" -n {spec.namespace}" if spec.namespace else "", validation=validation,
-        requirements=needs, stack=record, diagram=diagram, target=job_target(spec))
+        requirements=needs, stack=record, diagram=diagram, target=job_target(spec), entry=stack_for(spec.stack))
     return Rendered(spec, manifests, readme, record, validation, needs, diagram)
 
 

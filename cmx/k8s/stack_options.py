@@ -81,24 +81,3 @@ class StackOptions:
         values.image("--epp-image", self.epp_image)
         if self.entry_url is not None:
             values.url("--entry-url", self.entry_url)
-
-    @property
-    def kserve(self) -> bool:
-        return self.name == "llm-d" and self.llmd_form == "kserve"
-
-    @property
-    def pieces(self) -> bool:
-        return self.name == "llm-d" and self.llmd_form == "pieces"
-
-    def refuse_foreign(self, given: set[str]) -> None:
-        """Refuse the options the user gave (`given`: their field names) that belong to another stack than this
-        one: a --router with --stack llm-d would silently do nothing."""
-        own = {"vllm": set(), "llm-d": {"llmd_form", "scorer", "replicas"} |
-               ({"gateway", "gateway_class", "epp_image"} if self.pieces else {"expert_parallel"}),
-               "dynamo": {"prefill_workers", "decode_workers", "prefill_tp", "decode_tp", "router"}}[self.name]
-        foreign = sorted(given - own - {"name", "entry_url"})
-        if foreign:
-            flags = ", ".join("--" + f.replace("_", "-").replace("llmd", "llm-d") for f in foreign)
-            raise StackOptionError(f"{flags} {'is' if len(foreign) == 1 else 'are'} not an option of --stack "
-                                   f"{self.name}{' --llm-d-form ' + self.llmd_form if self.name == 'llm-d' else ''}",
-                                   hint="see `cmx deploy --help` for which options each stack takes")

@@ -15,7 +15,7 @@ from cmx.k8s.apply import (
     find_kubeconfig,
     kubeconfig_paths,
 )
-from cmx.k8s.manifests import objects
+from cmx.k8s.stacks import objects
 from tests.k8s.conftest import make_spec
 
 

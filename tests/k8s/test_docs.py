@@ -7,8 +7,8 @@ import re
 import pytest
 
 from cmx.k8s.diagram import mermaid
-from cmx.k8s.manifests import objects
 from cmx.k8s.stack_options import StackOptions
+from cmx.k8s.stacks import objects
 from tests.conftest import REPO
 from tests.k8s.conftest import make_spec
 

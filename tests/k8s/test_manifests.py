@@ -15,11 +15,11 @@ from cmx.k8s.manifests import (
     STARTUP_FAILURES,
     benchmark_argv,
     engine_args,
-    objects,
     serve_argv,
     service_target,
 )
 from cmx.k8s.output import dump
+from cmx.k8s.stacks import objects
 from tests.k8s.conftest import make_spec
 
 DEVICES = ("cuda", "rocm")

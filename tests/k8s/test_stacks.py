@@ -16,10 +16,9 @@ from cmx import api
 from cmx.errors import CmxError
 from cmx.k8s.crd_schema import CrdSchema, crd_from_object
 from cmx.k8s.diagram import edges, mermaid
-from cmx.k8s.manifests import objects
 from cmx.k8s.output import dump, render
 from cmx.k8s.stack_options import DYNAMO_IMAGE, StackOptionError, StackOptions
-from cmx.k8s.stacks import job_target, requirements, stack_record
+from cmx.k8s.stacks import job_target, objects, refuse_foreign, requirements, stack_record
 from cmx.mlperf.serving_stack import ServingStack
 from cmx.settings import Settings
 from tests.k8s.conftest import make_spec, shared_crd
@@ -239,10 +238,10 @@ def test_each_stacks_diagram_is_drawn_from_its_manifests(stack: str, expected: s
 
 def test_an_option_of_another_stack_is_refused() -> None:
     with pytest.raises(StackOptionError, match="--router is not an option of --stack llm-d"):
-        StackOptions(name="llm-d").refuse_foreign({"router"})
+        refuse_foreign(StackOptions(name="llm-d"), {"router"})
     with pytest.raises(StackOptionError, match="--gateway"):
-        StackOptions(name="llm-d").refuse_foreign({"gateway"})
-    StackOptions(name="llm-d", llmd_form="pieces").refuse_foreign({"gateway", "scorer", "replicas"})
+        refuse_foreign(StackOptions(name="llm-d"), {"gateway"})
+    refuse_foreign(StackOptions(name="llm-d", llmd_form="pieces"), {"gateway", "scorer", "replicas"})
     with pytest.raises(StackOptionError, match="--stack"):
         StackOptions(name="triton")
 

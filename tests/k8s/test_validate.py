@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from cmx.k8s.manifests import objects
+from cmx.k8s.stacks import objects
 from cmx.k8s.validate import KUBERNETES_VERSION, InvalidManifest, validate
 from tests.k8s.conftest import make_spec, shared_crd
 

@@ -14,9 +14,9 @@ import pytest
 from cmx.k8s import K8sError
 from cmx.k8s.crd_schema import check
 from cmx.k8s.devices import CUDA, ROCM
-from cmx.k8s.manifests import objects
 from cmx.k8s.served import ServedModel
 from cmx.k8s.stack_options import StackOptions
+from cmx.k8s.stacks import objects
 from cmx.k8s.values import InvalidValue
 from tests.conftest import Home
 from tests.k8s.conftest import LLAMA2, make_spec, shared_crd
