@@ -37,7 +37,7 @@ from cmx.mlperf.tune.findperf import (
 )
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, run_tune
 from cmx.mlperf.tune.search import Probe
-from cmx.mlperf.tune.step import TuneRequest, lengths, probe_line, scenario_target
+from cmx.mlperf.tune.target import TuneRequest, lengths, probe_line, scenario_target
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext

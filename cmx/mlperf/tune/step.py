@@ -16,72 +16,20 @@ written into the inputs file; the probes and the last confirm run into the app's
 from __future__ import annotations
 
 import shlex
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.loadgen.harness import HarnessResult
-from cmx.mlperf.tune.findperf import EARLY_STOPPING_QUERIES, PROBE_SECONDS
-from cmx.mlperf.tune.probe import Length
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
 from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Policy, Probe
-from cmx.mlperf.tune.stepdown import CONFIRM_TRIES
+from cmx.mlperf.tune.target import TuneRequest, TuneTarget, lengths, probe_line, scenario_target
 
 if TYPE_CHECKING:  # types only: `cmx tune` imports this module before it needs the app
     from cmx.execute.context import StepContext
-    from cmx.mlperf.app import AppConfig
-    from cmx.mlperf.loadgen.userconf import ShortProfile
     from cmx.resolve.plan import Step
-
-
-@dataclass(frozen=True)
-class TuneRequest:
-    """What the user asked: the scenario, where to start, where the inputs file goes, how far to search."""
-
-    scenario: str
-    start_qps: float | None = None
-    out: Path | None = None        # the inputs file (default: tuned.yaml in the tune's folder)
-    tolerance: float = 0.04
-    max_probes: int = 10
-    confirm: bool = True
-    confirm_tries: int = CONFIRM_TRIES
-    probe_seconds: float = PROBE_SECONDS
-
-    def options(self) -> tuple[str, ...]:
-        """`cmx tune`'s arguments that ask for this request again (those left at their defaults are left out), as
-        an argv takes them: a command line quotes each."""
-        default = TuneRequest(self.scenario)
-        out = ["--scenario", self.scenario]
-        if self.start_qps is not None:
-            out += ["--start", f"{self.start_qps:g}"]
-        if self.out is not None:
-            out += ["--out", str(self.out)]
-        if self.tolerance != default.tolerance:
-            out += ["--tolerance", f"{self.tolerance:g}"]
-        if self.max_probes != default.max_probes:
-            out += ["--max-probes", str(self.max_probes)]
-        if self.probe_seconds != default.probe_seconds:
-            out += ["--probe-seconds", f"{self.probe_seconds:g}"]
-        if self.confirm_tries != default.confirm_tries:
-            out += ["--confirm-tries", str(self.confirm_tries)]
-        if not self.confirm:
-            out.append("--no-confirm")
-        return tuple(out)
-
-
-@dataclass(frozen=True)
-class TuneTarget:
-    """The app, benchmark and scenario a tune is for, as the plan fixes them."""
-
-    family: str
-    benchmark: str
-    round: str
-    scenario: str
-    input_name: str            # the app input the answer sets: target_qps_server
-    start_qps: float | None
-    has_limits: bool           # a Server-like scenario (Offline has none)
 
 
 def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any],
@@ -109,46 +57,6 @@ def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str
     scenario = request.scenario.strip().capitalize()
     given = request.start_qps if request.start_qps is not None else step.inputs.get(f"target_qps_{scenario.lower()}")
     return scenario_target(bench.family, name, str(step.inputs["round"]), scenario, given)
-
-
-def scenario_target(family: str, name: str, round_name: str, scenario: str, start: float | None) -> TuneTarget:
-    """The tune target of benchmark `name`'s `scenario` in the round, from `start` (None: Offline from 1 sample/s, a
-    Server-like search from the Offline rate it measures first); TuneError for a scenario the search cannot judge."""
-    from cmx.mlperf.rounds import RoundError, load_round
-
-    rules_bench = load_round(round_name).benchmark(name)
-    try:
-        rules = rules_bench.scenario(scenario)
-    except RoundError:
-        raise TuneError(f"{name} has no {scenario} scenario in round {round_name}: no rules or latency limits to "
-                        "tune it against", hint=f"its scenarios are {', '.join(rules_bench.scenario_names)}") from None
-    if rules.target_latency_ms is not None:
-        raise TuneError(f"{name} {scenario} is judged on whole answers' latency (p99 under {rules.target_latency_ms:g} "
-                        "ms end to end), and cmx tune searches against TTFT and TPOT limits only",
-                        hint=f"set --input target_qps_{scenario.lower()}=QPS by hand between runs; each run's summary "
-                             "shows its latency p99 against the limit")
-    if start is not None and start <= 0:
-        raise TuneError(f"the start QPS must be above 0, not {start}")
-    return TuneTarget(family=family, benchmark=name, round=round_name, scenario=scenario,
-                      input_name=f"target_qps_{scenario.lower()}",
-                      start_qps=float(start) if start is not None else None, has_limits=rules.latency is not None)
-
-
-def lengths(config: AppConfig, target: TuneTarget, request: TuneRequest) -> tuple[Length, Length, ShortProfile | None]:
-    """(each probe's length, the confirm run's length, the confirm's short profile or None)."""
-    from cmx.mlperf.app import short_profile
-    from cmx.mlperf.rounds import load_round
-
-    rules = load_round(target.round).benchmark(target.benchmark).scenario(target.scenario)
-    psc = load_round(target.round).benchmark(target.benchmark).performance_sample_count
-    if config.short:
-        short = short_profile(target.scenario, config.rows)
-        full = Length(short.min_duration_ms, short.min_query_count, short.samples)
-        return full, full, short  # the short profile is as short as a probe can be and still meet early stopping
-    full = Length(rules.min_duration_ms, rules.min_query_count or 0, psc)
-    probe_ms = min(rules.min_duration_ms, int(request.probe_seconds * 1000))
-    queries = min(full.min_queries, EARLY_STOPPING_QUERIES) if not target.has_limits else EARLY_STOPPING_QUERIES
-    return Length(probe_ms, queries, psc), full, None
 
 
 def tune_step(ctx: StepContext, target: TuneTarget, request: TuneRequest) -> dict[str, Any]:
@@ -236,10 +144,3 @@ def write_tuned(path: Path, target: TuneTarget, qps: float, confirms: list[Harne
               f"{target.input_name} = {qps:g}: {verdict}", f"made by: {command}",
               "use: cmx run QUERY --inputs-file THIS_FILE  (an explicit --input wins)"]
     return write_inputs_file(path, {target.input_name: qps}, header)
-
-
-def probe_line(p: Probe) -> str:
-    ttft = "-" if p.ttft_p99_ms is None else f"{p.ttft_p99_ms:.0f}"
-    tpot = "-" if p.tpot_p99_ms is None else f"{p.tpot_p99_ms:.1f}"
-    return (f"{p.qps:g}/s {p.validity or '-'} {'pass' if p.passed else 'FAIL'} TTFT p99 {ttft} ms TPOT p99 {tpot} ms "
-            f"completed {p.completed_qps or 0:g}/s {p.seconds:.1f} s" + (f" ({p.reason})" if p.reason else ""))
