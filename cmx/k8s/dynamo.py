@@ -134,6 +134,7 @@ class DynamoStack(StackDefaults):
 
     name = "dynamo"
     options = frozenset({"prefill_workers", "decode_workers", "prefill_tp", "decode_tp", "router"})
+    readme = "k8s/stacks/dynamo.md.j2"
 
     def check(self, spec: ServingSpec) -> None:
         s = spec.stack

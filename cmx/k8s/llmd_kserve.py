@@ -113,6 +113,7 @@ class LlmdKserve(LlmdStack):
     form = "kserve"
     options = LlmdStack.options | {"expert_parallel"}
     tokenizer_from_hub = True
+    readme = "k8s/stacks/llmd_kserve.md.j2"
 
     def objects(self, spec: ServingSpec) -> tuple[Manifest, ...]:
         return kserve_objects(spec)

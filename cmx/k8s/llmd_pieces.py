@@ -166,6 +166,7 @@ def gateway_service_url(spec: ServingSpec) -> str:
 class LlmdPieces(LlmdStack):
     form = "pieces"
     options = LlmdStack.options | {"gateway", "gateway_class", "epp_image"}
+    readme = "k8s/stacks/llmd_pieces.md.j2"
 
     def objects(self, spec: ServingSpec) -> tuple[Manifest, ...]:
         return (model_cache(spec), *pieces_objects(spec))

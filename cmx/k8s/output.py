@@ -60,11 +60,12 @@ def render(spec: ServingSpec, *, image_is_default: bool = False, crds: Sequence[
     diagram = mermaid(manifests)
     from cmx.templates import render as render_template
 
+    entry = stack_for(spec.stack)
     readme = render_template(
-        "k8s/README.md.j2", spec=spec, manifests=manifests, serve=" ".join(serve_argv(spec)), port=PORT,
+        entry.readme, spec=spec, manifests=manifests, serve=" ".join(serve_argv(spec)), port=PORT,
         hf_home=HF_HOME, results=RESULTS, version=KUBERNETES_VERSION, image_is_default=image_is_default,
         namespace_flag=f" -n {spec.namespace}" if spec.namespace else "", validation=validation,
-        requirements=needs, stack=record, diagram=diagram, target=job_target(spec), entry=stack_for(spec.stack))
+        requirements=needs, stack=record, diagram=diagram, target=job_target(spec), entry=entry)
     return Rendered(spec, manifests, readme, record, validation, needs, diagram)
 
 

@@ -26,11 +26,13 @@ class Stack(Protocol):
 
     name, form: the options that choose it (form "": the stack has one form).
     options: the StackOptions fields of its own; another stack's, given, are refused.
+    readme: the template of the README rendered beside the objects (templates/, its prose about the stack).
     """
 
     name: str
     form: str
     options: frozenset[str]
+    readme: str
 
     def check(self, spec: ServingSpec) -> None:
         """Refuse what the stack cannot render from this spec (StackOptionError), before anything is."""
@@ -63,6 +65,8 @@ class StackDefaults:
     name: str
     form: str = ""
     options: frozenset[str] = frozenset()
+    # a stack with prose of its own extends it (templates/k8s/stacks/)
+    readme: str = "k8s/README.md.j2"
     # an init container downloads the tokenizer (the stack's servers do not fill cmx's model cache)
     tokenizer_from_hub: bool = False
 

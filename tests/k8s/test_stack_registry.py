@@ -4,6 +4,7 @@ and no k8s module outside the entries asks which stack it is serving."""
 from __future__ import annotations
 
 import ast
+import re
 from itertools import product
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from cmx.k8s import stacks
 from cmx.k8s.stack_options import LLMD_FORMS, STACK_NAMES, StackOptions
+from cmx.templates import templates_dir
 from tests.k8s.conftest import make_spec
 
 K8S = Path(stacks.__file__).parent
@@ -67,3 +69,13 @@ def test_the_name_scan_sees_a_branch_on_a_stack_name(tmp_path: Path) -> None:
     branchy = tmp_path / "branchy.py"
     branchy.write_text('def f(s):\n    if s.name == "dynamo":\n        return s.kserve\n', encoding="utf-8")
     assert _name_tests(branchy) == ["branchy.py:2", "branchy.py:3"]
+
+
+def test_the_readme_templates_ask_no_stack_name_and_every_entry_has_one() -> None:
+    k8s_templates = sorted((templates_dir() / "k8s").rglob("*.j2"))
+    assert k8s_templates
+    words = "|".join(re.escape(w) for w in sorted(WORDS))
+    for path in k8s_templates:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(rf'==\s*"({words})"|\b(stack|entry)\.(kserve|pieces)\b', text), path
+    assert all((templates_dir() / s.readme).is_file() for s in stacks.STACKS)
