@@ -1,7 +1,7 @@
 """`cmx pareto`'s step: the curve, run on the app step's ctx in place of the app (as `cmx tune` runs its search).
 
 `pareto_target` refuses, before any dep is built, a query that is not an MLPerf app of an Endpoints
-benchmark (llama3.1-8b, gpt-oss-120b, deepseek-r1), that does not run through an endpoint (`_endpoint`:
+benchmark (cmx/mlperf/rounds/endpoints-v1.0.yaml lists them), that does not run through an endpoint (`_endpoint`:
 cmx's own vllm serve, or --input endpoint_url), or that names no device.
 
 `pareto_step` starts the server (or uses the URL) and one endpoint backend, then:
@@ -72,7 +72,6 @@ if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend, GenRequest
     from cmx.resolve.plan import Step
 
-ENDPOINTS_BENCHMARKS = ("llama3.1-8b", "gpt-oss-120b", "deepseek-r1")   # MLPerf Endpoints v1.0's
 SHORT_POINT_S = 2.0
 SHORT_PROBE_S = 1.5
 SHORT_ACCURACY_ROWS = 32
@@ -119,16 +118,17 @@ def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[s
     """Check the plan's root step can draw a curve; ParetoError says why not."""
     from cmx.mlperf.app_step import unnamed_devices
     from cmx.mlperf.benchmarks import all_benchmarks
+    from cmx.mlperf.rounds import endpoints_v1_benchmarks
 
     recipe = step.recipe
     bench = next((b for b in all_benchmarks() if b.family in recipe.tags), None)
     if bench is None or "round" not in step.inputs:
         raise ParetoError(f"{recipe.name} is not an MLPerf benchmark app", hint="give an app query: `cmx find app "
                                                                               "mlperf inference` lists them")
-    name = bench.names[0]
-    if name not in ENDPOINTS_BENCHMARKS:
+    name, endpoints = bench.names[0], endpoints_v1_benchmarks()
+    if name not in endpoints:
         raise ParetoError(f"{name} is not an MLPerf Endpoints v1.0 benchmark",
-                          hint=f"Endpoints v1.0 has {', '.join(ENDPOINTS_BENCHMARKS)}")
+                          hint=f"Endpoints v1.0 has {', '.join(endpoints)}")
     if "endpoint" not in step.variations:
         raise ParetoError("a Pareto curve measures a served endpoint: the query does not run through one",
                           hint="add _endpoint (cmx starts vllm serve), or give --input endpoint_url=URL (a server "

@@ -4,6 +4,7 @@ Each round is one YAML file beside this module (`v6.0.yaml`, ...), read with `ya
 and checked strictly: an unknown or missing key is an error that names the file. The files
 say where each fact comes from. `load_round("v6.0")` returns a frozen `Round`;
 `Round.benchmark("llama2-70b-99")` one of its `Benchmark`s; `latest_round()` names the newest, the default.
+`endpoints_v1_benchmarks()` reads endpoints-v1.0.yaml, the benchmarks of MLPerf Endpoints v1.0 (`cmx pareto`'s).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from cmx.errors import CmxError
 
 ROUNDS_DIR = Path(__file__).resolve().parent
+ENDPOINTS_V1_FILE = ROUNDS_DIR / "endpoints-v1.0.yaml"  # not a round: `known_rounds` reads v*.yaml only
 SCENARIOS = ("Offline", "Server", "Interactive")
 LOADGEN_SCENARIOS = ("Offline", "Server")
 
@@ -130,6 +132,9 @@ class Benchmark:
     # samples an accuracy run covers: constants.py accuracy-sample-count where the benchmark has its own
     # accuracy set (gpt-oss-120b: 4395), else the dataset size (the checker's get_accuracy_sample_count)
     accuracy_sample_count: int = 0
+    # the official checker compares an endpoint-client result's accuracy score with the target (closed); it
+    # compares no other benchmark's, whose client scale is not accuracy.txt's
+    endpoints_accuracy_checked: bool = False
 
     def __post_init__(self) -> None:
         if not self.accuracy_sample_count:
@@ -200,6 +205,8 @@ class Round:
     benchmarks: tuple[Benchmark, ...]
     # benchmarks whose results MLCommons' endpoint client may make (constants.py ENDPOINTS_ALLOWED_MODELS, v6.1)
     endpoints_benchmarks: tuple[str, ...] = ()
+    # what a harness config or an accuracy evaluation runs when it names no benchmark (cmx's first example's)
+    default_benchmark: str = ""
 
     @property
     def loadgen_requirement(self) -> str:
@@ -239,6 +246,20 @@ def load_round(name: str) -> Round:
         raise RoundError(f"unknown MLPerf round {name!r}",
                          hint=f"known rounds: {', '.join(known_rounds())}")
     return read_round_file(path)
+
+
+@cache
+def endpoints_v1_benchmarks() -> tuple[str, ...]:
+    """The benchmarks of MLPerf Endpoints v1.0, in its rules' order: each a benchmark of a known round."""
+    with ENDPOINTS_V1_FILE.open(encoding="utf-8") as fh:
+        top = _Reader(yaml.safe_load(fh), str(ENDPOINTS_V1_FILE), "")
+    names = tuple(str(b) for b in top.get("benchmarks", list))
+    top.done()
+    known = {b for r in known_rounds() for b in load_round(r).benchmark_names}
+    if set(names) - known:
+        raise RoundError(f"benchmarks names benchmarks no round has: {sorted(set(names) - known)}",
+                         where=str(ENDPOINTS_V1_FILE))
+    return names
 
 
 def round_for_seeds(seeds: Seeds) -> Round | None:
@@ -328,10 +349,14 @@ def _parse_round(top: _Reader) -> Round:
             "system_fields", "system_fields_may_be_empty", "status_values", "system_types", "measurements_fields")}),
         benchmarks=tuple(_parse_benchmark(name, reader) for name, reader in top.sub("benchmarks").items()),
         endpoints_benchmarks=tuple(str(b) for b in top.get("endpoints_benchmarks", list, [])),
+        default_benchmark=top.get("default_benchmark", str),
     )
     unknown = set(parsed.endpoints_benchmarks) - set(parsed.benchmark_names)
     if unknown:
         raise RoundError(f"endpoints_benchmarks names benchmarks the round does not have: {sorted(unknown)}",
+                         where=top.path)
+    if parsed.default_benchmark not in parsed.benchmark_names:
+        raise RoundError(f"default_benchmark {parsed.default_benchmark!r} is not a benchmark of the round",
                          where=top.path)
     for reader in (loadgen, seeds, layout, sub, top):
         reader.done()
@@ -354,6 +379,7 @@ def _parse_benchmark(name: str, b: _Reader) -> Benchmark:
         compliance_tests=tuple(b.get("compliance", list, [])),
         accuracy=_parse_accuracy(acc, factor),
         accuracy_sample_count=b.get("accuracy_sample_count", int, 0),
+        endpoints_accuracy_checked=b.get("endpoints_accuracy_checked", bool, False),
     )
     for reader in (datacenter, acc, b):
         reader.done()

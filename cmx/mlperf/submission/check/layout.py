@@ -90,15 +90,17 @@ def submitters(root: Path, round_: Round, problems: list[Problem]) -> list[Submi
                                         "a file directly in a division folder",
                                         "a division folder holds only submitter folders"))
             elif sub.is_dir():
-                found.append(Submitter(entry.name, sub.name, sub, _model_mapping(sub, root, entry.name, problems)))
+                mapping = _model_mapping(sub, root, entry.name, round_, problems)
+                found.append(Submitter(entry.name, sub.name, sub, mapping))
     if not found:
         problems.append(Problem(".", "layout.root", "no <division>/<submitter> folder",
                                 "a tree is <division>/<submitter>/{systems,results,...}"))
     return found
 
 
-def _model_mapping(sub: Path, root: Path, division: str, problems: list[Problem]) -> dict[str, str]:
+def _model_mapping(sub: Path, root: Path, division: str, round_: Round, problems: list[Problem]) -> dict[str, str]:
     path = sub / MODEL_MAPPING
+    example = f'write {{"your-name": "{round_.default_benchmark}"}}'  # an official name of the round
     if not regular_file(path):
         return {}  # a link there is the walk's finding
     where = relative(path, root)
@@ -113,12 +115,10 @@ def _model_mapping(sub: Path, root: Path, division: str, problems: list[Problem]
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        problems.append(Problem(where, "layout.model-mapping", f"not valid JSON ({clip(exc)})",
-                                'write {"your-name": "llama2-70b-99"}'))
+        problems.append(Problem(where, "layout.model-mapping", f"not valid JSON ({clip(exc)})", example))
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        problems.append(Problem(where, "layout.model-mapping", "not a mapping of names to names",
-                                'write {"your-name": "llama2-70b-99"}'))
+        problems.append(Problem(where, "layout.model-mapping", "not a mapping of names to names", example))
         return {}
     return data
 
