@@ -131,6 +131,12 @@ class Benchmark(Protocol):
         verify_accuracy.py reads it (`--dtype`)."""
         ...
 
+    @property
+    def test01_sampling_target(self) -> int | None:
+        """compliance/TEST01/<benchmark>/audit.config's accuracy_log_sampling_target: about how many outputs a TEST01
+        run logs; None for a benchmark the round gives no TEST01 (cmx writes it no audit.config)."""
+        ...
+
     def make_tiny_model(self, dest: Path, seed: int = 0, sizes: Mapping[str, int] | None = None) -> Path:
         """Write a random-weight model of the real architecture, with its tokenizer, into `dest` (`sizes`: the
         model recipe's tiny inputs, hidden_size, layers and so on; None: the smallest defaults)."""

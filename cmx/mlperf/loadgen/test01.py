@@ -7,7 +7,7 @@ compliance/TEST01/run_verification.py does (mlcommons/inference b66003e):
 
 - `compare_outputs` compares each logged output with the same sample's output in the accuracy run's
   log, as verify_accuracy.py does in its default (JSON) mode: the first element of each, read with
-  the benchmark's dtype (`--dtype`; whisper's labels are int64). It passes when no sample differs and
+  the benchmark's dtype (`--dtype`; a speech model's labels are int64). It passes when no sample differs and
   at least one matched. verify_accuracy.txt is the script's output, line for line.
 - `compare_performance` compares the run's score with the performance run's: within 10 %, the same
   scenario, both runs VALID, and for Server the same target latency (the script's looser 20 % is for
@@ -43,9 +43,9 @@ from cmx.mlperf.loadgen.log import LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, FAIL_REASON, fail_reasons, run_failures
 from cmx.mlperf.loadgen.test06 import AUDIT_HEADER
 
-# compliance/TEST01/<benchmark>/audit.config: the same seed for every benchmark, a sampling target each
+# compliance/TEST01/<benchmark>/audit.config: the same seed for every benchmark, a sampling target each (the
+# benchmark's declaration states it: test01_sampling_target)
 AUDIT_SEED = 720381539243781796
-SAMPLING_TARGETS: Mapping[str, int] = {"whisper": 4096}
 
 VERIFY_ACCURACY_TXT = "verify_accuracy.txt"
 VERIFY_PERFORMANCE_TXT = "verify_performance.txt"
@@ -65,11 +65,16 @@ class Test01Error(CmxError):
 
 def audit_config(benchmark: str) -> str:
     """compliance/TEST01/<benchmark>/audit.config: performance mode, logging a seeded sample of the outputs."""
-    target = SAMPLING_TARGETS.get(benchmark)
+    from cmx.mlperf.benchmarks import UnknownBenchmark, benchmark_for
+
+    try:
+        target = benchmark_for(benchmark).test01_sampling_target
+    except UnknownBenchmark:
+        target = None
     if target is None:
         raise Test01Error(f"cmx has no TEST01 audit.config for {benchmark}",
                           hint="add its accuracy_log_sampling_target (compliance/TEST01/<benchmark>/audit.config in "
-                               "mlcommons/inference) to cmx.mlperf.loadgen.test01.SAMPLING_TARGETS")
+                               "mlcommons/inference) to the benchmark's declaration as test01_sampling_target")
     return (f"{AUDIT_HEADER}*.*.mode = 2\n*.*.accuracy_log_rng_seed = {AUDIT_SEED}\n"
             f"*.*.accuracy_log_sampling_target = {target}\n")
 
@@ -111,7 +116,7 @@ def _first(data: bytes, dtype: str) -> int | float | None:
     size = struct.calcsize(fmt)
     if len(data) % size:
         raise Test01Error(f"an output of {len(data)} bytes is not a whole number of {dtype} values",
-                          hint="verify with the dtype the SUT answers LoadGen in (whisper: int64, token ids: int32)")
+                          hint="verify with the dtype the SUT answers LoadGen in (labels: int64, token ids: int32)")
     return struct.unpack_from(fmt, data)[0] if data else None
 
 
@@ -338,7 +343,6 @@ __all__ = [
     "BASELINE_LOG",
     "BASELINE_TXT",
     "COMPLIANCE_TXT",
-    "SAMPLING_TARGETS",
     "VERIFY_ACCURACY_TXT",
     "VERIFY_PERFORMANCE_TXT",
     "AccuracyComparison",

@@ -40,6 +40,7 @@ class BenchmarkDefaults(ModelDefaults):
     facts: str = "dataset:FACTS"
     interactive: bool = True
     response_dtype: str = "int32"  # the harness answers token ids as int32
+    test01_sampling_target: int | None = None  # its TEST01 audit.config's; None: no TEST01
     chat: bool = False  # its samples are conversations for an endpoint's chat route (prompt_source: a ChatSource)
     server_flags: tuple[str, ...] = ()  # what every `vllm serve` cmx starts for it takes (the reference's flags)
 

@@ -37,6 +37,8 @@ class Whisper(BenchmarkDefaults):
     loadgen_model: str = "whisper"  # loadgen/mlperf.conf: whisper.*
     interactive: bool = False
     response_dtype: str = "int64"  # the 42-label answer (transcript.response_array); TEST01 reads it so
+    # compliance/TEST01/whisper/audit.config (mlcommons/inference b66003e): accuracy_log_sampling_target
+    test01_sampling_target: int | None = 4096
     generation: Generation = Generation(max_tokens=MAX_TOKENS)
     model: ModelSpec = MODEL
     loader: str = "dataset:load_librispeech"
