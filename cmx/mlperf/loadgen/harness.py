@@ -538,14 +538,17 @@ def wait_exit(proc: subprocess.Popen[Any], wait: Callable[[float], bool]) -> Non
         pass
 
 
-def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str = "llama2-70b-99",
+def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str = "",
                       rows: int | None = None, jobs: int = 1) -> Path:
     """Score an accuracy run's log as the benchmark's reference does (outputs decoded with the
-    tokenizer, special tokens skipped) and write accuracy.txt beside it."""
+    tokenizer, special tokens skipped) and write accuracy.txt beside it. No `benchmark`: the harness round's
+    default_benchmark."""
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.accuracy_log import sha256_file
+    from cmx.mlperf.loadgen.harness_config import HARNESS_ROUND
+    from cmx.mlperf.rounds import load_round
 
-    bench = benchmark_for(benchmark)
+    bench = benchmark_for(benchmark or load_round(HARNESS_ROUND).default_benchmark)
     log_path = Path(output_dir) / ACCURACY_LOG
     data = bench.load_dataset(dataset)
     if rows is not None:

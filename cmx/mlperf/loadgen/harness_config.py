@@ -13,6 +13,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.run_record import FAILED
+from cmx.mlperf.rounds import load_round
 from cmx.secrets import Redactor, masked_url
 
 if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to
 
 MODES = ("performance", "accuracy", *COMPLIANCE_MODES)
 SCENARIOS = ("Offline", "Server", "Interactive")
+HARNESS_ROUND = "v6.0"  # the round of a harness config, or an accuracy evaluation, that names none
 
 
 class HarnessError(CmxError):
@@ -148,8 +150,8 @@ class HarnessConfig:
     mode: str
     user_conf: Path
     output: Path
-    round: str = "v6.0"
-    benchmark: str = "llama2-70b-99"
+    round: str = HARNESS_ROUND
+    benchmark: str = ""  # none: the round's default_benchmark (its YAML file names it)
     device: str = "cpu"
     max_tokens: int = 1024
     rows: int | None = None
@@ -159,6 +161,8 @@ class HarnessConfig:
     loadgen: LoadgenSource | None = None  # None: the round's pin, found by the harness (binding.import_loadgen)
 
     def __post_init__(self) -> None:
+        if not self.benchmark:
+            object.__setattr__(self, "benchmark", load_round(self.round).default_benchmark)
         if self.scenario not in SCENARIOS:
             raise HarnessError(f"unknown scenario {self.scenario!r}", hint=f"one of {', '.join(SCENARIOS)}")
         if self.mode not in MODES:
