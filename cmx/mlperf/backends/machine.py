@@ -204,9 +204,10 @@ def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, 
     """ModelFacts from a Hugging Face config.json's fields (Llama names; a multimodal config's
     text_config when there is one). KV bytes per token at 2 bytes a value: keys and values of every
     key-value head, or, for multi-head latent attention (DeepSeek's `kv_lora_rank`), the one
-    compressed latent and the rotary key part that vLLM caches per layer instead."""
-    if config.get("model_type") == "whisper":
-        return _whisper_facts(config, max_model_len=max_model_len, weight_bytes=weight_bytes)
+    compressed latent and the rotary key part that vLLM caches per layer instead. An encoder-decoder config with
+    an encoder of `max_source_positions` (a speech model's) is read by `_encoder_decoder_facts`."""
+    if config.get("is_encoder_decoder") and "max_source_positions" in config:
+        return _encoder_decoder_facts(config, max_model_len=max_model_len, weight_bytes=weight_bytes)
     text = config.get("text_config") or config
     try:
         layers, heads = int(text["num_hidden_layers"]), int(text["num_attention_heads"])
@@ -222,10 +223,10 @@ def model_facts(config: Mapping[str, Any], *, max_model_len: int | None = None, 
                       weight_bytes=weight_bytes, quantized="quantization_config" in config)
 
 
-def _whisper_facts(config: Mapping[str, Any], *, max_model_len: int | None, weight_bytes: int) -> ModelFacts:
-    """Whisper's decoder, from its own names: its self-attention keys and values per token, a context of
-    max_target_positions (448), and the cross-attention's over the encoder's max_source_positions (1,500) per
-    sequence."""
+def _encoder_decoder_facts(config: Mapping[str, Any], *, max_model_len: int | None, weight_bytes: int) -> ModelFacts:
+    """A speech model's decoder, from its own names (Whisper's): its self-attention keys and values per token, a
+    context of max_target_positions (448), and the cross-attention's over the encoder's max_source_positions (1,500)
+    per sequence."""
     try:
         layers, width = int(config["decoder_layers"]), int(config["d_model"])
         context = max_model_len or int(config["max_target_positions"])
