@@ -16,7 +16,7 @@ Two engine kinds, chosen by `VllmBackendConfig.streaming`:
 Either way: no tokenizer (`skip_tokenizer_init`: the dataset is already token ids, and outputs
 stay token ids, `detokenize=False`; a speech model keeps it, for vLLM's Whisper processor, and its
 requests carry their clip as `multi_modal_data`, see `engine_prompt`), the config's `Sampling` (the
-benchmark reference's: greedy for most, temperature 1 for gpt-oss-120b) in every request's
+benchmark reference's: greedy for most, temperature 1 for some) in every request's
 SamplingParams, warm-up included,
 and `min_tokens` of at least 2 (LoadGen rejects a response of fewer; see
 `backend.MIN_OUTPUT_TOKENS`). EOS comes from the model's generation_config.json, which vLLM reads
@@ -102,7 +102,7 @@ class VllmBackendConfig:
         architecture choose ROCm's AITER kernels.
     warmup_requests: warm-up requests per engine in start().
     output_tokens_estimate: the expected output length, used only to balance data-parallel
-        shards (llama2-70b's reference answers average about 294 tokens).
+        shards (a text LLM's reference answers average a few hundred tokens).
     sampling: how every request (warm-up included) chooses its tokens: temperature, top_p, top_k, seed.
     """
 

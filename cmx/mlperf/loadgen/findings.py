@@ -281,7 +281,7 @@ def _compliance_problems(run: LoggedRun, round_: Round, bench: Benchmark, rules:
         out += _tagged("loadgen.latency-setting", _latency_setting_problems(run, rules, name))
     else:
         # LoadGen logs the accuracy_sample_count *setting* (effective_accuracy_sample_count) even when the QSL
-        # holds fewer samples (a 96-row set under gpt-oss-120b's 4395): it covers no more than the QSL has
+        # holds fewer samples (a 96-row set under a setting of 4395): it covers no more than the QSL has
         counts = [c for c in (s.accuracy_sample_count, run.qsl_total_count) if c is not None]
         covered = min(counts) if counts else None
         if covered is not None and covered != bench.accuracy_sample_count:

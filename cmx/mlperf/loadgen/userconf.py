@@ -11,7 +11,7 @@ mlcommons-loadgen 6.0.15; 6.0.16/6.0.17 are identical there):
   inline `# comment` included, makes LoadGen reject the whole file with an `error_invalid_config`.
 - Some keys are looked up under a fixed scenario whatever the run is: `target_qps` under both
   Offline and Server, `ttft_latency`/`tpot_latency`/`coalesce_queries`/`max_async_queries`
-  under Server. An Interactive run is a Server run of the model `llama2-70b-interactive`.
+  under Server. An Interactive run is a Server run of the model `<model>-interactive`.
 - user.conf cannot change the seeds: LoadGen reads `*_rng_seed`, `accuracy_log_probability`
   and the `test05*` keys only from the mlperf.conf compiled into it, and silently ignores them
   in user.conf. cmx refuses to write them.
@@ -77,7 +77,7 @@ class ConfLine:
 class UserConf:
     """A generated user.conf: its lines, the header comment, and whether the round would accept it."""
 
-    model: str               # LoadGen model name (llama2-70b, llama2-70b-interactive)
+    model: str               # LoadGen model name (the round's loadgen_model)
     scenario: str            # LoadGen scenario (Offline, Server)
     lines: tuple[ConfLine, ...]
     comments: tuple[str, ...]
@@ -127,7 +127,7 @@ def user_conf(round_: Round, benchmark: Benchmark | str, scenario: str, *,
         values["mode"] = MODE_VALUES[mode]
     if rules.min_query_count and short is None:
         # the round's minimum Offline query: LoadGen sizes the query from target_qps x min_duration, which on
-        # a small system falls below it (gpt-oss-120b: mlperf.conf sets none, the checker wants 6396)
+        # a small system falls below it (where mlperf.conf sets none and the checker wants one)
         values["min_query_count"] = rules.min_query_count
     if short is not None:
         values.update(_short_values(short))

@@ -80,7 +80,7 @@ def parse_user_conf(text: str) -> ParsedConf:
             errors.append(NonCompliance(key, tokens[2], line_no,
                                         f"{key} is not model.scenario.key: LoadGen never reads it"))
             continue
-        # the model may itself hold dots (llama3.1-8b); the scenario and key never do
+        # the model may itself hold dots (a version in its name); the scenario and key never do
         entries.append(ConfEntry(line_no, ".".join(parts[:-2]), parts[-2], parts[-1], tokens[2]))
     return ParsedConf(tuple(entries), tuple(errors))
 

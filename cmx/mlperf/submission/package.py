@@ -215,7 +215,7 @@ def measurements(source: SourceResult, request: PackageRequest) -> dict[str, str
     origin = source.origin
     model = dict(origin.model) if origin else {}
     precision = precision_of(source) or str(model.get("precision") or "")
-    # A checkpoint published quantized (gpt-oss-120b's MXFP4 experts) and loaded as it is (the run's precision
+    # A checkpoint published quantized (MXFP4 experts, say) and loaded as it is (the run's precision
     # an unquantized one): its weights are of the checkpoint's type, and nothing transformed them.
     published = str(model.get("precision") or "")
     as_published = precision in UNQUANTIZED and published not in UNQUANTIZED and not model.get("is_tiny")

@@ -35,7 +35,7 @@ RULES = frozenset({
 class Problem:
     """One thing wrong with a tree, located and explained."""
 
-    path: str        # relative to the tree's root: closed/cmx/results/box/llama2-70b-99/Offline/user.conf
+    path: str        # relative to the tree's root: closed/cmx/results/box/<benchmark>/Offline/user.conf
     rule: str        # a stable id: layout.missing-file, loadgen.seeds, accuracy.hash, ...
     found: str
     fix: str
