@@ -15,6 +15,10 @@ instead, Offline only: the clip as a WAV file, the prompt's language, streamed s
 with its token count; its result is the text with that count (openai_api's module docstring says why).
 The model folder (`EndpointConfig.tokenizer`) tells a speech model from a text one (its config.json).
 
+These four ways (completions, streamed completions, transcriptions, chats) are `routes.Route` values, which
+`routes.route_for` picks from the request; each goes through the one post path of `endpoint_client.EndpointClient`
+(the same in the worker processes of `endpoint_workers`), so no route has failures of its own.
+
 A conversation (a request with a `chat`: Qwen3-VL's messages, its image among them) is one non-streaming
 `POST {url}/chat/completions` in every scenario (its benchmark judges whole answers' latency, so Server
 sends no first token); its result is the reply's text with the server's token count. A chat the server
@@ -31,7 +35,7 @@ used ("server" or "tokenizer"). Every count is checked against the server's usag
 and the request's max_tokens (openai_api's module docstring says how), so a server answering with
 neither ids nor a token count is an error, and so is text that re-tokenizes to another count.
 
-HTTP: one aiohttp session (one connection pool, keep-alive) on an asyncio event loop in a thread
+HTTP: one aiohttp session (one connection pool, keep-alive; the client's) on an asyncio event loop in a thread
 the backend owns (`loop_thread.LoopThread`): `start()` creates both, `stop()` cancels what is in
 flight, closes the session and ends the loop, in the order loop_thread sets. `submit()` only schedules onto that
 loop (thread-safe, microseconds), so nothing slow happens on LoadGen's issue thread.
@@ -39,11 +43,11 @@ loop (thread-safe, microseconds), so nothing slow happens on LoadGen's issue thr
 Failures are never retried: a retried request would be timed from its retry, not from when
 LoadGen issued it, so every failure (HTTP 5xx, a timeout, a lost connection, a malformed answer)
 fails the sample with a BackendError that says why; Offline stops the batch at the first one
-and says how many samples were lost. A streaming request that lost its connection (or had it
-refused) makes the backend ask whether the server is gone (`_raise_if_dead`): it is when a fresh
-connection for GET /models is refused, finds no route to the host, or is reset before any answer.
-Then the request fails with BackendDead, and the SUT stops the test. A timeout, or any HTTP answer
-at all (a 5xx included), is no proof: a live server may be slow or shedding load. The API key is a
+and says how many samples were lost. A request on any route that lost its connection (or had it
+refused) makes the client ask whether the server is gone (endpoint_client's module docstring says how).
+When it is, the request fails with BackendDead, and the SUT stops the test (an Offline batch's error is a
+BackendDead too). A timeout, or any HTTP answer at all (a 5xx included), is no proof: a live server may
+be slow or shedding load. The API key is a
 `cmx.secrets.Secret`: sent as `Authorization: Bearer`, never logged, never in an error or in StartInfo.
 """
 
@@ -51,7 +55,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import errno
 import json
 import logging
 import queue
@@ -59,134 +62,37 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmx.mlperf.backends.base import (
-    GREEDY,
     Audio,
-    BackendDead,
     BackendDefaults,
     BackendError,
     ChatPrompt,
     GenRequest,
     GenResult,
-    Sampling,
     StartInfo,
     StreamSink,
 )
 from cmx.mlperf.backends.batching import QueueSink, audio_warmup_requests, longest_first, warmup_requests
+from cmx.mlperf.backends.endpoint_client import DEFAULT_MAX_CONCURRENCY as DEFAULT_MAX_CONCURRENCY
+from cmx.mlperf.backends.endpoint_client import EndpointClient, batch_failure
+from cmx.mlperf.backends.endpoint_client import EndpointConfig as EndpointConfig  # where its users import it
+from cmx.mlperf.backends.endpoint_workers import WorkerPool, WorkerSetup
 from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.openai_api import (
-    SseBuffer,
-    StreamAssembler,
     TextTokens,
-    TranscriptAssembler,
-    api_base,
-    chat_body,
-    chat_result,
-    completion_body,
-    completion_result,
     http_error,
     malformed,
-    parse_answer,
     public_url,
-    refuse_two_credentials,
     server_root,
-    transcription_form,
-    transcription_language,
-    transport_error,
     unreachable_error,
-    wav_bytes,
 )
-from cmx.secrets import Secret
+from cmx.mlperf.backends.routes import IDS_PROBE, ServerSendsNoIds, route_for
 
-if TYPE_CHECKING:
-    from cmx.mlperf.backends.endpoint_workers import WorkerPool
-
-# Offline: requests in flight at once. Enough to keep any one server's batch full (vLLM's
-# max_num_seqs is 256 to 1024 in the published MLPerf set-ups); requests beyond the server's
-# batch wait in its queue, where they cost a socket and nothing else.
-DEFAULT_MAX_CONCURRENCY = 1024
-DEFAULT_REQUEST_TIMEOUT_S = 600.0
-CONNECT_TIMEOUT_S = 10.0
-# Idle keep-alive connections are dropped before uvicorn's own 5 s timeout (vLLM's default
-# VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so the client never sends on a connection the server is closing,
-# which would look like a lost server and fail a sample.
-KEEPALIVE_TIMEOUT_S = 4.0
 CLOSE_TIMEOUT_S = 30.0  # for closing the session when the backend stops
 DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say
-# Whether the server is gone, after a streaming request lost its connection: a fresh GET /models
-# that gets no connection at all is proof; one still unanswered after this long is not (a slow server)
-DEAD_PROBE_TIMEOUT_S = 5.0
-GONE_ERRNOS = {errno.ECONNREFUSED: "connection refused", errno.EHOSTUNREACH: "no route to the host",
-               errno.ENETUNREACH: "network unreachable", errno.ECONNRESET: "connection reset"}
-TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
-JSON = {"Content-Type": "application/json"}
-# what a server answers a request it will not serve (a prompt over its context length, an image it cannot read):
-# a chat so refused is answered empty, as Qwen3-VL's reference answers any failed request
-REFUSED_STATUSES = frozenset({400, 413, 422})
 WARMUP_CHAT = ChatPrompt(({"role": "user", "content": "Name three colours."},), max_tokens=8)
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """url: the API's base, e.g. http://127.0.0.1:8000/v1 (routes are appended to it).
-    model: the served model's name; None takes the only one /v1/models lists.
-    api_key: sent as a Bearer token; None sends none.
-    request_timeout_s: the most one request may take, from sending it to its last byte.
-    max_concurrency: Offline requests in flight at once (Server sends each sample at once).
-    tokenizer: the model's folder: its tokenizer.json re-tokenizes text from a server that returns no token
-        ids, and its config.json tells a speech model (whose samples go to the transcription route).
-    token_ids: "auto" (the server's ids when its answers carry them, else the tokenizer),
-        "server" (fail without them) or "tokenizer" (always re-tokenize the text).
-    warmup_requests: non-streaming warm-up requests in start() (one streaming request follows).
-    sampling: how every request (warm-up included) chooses its tokens, sent in each request body.
-    chat: the samples are conversations (the benchmark's ChatSource): warm up through the chat route.
-    workers: 0 does the HTTP on a thread of this process; N > 0 in N worker processes (endpoint_workers), for
-        more requests and streamed tokens a second than one process parses. Text completions only.
-    send_min_tokens: False leaves min_tokens out of the request body (for vLLM's disaggregation proxy, which
-        copies it into a max_tokens=1 prefill request that vLLM refuses); an answer shorter than the request's
-        min_tokens still fails its sample.
-    """
-
-    url: str
-    model: str | None = None
-    api_key: Secret | None = None
-    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    tokenizer: Path | None = None
-    token_ids: str = "auto"
-    warmup_requests: int = 4
-    sampling: Sampling = GREEDY
-    chat: bool = False
-    workers: int = 0
-    send_min_tokens: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise BackendError(f"endpoint url {public_url(self.url)!r} is not an http:// or https:// URL",
-                               hint="give the API's base, e.g. http://127.0.0.1:8000/v1")
-        refuse_two_credentials(self.url, bool(self.api_key))
-        if self.max_concurrency < 1:
-            raise BackendError(f"max_concurrency must be at least 1, not {self.max_concurrency}")
-        if self.workers < 0:
-            raise BackendError(f"workers must be 0 (in-process) or more, not {self.workers}",
-                               hint="give the number of client worker processes, e.g. the client's cores")
-        if self.request_timeout_s <= 0:
-            raise BackendError(f"request_timeout_s must be positive, not {self.request_timeout_s}")
-        if self.token_ids not in TOKEN_IDS_SOURCES:
-            raise BackendError(f"unknown token_ids source {self.token_ids!r}", hint=" or ".join(TOKEN_IDS_SOURCES))
-        if self.token_ids == "tokenizer" and self.tokenizer is None:
-            raise BackendError("token_ids='tokenizer' needs the model's tokenizer folder",
-                               hint="give EndpointConfig(tokenizer=MODEL_DIR)")
-
-
-def lost_connection(exc: BaseException) -> bool:
-    """`exc` is a refused or lost connection (not a timeout, not an answer): the server may be gone."""
-    import aiohttp
-
-    return isinstance(exc, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
-                            ConnectionError))
 
 
 # --- the backend ---------------------------------------------------------------------------------------
@@ -213,21 +119,19 @@ class EndpointBackend(BackendDefaults):
     def __init__(self, config: EndpointConfig, logger: logging.Logger | None = None) -> None:
         self.config = config
         self.log = logger or logging.getLogger(__name__)
-        self.model: str | None = None
         self.token_ids_source: str | None = None  # "server" or "tokenizer", once started
-        self._tokens: TextTokens | None = None  # set when the ids come from re-tokenizing
         self._loop: LoopThread | None = None
-        self._session: Any = None
-        self._in_flight = 0  # requests sent and not answered; touched on the loop only
-        self._gone: str | None = None  # why the server is known dead (on the loop only)
-        self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing streams share
-        self._speech: TextTokens | None = None  # a speech model's vocabulary (its prompts' language), once started
-        self._refused = 0  # chats the server refused, answered empty (on the loop only)
+        self._client = EndpointClient(config, self.log)  # the session and every route's post, on the loop only
         self._pool: WorkerPool | None = None  # config.workers > 0: the worker processes, once started
 
     @property
     def url(self) -> str:
-        return api_base(self.config.url)
+        return self._client.url
+
+    @property
+    def model(self) -> str | None:
+        """The served model, once started."""
+        return self._client.model
 
     @property
     def worker_pids(self) -> list[int]:
@@ -236,34 +140,15 @@ class EndpointBackend(BackendDefaults):
 
     # -- start ------------------------------------------------------------------------------------------
 
-    async def _open_session(self) -> None:
-        import aiohttp
-
-        headers = {}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key.reveal()}"
-        # no limit on connections: Offline bounds itself (max_concurrency workers), and a Server
-        # sample must never wait in the client for a free connection
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_TIMEOUT_S)
-        # one timeout for a whole request, sending to last byte; no read timeout of its own: a
-        # long prefill in a full batch may keep a stream silent for a while
-        timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s, sock_connect=CONNECT_TIMEOUT_S)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers)
-
-    async def _close_session(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
     def start(self) -> StartInfo:
         if self._loop is not None:
             raise BackendError("the endpoint backend is already started")
         began = time.monotonic()
         loop = self._loop = LoopThread("cmx-endpoint-loop", self.log, close_timeout_s=CLOSE_TIMEOUT_S)
         loop.start()
-        loop.on_close(self._close_session)
+        loop.on_close(self._client.close)
         try:
-            loop.call(self._open_session())
+            loop.call(self._client.open())
             server, max_model_len = loop.call(self._probe())
             connected = time.monotonic()
             warmups = self._warm_up(max_model_len)
@@ -293,10 +178,6 @@ class EndpointBackend(BackendDefaults):
                                   "server_lists_models": server.get("lists_models", True),
                                   "token_ids_source": self.token_ids_source})
 
-    async def _get(self, url: str) -> tuple[int, str, Any]:
-        async with self._session.get(url) as response:
-            return response.status, await response.text(), response.headers
-
     async def _probe(self) -> tuple[dict[str, Any], int | None]:
         """Check that the server answers and serves the model; what it says it is, and the
         model's max_model_len where it says (vLLM does)."""
@@ -304,7 +185,7 @@ class EndpointBackend(BackendDefaults):
 
         url = f"{self.url}/models"
         try:
-            status, text, headers = await self._get(url)
+            status, text, headers = await self._client.get(url)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise unreachable_error(exc, url=self.url, key_given=bool(self.config.api_key)) from None
         if status == 404 and self.config.model is not None:
@@ -312,7 +193,7 @@ class EndpointBackend(BackendDefaults):
             # the one named, and the server says nothing of itself; a wrong URL fails at the first request instead
             self.log.warning("%s has no GET /models (HTTP 404): using the model named, %s; the server's software and "
                              "max_model_len are unknown", public_url(url), self.config.model)
-            self.model = self.config.model
+            self._client.model = self.config.model
             return {"software": None, "version": None, "owned_by": None, "http_server": headers.get("Server"),
                     "lists_models": False}, None
         if status != 200:
@@ -332,7 +213,7 @@ class EndpointBackend(BackendDefaults):
             raise BackendError(f"the server does not serve a model {wanted!r}; its /v1/models lists: "
                                f"{', '.join(listed) or 'nothing'}", where=public_url(self.url),
                                hint="name one of those (endpoint_model)")
-        self.model = wanted
+        self._client.model = wanted
         entry = listed[wanted]
         max_model_len = entry.get("max_model_len")
         return await self._server_facts(entry, headers), max_model_len if isinstance(max_model_len, int) else None
@@ -343,7 +224,7 @@ class EndpointBackend(BackendDefaults):
         owner = entry.get("owned_by")
         version = None
         try:
-            status, text, _ = await self._get(f"{server_root(self.url)}/version")
+            status, text, _ = await self._client.get(f"{server_root(self.url)}/version")
             version = json.loads(text).get("version") if status == 200 else None
         except Exception as exc:  # noqa: BLE001 - /version is vLLM's own; another server need not have it
             self.log.debug("no GET /version: %s", exc)
@@ -364,7 +245,7 @@ class EndpointBackend(BackendDefaults):
         start = speech_decoder_start(self.config.tokenizer)
         if start is not None:
             assert self.config.tokenizer is not None
-            vocab = self._speech = TextTokens(self.config.tokenizer)
+            vocab = self._client.speech = TextTokens(self.config.tokenizer)
             self.token_ids_source = "transcription"  # no ids: the route's text, with the server's token count
             prompt = [start, start + 1, *(vocab.id_of(t) or -1 for t in ("<|transcribe|>", "<|notimestamps|>"))]
             requests = [replace(r, prompt_ids=prompt)
@@ -378,7 +259,7 @@ class EndpointBackend(BackendDefaults):
             self._use_tokenizer()
         else:
             self.token_ids_source = "server"
-            if self._started().call(self._complete(requests[0], probe=wanted == "auto")) is None:
+            if not self._started().call(self._server_sends_ids(requests[0], probe=wanted == "auto")):
                 if self.config.tokenizer is None:
                     raise BackendError(f"the server at {public_url(self.url)} returns no output token ids "
                                        "(vLLM's return_token_ids)",
@@ -390,15 +271,13 @@ class EndpointBackend(BackendDefaults):
 
     def _start_workers(self, max_model_len: int | None) -> int:
         """Start the worker processes (what start() found goes with them) and warm each up; the warm-up requests."""
-        from cmx.mlperf.backends.endpoint_workers import WorkerPool, WorkerSetup
-
         if self.token_ids_source in ("chat", "transcription"):
             raise BackendError(f"client worker processes ({self.config.workers}) send text completions only, not "
                                f"{'chats' if self.token_ids_source == 'chat' else 'transcriptions'}",
                                hint="run this benchmark with client_workers=0 (the HTTP in the harness process)")
         assert self.model is not None
         setup = WorkerSetup(config=replace(self.config, api_key=None), model=self.model,
-                            tokenizer=self._tokens.folder if self._tokens is not None else None, index=0)
+                            tokenizer=tokens.folder if (tokens := self._client.tokens) is not None else None, index=0)
         key = self.config.api_key.reveal() if self.config.api_key else None
         self._pool = WorkerPool(setup, key, self.config.workers, self.log).start()
         count = max(self.config.warmup_requests, self.config.workers)  # one at least for each worker
@@ -416,11 +295,11 @@ class EndpointBackend(BackendDefaults):
 
     def _use_tokenizer(self) -> None:
         assert self.config.tokenizer is not None
-        self._tokens = TextTokens(self.config.tokenizer)
+        self._client.tokens = TextTokens(self.config.tokenizer)
         self.token_ids_source = "tokenizer"
 
     def _started(self) -> LoopThread:
-        if self._loop is None or self._session is None:
+        if self._loop is None or self._client.session is None:
             raise BackendError("the endpoint backend is not started", hint="call start() first")
         return self._loop
 
@@ -433,7 +312,7 @@ class EndpointBackend(BackendDefaults):
         loop = self._started()
         if not requests:
             return iter(())
-        refuse_media(requests, speech=self._speech is not None)
+        refuse_media(requests, speech=self._client.speech is not None)
         if self._pool is not None:
             return self._pool.generate(requests, self.config.max_concurrency)
         batch = _Batch(total=len(requests))
@@ -448,10 +327,7 @@ class EndpointBackend(BackendDefaults):
         finally:
             future.cancel()  # when the caller stopped early; a no-op once the batch has ended
         if batch.failed is not None:
-            lost = batch.sent - batch.done
-            raise BackendError(f"{batch.failed.message}; {batch.done} of {batch.total} samples completed, {lost} in "
-                               f"flight were lost, {batch.total - batch.sent} not sent", where=batch.failed.where,
-                               hint=batch.failed.hint)
+            raise batch_failure(batch.failed, done=batch.done, sent=batch.sent, total=batch.total)
 
     async def _run_batch(self, ordered: list[GenRequest], batch: _Batch) -> None:
         pending = iter(ordered)  # shared by the workers: each takes the next request when it is free
@@ -460,7 +336,7 @@ class EndpointBackend(BackendDefaults):
             for request in pending:
                 batch.sent += 1
                 try:
-                    result = await self._complete(request)
+                    result = await self._client.post(route_for(request, streamed=False), request)
                 except BackendError as exc:
                     if batch.failed is None:
                         batch.failed = exc
@@ -479,107 +355,24 @@ class EndpointBackend(BackendDefaults):
                 task.cancel()
             batch.results.put(_FINISHED)
 
-    async def _complete(self, request: GenRequest, probe: bool = False) -> GenResult | None:
-        """One non-streaming request. With `probe` (start()'s first request when config.token_ids
-        is "auto"), an answer without token ids gives None instead of an error."""
-        import aiohttp
-
-        if request.media:
-            return await self._transcribe(request)
-        if request.chat is not None:
-            return await self._chat(request)
-        url, what = f"{self.url}/completions", request.name
-        body = completion_body(request, self.model or "", self.config.sampling, stream=False,
-                               server_token_ids=self._tokens is None, min_tokens=self.config.send_min_tokens)
-        self._in_flight += 1
+    async def _server_sends_ids(self, request: GenRequest, *, probe: bool) -> bool:
+        """One completion (start()'s first request); with `probe` (config.token_ids "auto"), an answer with a choice
+        but without token ids says False instead of failing."""
         try:
-            async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
-        finally:
-            self._in_flight -= 1
-        if response.status != 200:
-            raise http_error(response.status, text, url=url, what=what, key_given=bool(self.config.api_key))
-        try:
-            data = json.loads(text)
-            # only an answer with a choice tells whether the server returns ids; an empty `choices`
-            # is its own error (completion_result's), not a server without ids
-            if probe and (answer := parse_answer(data)).has_choice and answer.token_ids is None:
-                return None
-            return completion_result(request, data, self._tokens, url)
-        except ValueError as exc:
-            raise malformed(what, url, str(exc)) from None
-
-    async def _transcribe(self, request: GenRequest) -> GenResult:
-        """One clip through the transcription route, streamed (its last chunk holds the token count)."""
-        import aiohttp
-
-        url, what = f"{self.url}/audio/transcriptions", f"transcribing {request.name}"
-        clip = request.media[0]
-        assert isinstance(clip, Audio) and self._speech is not None
-        language = transcription_language([self._speech.token(i) for i in request.prompt_ids])
-        form = aiohttp.FormData()
-        for name, value in transcription_form(request, self.model or "", self.config.sampling, language).items():
-            form.add_field(name, value)
-        form.add_field("file", wav_bytes(clip), filename=f"sample-{request.id}.wav", content_type="audio/wav")
-        answer, events = TranscriptAssembler(request, url), SseBuffer()
-        self._in_flight += 1
-        try:
-            async with self._session.post(url, data=form) as response:
-                if response.status != 200:
-                    raise http_error(response.status, await response.text(), url=url, what=what,
-                                     key_given=bool(self.config.api_key))
-                async for chunk in response.content.iter_any():
-                    for payload in events.feed(chunk):
-                        answer.add(payload)
-            return answer.result()
-        except ValueError as exc:
-            raise malformed(what, url, str(exc)) from None
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
-        finally:
-            self._in_flight -= 1
-
-    async def _chat(self, request: GenRequest) -> GenResult:
-        """One conversation through the chat route, not streamed; a sample the server refuses (REFUSED_STATUSES) is
-        answered empty and counted (a warm-up request's refusal is an error: nothing would run)."""
-        import aiohttp
-
-        assert request.chat is not None
-        url, what = f"{self.url}/chat/completions", request.name
-        body = chat_body(request.chat, self.model or "", self.config.sampling)
-        self._in_flight += 1
-        try:
-            async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            await self._raise_if_dead(exc)
-            raise transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s) from None
-        finally:
-            self._in_flight -= 1
-        if response.status != 200:
-            error = http_error(response.status, text, url=url, what=what, key_given=bool(self.config.api_key))
-            if response.status not in REFUSED_STATUSES or request.id < 0:
-                raise error
-            self._refused += 1
-            self.log.warning("%s; it is answered empty, as the reference answers a failed request, and scores as an "
-                             "unparsable reply", error.message)
-            return GenResult(id=request.id, token_ids=[], finish_reason="refused", text="", count=0)
-        try:
-            return chat_result(request, json.loads(text), url)
-        except ValueError as exc:
-            raise malformed(what, url, str(exc)) from None
+            await self._client.post(IDS_PROBE if probe else route_for(request, streamed=False), request)
+        except ServerSendsNoIds:
+            return False
+        return True
 
     def details(self) -> dict[str, Any]:
         """The chats the server refused so far (answered empty), for a chat run."""
-        return {"refused_requests": self._refused} if self.config.chat else {}
+        return {"refused_requests": self._client.refused} if self.config.chat else {}
 
     # -- Server / Interactive -------------------------------------------------------------------------
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
         """Send one streaming request and return at once (the request starts on the backend's loop)."""
-        refuse_media([request], speech=self._speech is not None, streamed=True)
+        refuse_media([request], speech=self._client.speech is not None, streamed=True)
         if self._pool is not None:
             self._pool.submit(request, sink)
             return
@@ -587,7 +380,8 @@ class EndpointBackend(BackendDefaults):
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
         try:  # a chat is not streamed: no first token, the whole answer at once
-            result = await (self._chat(request) if request.chat is not None else self._stream_request(request, sink))
+            route = route_for(request, streamed=True)
+            result = await self._client.post(route, request, sink if route.streams else None)
         except BackendError as exc:
             self.log.error("%s", exc.message)
             sink.on_error(request.id, exc)
@@ -598,88 +392,6 @@ class EndpointBackend(BackendDefaults):
             sink.on_error(request.id, BackendError(f"{what} failed: {type(exc).__name__}: {exc}"))
             return
         sink.on_done(result)
-
-    async def _stream_request(self, request: GenRequest, sink: StreamSink) -> GenResult:
-        import aiohttp
-
-        url, what = f"{self.url}/completions", f"streaming {request.name}"
-        body = completion_body(request, self.model or "", self.config.sampling, stream=True,
-                               server_token_ids=self._tokens is None, min_tokens=self.config.send_min_tokens)
-        stream, events = StreamAssembler(request, self._tokens, url), SseBuffer()
-        self._in_flight += 1
-        try:
-            async with self._session.post(url, data=json.dumps(body), headers=JSON) as response:
-                if response.status != 200:
-                    raise http_error(response.status, await response.text(), url=url, what=what,
-                                     key_given=bool(self.config.api_key))
-                async for chunk in response.content.iter_any():
-                    for payload in events.feed(chunk):
-                        if (first := stream.add(payload)) is not None:
-                            sink.on_first_token(request.id, first)
-            return stream.result()
-        except ValueError as exc:
-            raise malformed(what, url, str(exc)) from None
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            await self._raise_if_dead(exc)
-            error = transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s)
-            raise BackendError(f"{error.message} ({self._in_flight} streaming requests were in flight)",
-                               where=error.where, hint=error.hint) from None
-        finally:
-            self._in_flight -= 1
-
-    # -- a dead server ------------------------------------------------------------------------------------
-
-    async def _raise_if_dead(self, exc: BaseException) -> None:
-        """BackendDead when `exc` lost the connection (or had it refused) and the server no longer takes a fresh
-        one; nothing when it does. The streams that fail together wait for one probe."""
-        if self._gone is None and lost_connection(exc):
-            if self._dead_probe is None or self._dead_probe.done():
-                self._dead_probe = asyncio.ensure_future(self._why_gone())
-            reason = await asyncio.shield(self._dead_probe)
-            self._gone = self._gone or reason  # an older probe that found the server alive changes nothing
-        if self._gone is not None:
-            raise BackendDead(f"the server at {public_url(self.url)} stopped answering ({self._gone})",
-                              hint="see the server's log for why it stopped; the test stopped at once, since no "
-                                   "later sample could be answered") from None
-
-    async def _why_gone(self) -> str | None:
-        """Why a fresh GET /models gets no connection (refused, no route, reset before any answer); None
-        when it gets an answer, whatever its status, or is still waiting after DEAD_PROBE_TIMEOUT_S."""
-        import aiohttp
-
-        timeout = aiohttp.ClientTimeout(total=DEAD_PROBE_TIMEOUT_S)
-        # a connection of its own: one from the pool may be a stale keep-alive that proves nothing
-        try:
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True), timeout=timeout) as s, \
-                    s.get(f"{self.url}/models"):
-                return None
-        except aiohttp.ServerDisconnectedError:
-            return "connection closed before any answer"
-        except OSError as err:  # aiohttp's connection errors are OSErrors; a timeout is one too, with no errno
-            return GONE_ERRNOS.get(err.errno) if err.errno else None
-        except aiohttp.ClientError:
-            return None
-
-    # -- in a worker process (endpoint_workers) -------------------------------------------------------
-
-    async def attach(self, model: str, tokens: TextTokens | None) -> None:
-        """Serve completions on the running event loop, without start()'s thread, probe and warm-up: a worker
-        process's use, with what the started backend found (the model; the tokenizer where ids are re-tokenized)."""
-        self.model, self._tokens = model, tokens
-        self.token_ids_source = "server" if tokens is None else "tokenizer"
-        await self._open_session()
-
-    async def completion(self, request: GenRequest, sink: StreamSink | None) -> GenResult:
-        """One text completion on the running loop: streamed, its first token to `sink`, or (None) not streamed."""
-        if sink is not None:
-            return await self._stream_request(request, sink)
-        result = await self._complete(request)
-        assert result is not None  # only a probe gives None
-        return result
-
-    async def detach(self) -> None:
-        """Close what attach() opened."""
-        await self._close_session()
 
     # -- stop -----------------------------------------------------------------------------------------
 

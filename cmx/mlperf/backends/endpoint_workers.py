@@ -4,7 +4,7 @@ One Python process that parses every streamed token tops out at tens of thousand
 (bench/endpoint_ceiling.py); a rack serves millions. With `EndpointConfig.workers` N > 0, the endpoint
 backend starts N worker processes (`WorkerPool`) after its own start-up (probe and warm-up, which settle
 the model and where token ids come from). Each worker runs its own asyncio loop with one aiohttp
-session, and runs the same request coroutines as the in-process path (`EndpointBackend.completion`), so
+session, and posts through the same client as the in-process path (`endpoint_client.EndpointClient.post`), so
 request bodies, parsing, checks, messages and the dead-server probe are the same code.
 
 What crosses the process boundary, over one socket pair per worker (multiprocessing's framing: a
@@ -52,14 +52,14 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, StreamSink
 from cmx.mlperf.backends.batching import longest_first
-from cmx.mlperf.backends.openai_api import request_name, token_ids_list
-
-if TYPE_CHECKING:
-    from cmx.mlperf.backends.endpoint import EndpointConfig
+from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
+from cmx.mlperf.backends.openai_api import TextTokens, request_name, token_ids_list
+from cmx.mlperf.backends.routes import route_for
+from cmx.secrets import Secret
 
 START_TIMEOUT_S = 60.0  # a worker's start: a fresh interpreter importing aiohttp and cmx
 STOP_TIMEOUT_S = 5.0  # for each step of stopping: asked, terminated, killed
@@ -223,10 +223,7 @@ class WorkerPool:
         finally:
             self._end(batch)  # the caller stopped reading: cancel what is still in flight
         if batch.failed is not None:
-            lost = batch.sent - batch.done
-            raise BackendError(f"{batch.failed.message}; {batch.done} of {batch.total} samples completed, {lost} in "
-                               f"flight were lost, {batch.total - batch.sent} not sent", where=batch.failed.where,
-                               hint=batch.failed.hint)
+            raise batch_failure(batch.failed, done=batch.done, sent=batch.sent, total=batch.total)
 
     def _take(self, batch: _Batch, slots: Counter[int]) -> dict[int, list[Job]]:
         """The batch's next requests for each worker's free `slots` (under the lock)."""
@@ -414,24 +411,21 @@ class _FirstToken:
 
 class _Worker:
     def __init__(self, setup: WorkerSetup, api_key: str) -> None:
-        from cmx.mlperf.backends.endpoint import EndpointBackend
-        from cmx.secrets import Secret
-
         self.setup = setup
         self.log = logging.getLogger(f"{__name__}.{setup.index}")
         config = replace(setup.config, api_key=Secret(api_key) if api_key else None)
-        self.client = EndpointBackend(config, self.log)
+        self.client = EndpointClient(config, self.log)
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.out: list[Event] = []
         self.writer: asyncio.StreamWriter | None = None
 
     async def serve(self, sock: socket.socket) -> None:
-        from cmx.mlperf.backends.openai_api import TextTokens
-
         reader, self.writer = await asyncio.open_connection(sock=sock)
         try:
-            tokens = TextTokens(self.setup.tokenizer) if self.setup.tokenizer is not None else None
-            await self.client.attach(self.setup.model, tokens)
+            # what the started backend found: the model, and the tokenizer where ids are re-tokenized
+            self.client.model = self.setup.model
+            self.client.tokens = TextTokens(self.setup.tokenizer) if self.setup.tokenizer is not None else None
+            await self.client.open()
         except BackendError as exc:
             self.emit(Event(FAILED, -1, exc))
         else:
@@ -450,7 +444,7 @@ class _Worker:
             for task in self.tasks.values():
                 task.cancel()
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
-            await self.client.detach()
+            await self.client.close()
         self.flush()
         await self.writer.drain()
         self.writer.close()
@@ -459,7 +453,8 @@ class _Worker:
         request = GenRequest(id=item.id, prompt_ids=item.prompt_ids, max_tokens=item.max_tokens,
                              min_tokens=item.min_tokens, sample=item.sample)
         try:
-            result = await self.client.completion(request, _FirstToken(self, item.key) if item.stream else None)
+            result = await self.client.post(route_for(request, streamed=item.stream), request,
+                                            _FirstToken(self, item.key) if item.stream else None)
         except BackendError as exc:
             self.emit(Event(FAILED, item.key, exc))
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the sample, which must hear of it
