@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from cmx.errors import StepError
 from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.backends.base import GREEDY, Sampling
+from cmx.mlperf.engines import engine_for_run
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.harness import STOPPED_EARLY, ProgressCallback, evaluate_accuracy, run_tests, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
@@ -62,10 +63,9 @@ from cmx.secrets import Secret
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.disaggregated import PrefillDecode, TopologyReport
-    from cmx.mlperf.backends.vllm_server import VllmServerConfig
+    from cmx.mlperf.engines.base import Engine
     from cmx.mlperf.tune.findperf import FoundTarget
 
-BACKENDS = ("vllm", "endpoint")
 # a compliance test's run goes into its TEST0x folder
 MODE_FOLDERS = {"performance": "performance/run_1", "accuracy": "accuracy", **{m: m.upper() for m in COMPLIANCE_MODES}}
 CMX_RUN_JSON = "cmx_run.json"
@@ -85,7 +85,6 @@ SHORT_PROFILES = {
     "Interactive": ShortProfile(min_duration_ms=4000, samples=SHORT_SAMPLES, min_query_count=480),
 }
 SHORT_TIMEOUT_S = 900.0
-SERVED_MODEL_NAME = "cmx-sut"  # what the vllm serve cmx starts calls the model
 
 
 class AppRunFailed(StepError):
@@ -134,26 +133,18 @@ class AppConfig:
         if unknown or not self.modes:
             raise AppConfigError(f"unknown or no modes: {', '.join(unknown) or '(none)'}",
                                  hint=f"modes are {', '.join(MODES)}")
-        if self.backend not in BACKENDS:
-            raise AppConfigError(f"unknown backend {self.backend!r}", hint=f"one of {', '.join(BACKENDS)}")
-        if self.endpoint is not None and self.backend != "endpoint":
-            raise AppConfigError("an endpoint url was given, but the backend is vllm (in-process)",
-                                 hint="add _endpoint to the query, or drop --input endpoint_url")
-        if self.engine.on_ray and self.backend != "vllm":
-            raise AppConfigError("replicas and ray_address are for the vllm backend: engine replicas cmx starts",
-                                 hint="drop them with _endpoint (the server behind the URL does its own scaling)")
+        engine_for_run(self)  # an unknown backend, or inputs its engine cannot honour, fail here
         if not self.scenarios:
             raise AppConfigError("no scenario to run", hint="choose one of _offline, _server, _interactive, "
                                                             "_all-scenarios")
-        user_url = self.endpoint is not None and self.topology is None  # not the URL `serving` gives
-        if self.prefill_decode is not None and (self.backend != "endpoint" or user_url):
-            raise AppConfigError("prefill_decode starts a disaggregated topology for the endpoint backend, and "
-                                 + ("an endpoint_url was given" if self.endpoint else "the backend is vllm"),
-                                 hint="drop endpoint_url (cmx starts the instances and the proxy itself) and add "
-                                      "_endpoint, or drop prefill_decode and disagg_proxy")
         if self.serving_stack is not None and self.endpoint is None:
             raise AppConfigError("serving_stack describes the stack behind an endpoint_url, and none was given",
                                  hint="give --input endpoint_url=... with it (cmx deploy's Job does), or drop it")
+
+    @property
+    def chosen_engine(self) -> Engine:
+        """The engine the backend and inputs ask for (cmx.mlperf.engines)."""
+        return engine_for_run(self)
 
     @property
     def sampling_overrides(self) -> tuple[str, ...]:
@@ -349,80 +340,20 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
 
 
 def backend_record(config: AppConfig, runs: Sequence[RunSummary]) -> dict[str, Any]:
-    """How the SUT reached the model, for cmx_run.json and the packager: in-process vLLM, or an endpoint
-    over HTTP with the server's software and version as the server reported them (no key, no secret URL part)."""
-    if config.backend != "endpoint":
-        if config.engine.on_ray:  # per replica node, devices and counts: in each run's details
-            return {"kind": "vllm", "transport": "ray", "ray_address": config.engine.ray_address,
-                    "replicas": config.engine.replicas or 1}
-        return {"kind": "vllm", "transport": "in-process"}
-    details = next((r.details for r in runs if r.details.get("transport") == "http"), {})
-    keys = ("url", "model", "server_software", "server_version", "server_max_model_len", "token_ids_source")
-    return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
-            "started_by_cmx": config.server_log is not None,
-            "server_log": str(config.server_log) if config.server_log else None,
-            "stack": config.serving_stack.to_json() if config.serving_stack else None,
-            # a server with no GET /v1/models (vLLM's disaggregation proxy): the model is the one named, and the facts
-            # a listing gives (software, max_model_len) are unknown; a topology cmx started has its instances' facts
-            **({"server_lists_models": False} if details.get("server_lists_models") is False else {}),
-            **({"topology": config.topology().to_json()} if config.topology else {}),
-            **({"min_tokens_sent": False} if config.endpoint is not None and not config.endpoint.send_min_tokens
-               else {})}
+    """How the SUT reached the model, for cmx_run.json and the packager, as its engine records it: in-process vLLM,
+    Ray replicas, or an endpoint over HTTP with the server's software and version as the server reported them (no
+    key, no secret URL part)."""
+    return config.chosen_engine.record(config, runs)
 
 
 @contextmanager
 def serving(config: AppConfig, log: logging.Logger, *, tokenizer: bool = False) -> Iterator[AppConfig]:
-    """The config to run: as given, or, for the endpoint backend without a URL, pointed at a `vllm serve` of
-    the model that cmx starts here (the device profile's engine arguments) and always stops when the block ends.
+    """The config to run: as given, or pointed at what its engine starts for the run (for the endpoint backend
+    without a URL, a `vllm serve` of the model or a disaggregated topology), always stopped when the block ends.
     `tokenizer`: the server tokenizes text prompts too (MLCommons' client sends text), where cmx sends token ids."""
-    if config.backend != "endpoint" or config.endpoint is not None:
-        yield config
-        return
-    from cmx.mlperf.backends.machine import read_model_facts
-    from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
-    from cmx.mlperf.benchmarks import benchmark_for
-
-    e = config.engine
-    options = e.options(config.device)
-    log_path = (config.server_log_dir or config.results_dir) / "vllm-server.log"
-    bench = benchmark_for(config.benchmark)
-    # a speech model's samples go to its transcription route, which tokenizes and reads audio files; a chat
-    # benchmark's to the chat route, which applies the chat template
-    speech = read_model_facts(config.model).audio_decoder_start is not None
-    if speech:
-        require_audio_decoder()
-    server_config = VllmServerConfig(model=config.model, options=options, log_path=log_path,
-                                     served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
-                                     skip_tokenizer_init=not (speech or bench.chat or tokenizer),
-                                     sampling=config.sampling, extra_args=bench.server_flags,
-                                     python_path=config.server_python_path)
-    if config.prefill_decode is not None:
-        with serving_disaggregated(config, config.prefill_decode, server_config, log) as served:
-            yield served
-        return
-    with VllmServer(server_config, log) as server:
-        log.info("started vllm serve for %s at %s (log %s)", config.model, server.url, log_path)
-        yield replace(config, endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=log_path)
-    log.info("stopped vllm serve at %s", server.url)
-
-
-@contextmanager
-def serving_disaggregated(config: AppConfig, topology: PrefillDecode, server_config: VllmServerConfig,
-                          log: logging.Logger) -> Iterator[AppConfig]:
-    """`serving` for a prefill_decode topology: its instances (each `server_config`, with the KV connector) and the
-    proxy in front of them, started here and always stopped when the block ends."""
-    from cmx.mlperf.backends.disaggregated import DisaggregatedConfig, DisaggregatedServer
-
-    work_dir = config.server_log_dir or config.results_dir
-    with DisaggregatedServer(DisaggregatedConfig(server=server_config, topology=topology, work_dir=work_dir),
-                             log) as pair:
-        log.info("started a disaggregated %s topology for %s behind %s at %s", topology.label, config.model,
-                 topology.proxy.name, pair.url)
-        # vLLM's proxy copies a request's min_tokens into its max_tokens=1 prefill request, which vLLM refuses (and
-        # the proxy goes on as if it had prefilled): min_tokens stays out, and the answers are checked for it after
-        endpoint = EndpointSettings(url=pair.url, model=SERVED_MODEL_NAME, send_min_tokens=False)
-        yield replace(config, endpoint=endpoint, server_log=pair.started.proxy_log, topology=pair.report)
-    log.info("stopped the disaggregated topology at %s", pair.url)
+    with config.chosen_engine.serve(config, log, tokenizer) as served:
+        yield config if served is None else replace(config, endpoint=served.endpoint, server_log=served.server_log,
+                                                    topology=served.topology or config.topology)
 
 
 def transfer_notes(report: TopologyReport | None) -> tuple[str, ...]:
@@ -443,28 +374,6 @@ def transfer_notes(report: TopologyReport | None) -> tuple[str, ...]:
     return (f"DISAGGREGATED {label}: NO KV MOVED: the decode side computed every prompt itself; {why}",)
 
 
-def refuse_in_process_chat(config: AppConfig) -> None:
-    """A benchmark whose samples are conversations runs through an endpoint's chat route only."""
-    from cmx.mlperf.benchmarks import benchmark_for
-
-    if config.backend != "endpoint" and benchmark_for(config.benchmark).chat:
-        raise AppConfigError(f"{config.benchmark}'s samples are conversations (chat messages with an image), which "
-                             "only an endpoint's chat route takes, not vLLM in the harness process",
-                             hint="add _endpoint: cmx starts vllm serve for the model, or give --input endpoint_url")
-
-
-def require_audio_decoder() -> None:
-    """vLLM's transcription route reads the uploaded clip with soundfile (or PyAV): refused before the server
-    starts when this interpreter, which runs it, has neither."""
-    import importlib.util
-
-    if importlib.util.find_spec("soundfile") is None and importlib.util.find_spec("av") is None:
-        raise AppConfigError("vLLM's transcription route reads audio files with soundfile or PyAV, and neither is "
-                             "installed in the interpreter that would run vllm serve",
-                             hint="pip install soundfile (vLLM's audio extra: pip install 'vllm[audio]'); cmx's cpu "
-                                  "extra has it")
-
-
 def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluator = evaluate_accuracy,
             verify: Verifier = verify_test06, logger: logging.Logger | None = None,
             on_progress: ProgressCallback | None = None) -> AppResult:
@@ -472,13 +381,13 @@ def run_app(config: AppConfig, *, runner: Runner = run_tests, evaluate: Evaluato
     log = logger or logging.getLogger(__name__)
     round_ = load_round(config.round)
     round_.benchmark(config.benchmark)  # an unknown benchmark fails before anything runs
-    refuse_in_process_chat(config)
+    engine = config.chosen_engine
+    engine.refuse(config)  # a benchmark the engine cannot run
     for scenario in config.scenarios:  # so does a missing target_qps
         scenario_user_conf(config, round_, scenario)
     # and an earlier run's folder, unless it holds a failed attempt: that one is set aside (each checked first)
     attempts = [a for a in (earlier_attempt(config.scenario_dir(s)) for s in config.scenarios) if a is not None]
-    if config.engine.on_ray:  # a cluster too small or not there fails now, not in each test's harness
-        check_ray_cluster(config)
+    engine.preflight(config)  # a Ray cluster too small or not there fails now, not in each test's harness
     for attempt in attempts:
         set_aside(attempt, log)
     runs: list[RunSummary] = []
@@ -518,15 +427,6 @@ def sampling_notes(config: AppConfig) -> tuple[str, ...]:
         return ()
     reference = config.reference_sampling or config.sampling
     return (f"SAMPLING OVERRIDDEN: {config.sampling.describe()} (the reference: {reference.describe()})",)
-
-
-def check_ray_cluster(config: AppConfig) -> None:
-    """Join the Ray cluster the engine settings name and check it can hold the replicas (then leave it)."""
-    from cmx.mlperf.backends.ray_replicas import preflight
-    from cmx.mlperf.backends.vllm import VllmBackendConfig
-
-    e = config.engine
-    preflight(e.replicas_config(VllmBackendConfig(model=config.model, options=e.options(config.device))))
 
 
 def refuse_old_results(folder: Path, log: logging.Logger | None = None) -> Path | None:

@@ -49,7 +49,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.harness_config import (
-    API_KEY_ENV,
     FAILED,
     PERFORMANCE_RULES,
     URL_ENV,
@@ -57,7 +56,6 @@ from cmx.mlperf.loadgen.harness_config import (
     HarnessError,
     HarnessResult,
     endpoint_environment,
-    endpoint_url,
     verdict_of,
 )
 from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, RESULT_JSON
@@ -80,41 +78,12 @@ LOADGEN_LOGS = ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_LOG,
 # --- in the harness process ---------------------------------------------------------------------
 
 def build_backend(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, str] | None = None) -> Backend:
-    """The backend the config names: vLLM in this process as the device profile describes it (streaming for
-    Server and Interactive), or the endpoint, with its API key from the environment (`environ`, default this
-    process's: `cmx pareto` builds one in its own process, with endpoint_environment's values)."""
-    from cmx.mlperf.benchmarks import benchmark_for
+    """The backend of the engine the config asks for (cmx.mlperf.engines), not started; an endpoint's API key comes
+    from the environment (`environ`, default this process's: `cmx pareto` builds one in its own process, with
+    endpoint_environment's values)."""
+    from cmx.mlperf.engines import engine_for_harness
 
-    if config.endpoint is not None:
-        from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
-        from cmx.secrets import Secret
-
-        env = os.environ if environ is None else environ
-        key = env.get(API_KEY_ENV)
-        e = config.endpoint
-        return EndpointBackend(EndpointConfig(url=endpoint_url(e, env), model=e.model,
-                                              api_key=Secret(key) if key else None,
-                                              request_timeout_s=e.request_timeout_s,
-                                              max_concurrency=e.max_concurrency, workers=e.workers,
-                                              send_min_tokens=e.send_min_tokens,
-                                              tokenizer=config.model,
-                                              sampling=config.sampling, chat=benchmark_for(config.benchmark).chat),
-                               logger)
-    from cmx.mlperf.backends.vllm import VllmBackend, VllmBackendConfig
-
-    if benchmark_for(config.benchmark).chat:
-        raise HarnessError(f"{config.benchmark}'s samples are conversations for a chat route, which vLLM in the "
-                           "harness process does not take", hint="run it through an endpoint: add _endpoint (cmx "
-                                                                 "starts vllm serve), or give --input endpoint_url")
-    engine = config.engine
-    backend_config = VllmBackendConfig(model=config.model, options=engine.options(config.device),
-                                       streaming=config.scenario != "Offline", max_model_len=engine.max_model_len,
-                                       output_tokens_estimate=min(config.max_tokens, 300), sampling=config.sampling)
-    if engine.on_ray:
-        from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
-
-        return RayReplicaBackend(engine.replicas_config(backend_config), logger)
-    return VllmBackend(backend_config, logger)
+    return engine_for_harness(config).build(config, logger, os.environ if environ is None else environ)
 
 
 def loadgen_settings(lg: Any, config: HarnessConfig, loadgen_model: str, loadgen_scenario: str) -> Any:

@@ -83,7 +83,7 @@ def _tune(ctx: StepContext, config: AppConfig, family: str, scenario: str,
           start: float | None) -> tuple[TuneOutcome, float]:
     """One tune process for `scenario` with no confirm run; its outcome and wall time."""
     from cmx.mlperf.app import harness_config
-    from cmx.mlperf.loadgen.harness import API_KEY_ENV
+    from cmx.mlperf.loadgen.harness_config import API_KEY_ENV
 
     try:
         target = scenario_target(family, config.benchmark, config.round, scenario, start)

@@ -63,7 +63,7 @@ def tune_step(ctx: StepContext, target: TuneTarget, request: TuneRequest) -> dic
     """The tune, on the app step's ctx; its outputs (probes, confirms, the answer, the inputs file)."""
     from cmx.mlperf.app import harness_config, refuse_old_results, serving
     from cmx.mlperf.app_step import app_config
-    from cmx.mlperf.loadgen.harness import API_KEY_ENV
+    from cmx.mlperf.loadgen.harness_config import API_KEY_ENV
 
     config = app_config(ctx, target.family)
     refuse_old_results(config.scenario_dir(target.scenario))  # the tune's results folder, before the engine starts

@@ -1,0 +1,95 @@
+"""The engine registry (cmx.mlperf.engines): which engine an app run and a harness config ask for, that the
+registry lists every engine module, and that the app and the harness name no engine themselves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from cmx.extras import EXTRAS
+from cmx.mlperf.app import AppConfig, AppConfigError, harness_config
+from cmx.mlperf.backends.disaggregated import PrefillDecode
+from cmx.mlperf.engines import BACKENDS, ENGINES, engine_for_harness
+from cmx.mlperf.loadgen.harness_config import EndpointSettings, EngineSettings
+from tests.conftest import REPO
+
+ENGINES_DIR = REPO / "cmx" / "mlperf" / "engines"
+
+
+def config(tmp_path: Path, **kw: object) -> AppConfig:
+    base: dict[str, object] = dict(round="v6.0", benchmark="llama2-70b-99", device="cpu", scenarios=("Offline",),
+                                   modes=("performance",), model=tmp_path, tokenizer=tmp_path, dataset=tmp_path,
+                                   results_dir=tmp_path / "r", system="box", target_qps={"Offline": 1.0})
+    return AppConfig(**{**base, **kw})
+
+
+def harness_engine(app: AppConfig, tmp_path: Path) -> str:
+    return engine_for_harness(harness_config(app, "Offline", "performance", tmp_path / "user.conf")).name
+
+
+def test_an_app_run_gets_the_engine_its_backend_and_inputs_ask_for(tmp_path: Path):
+    url = EndpointSettings(url="http://gw:8000/v1")
+    pair = PrefillDecode(1, 1, tmp_path / "proxy.py")
+    assert config(tmp_path).chosen_engine.name == "vllm"
+    assert config(tmp_path, engine=EngineSettings(replicas=2)).chosen_engine.name == "ray"
+    assert config(tmp_path, engine=EngineSettings(ray_address="h:6379")).chosen_engine.name == "ray"
+    assert config(tmp_path, backend="endpoint").chosen_engine.name == "endpoint"
+    assert config(tmp_path, backend="endpoint", endpoint=url).chosen_engine.name == "endpoint"
+    assert config(tmp_path, backend="endpoint", prefill_decode=pair).chosen_engine.name == "disaggregated"
+
+
+def test_the_harness_builds_for_the_engine_the_app_chose_and_a_topology_is_reached_as_an_endpoint(tmp_path: Path):
+    url = EndpointSettings(url="http://gw:8000/v1")
+    assert harness_engine(config(tmp_path), tmp_path) == "vllm"
+    assert harness_engine(config(tmp_path, engine=EngineSettings(replicas=2)), tmp_path) == "ray"
+    assert harness_engine(config(tmp_path, backend="endpoint", endpoint=url), tmp_path) == "endpoint"
+    served = config(tmp_path, backend="endpoint", endpoint=url, prefill_decode=PrefillDecode(1, 1, tmp_path),
+                    topology=lambda: pytest.fail("not read"))
+    assert served.chosen_engine.name == "disaggregated"
+    assert harness_engine(served, tmp_path) == "endpoint"
+
+
+def test_an_unknown_backend_is_refused_naming_the_registrys_backends(tmp_path: Path):
+    with pytest.raises(AppConfigError, match="unknown backend 'tgi'") as info:
+        config(tmp_path, backend="tgi")
+    assert info.value.hint == "one of vllm, endpoint" and BACKENDS == ("vllm", "endpoint")
+
+
+def test_replicas_behind_an_endpoint_and_a_topology_behind_a_given_url_are_refused(tmp_path: Path):
+    with pytest.raises(AppConfigError, match="replicas and ray_address are for the vllm backend"):
+        config(tmp_path, backend="endpoint", engine=EngineSettings(replicas=2))
+    with pytest.raises(AppConfigError, match="and an endpoint_url was given"):
+        config(tmp_path, backend="endpoint", endpoint=EndpointSettings(url="http://gw:8000/v1"),
+               prefill_decode=PrefillDecode(1, 1, tmp_path))
+    with pytest.raises(AppConfigError, match="and the backend is vllm"):
+        config(tmp_path, prefill_decode=PrefillDecode(1, 1, tmp_path))
+
+
+def test_the_registry_lists_every_engine_module_once_and_each_needs_only_modules_an_extra_brings():
+    modules = {p.stem for p in ENGINES_DIR.glob("*.py")} - {"__init__", "base"}
+    names = [e.name for e in ENGINES]
+    assert sorted(names) == sorted(modules) and len(set(names)) == len(names)
+    brought = {m for extra in EXTRAS.values() for m in extra}
+    assert {(e.name, m) for e in ENGINES for m in e.modules if m not in brought} == set()
+
+
+def test_the_app_and_the_harness_name_no_engine_backend_or_server():
+    """They reach engines through the registry only: no engine module, backend class, server or engine test."""
+    engine_words = {"VllmBackend", "RayReplicaBackend", "EndpointBackend", "VllmServer", "DisaggregatedServer",
+                    "on_ray", "replicas_config", "backend_config", "server_config"}
+    found = []
+    for path in (REPO / "cmx" / "mlperf" / "app.py", REPO / "cmx" / "mlperf" / "loadgen" / "harness.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+            if word in engine_words:
+                found.append(f"{path.name}:{node.lineno} {word}")  # type: ignore[attr-defined]  # Name, Attribute
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cmx.mlperf.engines.") \
+                    and node.module != "cmx.mlperf.engines.base":
+                found.append(f"{path.name}:{node.lineno} imports {node.module}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "") in (
+                    "cmx.mlperf.backends.vllm", "cmx.mlperf.backends.ray_replicas", "cmx.mlperf.backends.endpoint",
+                    "cmx.mlperf.backends.vllm_server"):
+                found.append(f"{path.name}:{node.lineno} imports {node.module}")
+    assert found == []
