@@ -50,6 +50,8 @@ MIN_OUTPUT_TOKENS = 2
 class BackendError(CmxError):
     """The engine could not start, or a request failed or came back malformed."""
 
+    counted = False  # the message already counts a batch's samples (completed, lost in flight, not sent)
+
 
 class BackendDead(BackendError):
     """The backend can serve nothing more: its server stopped answering, or its last replica died. Raised

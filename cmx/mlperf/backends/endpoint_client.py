@@ -124,8 +124,10 @@ def lost_connection(exc: BaseException) -> bool:
 def batch_failure(failed: BackendError, *, done: int, sent: int, total: int) -> BackendError:
     """An Offline batch's error: its first failure, with the samples completed, lost in flight and never sent; of
     the first failure's class, so that a dead server's batch is a BackendDead as its requests are."""
-    return type(failed)(f"{failed.message}; {done} of {total} samples completed, {sent - done} in flight were lost, "
-                        f"{total - sent} not sent", where=failed.where, hint=failed.hint)
+    error = type(failed)(f"{failed.message}; {done} of {total} samples completed, {sent - done} in flight were lost, "
+                         f"{total - sent} not sent", where=failed.where, hint=failed.hint)
+    error.counted = True
+    return error
 
 
 class EndpointClient:

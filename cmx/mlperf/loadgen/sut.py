@@ -262,6 +262,8 @@ class _BaseSUT:
         answered and lost by now; None while the backend lives."""
         if self.dead is None:
             return self.gave_up
+        if self.dead.counted:  # an Offline batch's error, which counted its samples itself
+            return self.dead.message
         lost = len(self.errors)
         return f"{self.dead.message} after {self.completed - lost} samples; {lost} samples lost"
 

@@ -461,6 +461,23 @@ def test_an_ordinary_failure_or_an_offline_death_lets_loadgen_end_the_test_itsel
         finish()
     assert sut.dead_line() == f"every replica has died after 1 samples; {sut.completed - 1} samples lost"
 
+    class DeadServerOffline(FakeBackend):  # the endpoint's batch error counts its samples itself: said once
+        def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]:
+            from cmx.mlperf.backends.endpoint_client import batch_failure
+
+            yield GenResult(id=requests[0].id, token_ids=answer(requests[0]))
+            raise batch_failure(BackendDead("the server at http://h/v1 stopped answering (connection refused)"),
+                                done=1, sent=3, total=len(requests))
+
+    sut, test, finish = start_loadgen_test(tmp_path / "e", "Offline", DeadServerOffline(), 300)
+    try:
+        assert test.run(sut) is True
+    finally:
+        finish()
+    total = sut.completed
+    assert sut.dead_line() == ("the server at http://h/v1 stopped answering (connection refused); 1 of "
+                               f"{total} samples completed, 2 in flight were lost, {total - 3} not sent")
+
 
 def harness_config(tmp_path: Path, **kw: object) -> HarnessConfig:
     base: dict[str, object] = {"model": tmp_path / "model", "dataset": tmp_path / "orca.pkl", "scenario": "Server",
