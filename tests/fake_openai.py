@@ -10,7 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.vllm_server import free_port
@@ -103,3 +107,19 @@ class FakeOpenAIServer:
 
 async def _ended(tasks: set[asyncio.Task[Any]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def script_server(tmp_path: Path, source: str, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A server script (`source`, run as `python server.py PORT *args`, printing "ready" once it listens) in a
+    process of its own, for a test to kill: its process and its /v1 base; killed at the end."""
+    (tmp_path / "server.py").write_text(source)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), *args],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and "ready" in server.stdout.readline()
+        yield server, f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.kill()
+        server.wait()

@@ -62,7 +62,7 @@ from cmx.mlperf.backends.vllm_server import (
     server_environment,
 )
 from cmx.secrets import Secret
-from tests.fake_openai import FakeOpenAIServer
+from tests.fake_openai import FakeOpenAIServer, script_server
 
 needs_loadgen = pytest.mark.skipif(importlib.util.find_spec("mlperf_loadgen") is None,
                                    reason="mlperf_loadgen is not installed")
@@ -562,19 +562,9 @@ web.run_app(app, host="127.0.0.1", port=PORT, print=lambda *a: print("ready", fl
 """
 
 
-@contextlib.contextmanager
-def killable_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def killable_server(tmp_path: Path) -> contextlib.AbstractContextManager[tuple[subprocess.Popen[str], str]]:
     """KILLABLE on a free port, answering: its process (for the test to kill) and its /v1 base; killed at the end."""
-    (tmp_path / "server.py").write_text(KILLABLE)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(SLOW_TOKEN)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None and "ready" in server.stdout.readline()
-        yield server, f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.kill()
-        server.wait()
+    return script_server(tmp_path, KILLABLE, str(SLOW_TOKEN))
 
 
 def test_a_server_killed_mid_stream_is_dead_and_every_stream_says_so_at_once(tmp_path: Path):

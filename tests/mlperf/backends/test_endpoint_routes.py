@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,9 @@ import pytest
 from cmx.mlperf.backends.base import Audio, BackendDead, ChatPrompt, GenRequest, GenResult
 from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
 from cmx.mlperf.backends.routes import CHAT, COMPLETIONS, STREAMED, TRANSCRIPTIONS, Route, route_for
-from cmx.mlperf.backends.vllm_server import free_port
 from cmx.mlperf.benchmarks.whisper.prompts import decoder_prompt_ids
 from cmx.mlperf.benchmarks.whisper.tiny import make_tiny_whisper
+from tests.fake_openai import script_server
 from tests.mlperf.backends.test_endpoint import CollectingSink
 
 HOLD = 99  # a request for this many tokens is held open until the server dies
@@ -89,19 +88,9 @@ def whisper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_whisper(tmp_path_factory.mktemp("whisper") / "model").path
 
 
-@contextlib.contextmanager
-def every_route_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def every_route_server(tmp_path: Path) -> contextlib.AbstractContextManager[tuple[subprocess.Popen[str], str]]:
     """SERVER on a free port, answering: its process and its /v1 base; killed at the end."""
-    (tmp_path / "server.py").write_text(SERVER)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(port), str(HOLD)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None and "ready" in server.stdout.readline()
-        yield server, f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.kill()
-        server.wait()
+    return script_server(tmp_path, SERVER, str(HOLD))
 
 
 def offline(backend: EndpointBackend, request: GenRequest) -> BaseException | None:
