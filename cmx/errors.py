@@ -120,6 +120,13 @@ class StepFailed(CmxError):
 ECHO_LIMIT = 200  # characters of a value read from a file that a message, finding or table cell repeats
 
 
+def cut_repr(value: object, limit: int) -> str:
+    """`value` as a refusal quotes a name or value it was given: repr (a newline shows as \\n, so the message stays
+    one line), cut to `limit` characters ending in '...'."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def clip(value: object, limit: int = ECHO_LIMIT) -> str:
     """`value` as a message echoes it: at most `limit` characters, and how many more there were. A hostile or broken
     file's 200 MB field is said in one short line, never printed whole (the one truncation helper: use it)."""

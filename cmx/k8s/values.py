@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from cmx.errors import cut_repr
 from cmx.k8s import K8sError
 
 INT32_MAX = 2**31 - 1
@@ -59,8 +60,7 @@ def show(value: object) -> str:
     """The value as a message echoes it: repr (a newline shows as \\n), cut to SHOWN characters."""
     if isinstance(value, int) and value.bit_length() > 200:  # repr of a huge int is slow, or refused past 4300 digits
         return f"(an integer of {value.bit_length()} bits)"
-    text = repr(value)
-    return text if len(text) <= SHOWN else text[:SHOWN - 3] + "..."
+    return cut_repr(value, SHOWN)
 
 
 def _refuse(flag: str, value: object, rule: str, hint: str | None = None) -> InvalidValue:

@@ -27,7 +27,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.errors import CmxError, InputError
+from cmx.errors import CmxError, InputError, cut_repr
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -79,8 +79,7 @@ class ArchiveLimits:
 
 def shown(name: str, limit: int = 80) -> str:
     """A member's name as a message echoes it: repr (a newline shows as \\n), cut to `limit` characters."""
-    text = repr(name)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return cut_repr(name, limit)
 
 
 def _size(n: float) -> str:
