@@ -43,6 +43,24 @@ def link_on_the_way(path: Path, root: Path) -> Path | None:
     return None
 
 
+def read_plain(path: Path, limit: int) -> bytes | None:
+    """The bytes of plain file `path`, or None when it is a symbolic link, not a plain file, or over `limit` bytes:
+    a read of a file someone else made never follows a link (O_NOFOLLOW, so not one put in its place after a check
+    either) nor holds more than `limit` bytes."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = f.read(limit + 1)
+    return None if len(data) > limit else data
+
+
 class LinkOut(NamedTuple):
     """A symbolic link on the way to a file that leaves the folder it must stay in, or points at nothing."""
 

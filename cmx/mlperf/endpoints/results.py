@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
 
-from cmx.tools.fs import link_on_the_way
+from cmx.tools.fs import link_on_the_way, read_plain
 
 CONFIG_NAMES = ("config.yaml", "config.yml")
 SUMMARY = Path("performance") / "result_summary.json"
@@ -147,9 +146,11 @@ def read_mapping(path: Path, unreadable: list[tuple[Path, str]], *, yaml_file: b
             unreadable.append((path, f"{size:,} bytes, over cmx's {MAX_FILE_BYTES // 2**20} MiB limit for this file "
                                      "(the client writes a few kilobytes)"))
             return None
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a link put in its place since the check above is refused
-        with os.fdopen(fd, "rb") as f:
-            text = f.read(MAX_FILE_BYTES + 1).decode("utf-8")
+        raw = read_plain(path, MAX_FILE_BYTES)  # None: a link or a larger file put in its place since the checks
+        if raw is None:
+            unreadable.append((path, "replaced while cmx read it; cmx reads no file through a link"))
+            return None
+        text = raw.decode("utf-8")
         data = yaml.safe_load(text) if yaml_file else json.loads(text)
     except RecursionError:
         unreadable.append((path, f"not valid {kind}: nested deeper than the parser goes"))

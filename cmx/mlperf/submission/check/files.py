@@ -18,7 +18,7 @@ from typing import NamedTuple
 from cmx.errors import clip
 from cmx.mlperf.submission.check.model import WARNING, Problem
 from cmx.mlperf.submission.tree import relative
-from cmx.tools.fs import link_on_the_way, resolves_inside
+from cmx.tools.fs import link_on_the_way, read_plain, resolves_inside
 
 FILE_SIZE_LIMIT = 50 * 1024 * 1024  # the official checker's limit on any file of a tree
 MAX_DEPTH = 32  # folders below a submitter folder; a real tree's deepest (compliance/.../TEST01/performance/run_1) is 8
@@ -114,13 +114,5 @@ def regular_file(path: Path) -> bool:
 def read_text(path: Path, limit: int = FILE_SIZE_LIMIT) -> str | None:
     """The text of plain file `path`, or None when it is a link, not a plain file, or over `limit` bytes (the
     hygiene walk reports each of those): a read never follows a link nor holds more than `limit` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        data = f.read(limit + 1)
-    return None if len(data) > limit else data.decode("utf-8", errors="replace")
+    data = read_plain(path, limit)
+    return None if data is None else data.decode("utf-8", errors="replace")
