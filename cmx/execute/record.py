@@ -65,7 +65,8 @@ def redact_argv(argv: list[str], plan: Plan) -> list[str]:
     """The command as records and printed lines may show it: a secret given on the command line (`--input
     token=...`), the credentials of a URL (`endpoint_url=http://user:PASS@host/v1`) and the tokens set in the
     environment replaced (cmx.secrets.Redactor)."""
-    return [redactor_of(plan).redact(arg) for arg in argv]
+    redactor = redactor_of(plan)  # once: it walks every step's inputs
+    return [redactor.redact(arg) for arg in argv]
 
 
 def redactor_of(plan: Plan) -> Redactor:
