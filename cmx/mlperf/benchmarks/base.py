@@ -14,15 +14,13 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelFolder
-
-if TYPE_CHECKING:  # types only: loadgen.sut imports numpy
-    from cmx.mlperf.loadgen.sut import ChatSource, PromptSource, ResponseEncoder
+from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
 
 
 class DatasetError(CmxError):
@@ -104,7 +102,7 @@ class Benchmark(Protocol):
     # --- the samples and the answers: what the harness's QSL and SUT read ------------------------------
 
     def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource:
-        """What the QSL reads for `dataset` (cmx.mlperf.loadgen.sut.PromptSource: token ids per sample, and media
+        """What the QSL reads for `dataset` (cmx.mlperf.samples.PromptSource: token ids per sample, and media
         for a MediaSource; a ChatSource's conversations for a chat benchmark), made with the tokenizer in
         `model_dir` where the dataset holds text or audio."""
         ...
@@ -115,7 +113,7 @@ class Benchmark(Protocol):
 
     @property
     def chat(self) -> bool:
-        """Its samples are conversations (`prompt_source` gives a cmx.mlperf.loadgen.sut.ChatSource) for an endpoint's
+        """Its samples are conversations (`prompt_source` gives a cmx.mlperf.samples.ChatSource) for an endpoint's
         chat route, answered with text: it runs through an endpoint only (Qwen3-VL)."""
         ...
 

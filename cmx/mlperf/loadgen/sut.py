@@ -47,13 +47,14 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import Backend, BackendDead, ChatPrompt, GenRequest, GenResult, Media
 from cmx.mlperf.loadgen.progress import SampleClock
+from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
 
 # Once the backend is dead, LoadGen gets this long to return by itself (it does when its schedule had
 # ended, or for Offline) before the harness stops waiting for it
@@ -66,29 +67,6 @@ class SutError(CmxError):
     """A SUT was used out of order (issued before start, constructed twice, ...)."""
 
 
-class PromptSource(Protocol):
-    """What the QSL reads: sample i's prompt as token ids (cmx.mlperf.benchmarks.llama2_70b.dataset.OpenOrca is one)."""
-
-    def __len__(self) -> int: ...
-
-    def prompt_ids(self, i: int) -> list[int]: ...
-
-
-class MediaSource(PromptSource, Protocol):
-    """A PromptSource whose samples carry media besides their tokens (Whisper's clips)."""
-
-    def media(self, i: int) -> tuple[Media, ...]: ...
-
-
-class ChatSource(Protocol):
-    """What the QSL reads for a benchmark whose samples are conversations (Qwen3-VL's messages, its image among
-    them), not token ids: sample i's chat, built when LoadGen loads the sample, as the reference builds it."""
-
-    def __len__(self) -> int: ...
-
-    def chat(self, i: int) -> ChatPrompt: ...
-
-
 @dataclass(frozen=True)
 class Sample:
     """One loaded sample as the SUT sends it: token ids and media, or a chat."""
@@ -96,10 +74,6 @@ class Sample:
     prompt_ids: list[int]
     media: tuple[Media, ...] = ()
     chat: ChatPrompt | None = None
-
-
-# the array LoadGen is handed for a sample's result (its n_tokens is the result's, whatever the array holds)
-ResponseEncoder = Callable[[GenResult], np.ndarray]
 
 
 @dataclass(frozen=True)

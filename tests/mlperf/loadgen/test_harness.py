@@ -60,7 +60,6 @@ from cmx.mlperf.loadgen.sut import (
     STOP_GRACE_S,
     LoadgenTest,
     OfflineSUT,
-    ResponseEncoder,
     Sample,
     SampleError,
     ServerSUT,
@@ -71,6 +70,7 @@ from cmx.mlperf.loadgen.sut import (
 )
 from cmx.mlperf.loadgen.test06 import verify_accuracy_txt_passes
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.samples import ResponseEncoder
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from tests.conftest import DATA, needs_vllm
 

@@ -20,7 +20,7 @@ from cmx.mlperf.benchmarks.kit.model import ModelDefaults
 
 if TYPE_CHECKING:  # base and dataset_step import this package
     from cmx.mlperf.benchmarks.base import Dataset, Generation
-    from cmx.mlperf.loadgen.sut import ChatSource, PromptSource, ResponseEncoder
+    from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from cmx.mlperf.benchmarks.base import Dataset
-    from cmx.mlperf.loadgen.sut import ChatSource, ResponseEncoder
+    from cmx.mlperf.samples import ChatSource, ResponseEncoder
 
 # The reference sends no max_tokens: a reply is bounded by the server's context, --max-model-len 32768
 # (scripts/slurm/benchmark.sh); the harness's max_tokens is that bound, for the record

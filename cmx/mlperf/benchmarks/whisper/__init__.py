@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from cmx.execute.context import StepContext
     from cmx.mlperf.benchmarks.base import Dataset
     from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetMade
-    from cmx.mlperf.loadgen.sut import PromptSource, ResponseEncoder
+    from cmx.mlperf.samples import PromptSource, ResponseEncoder
 
 # reference_SUT.py: SamplingParams(temperature=0, top_p=1.0, max_tokens=200), greedy; EOS <|endoftext|>
 MAX_TOKENS = 200
