@@ -4,8 +4,12 @@ and the host command line without them (what the job runs)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from cmx import api
 
 # option -> whether it takes a value; what is stripped from the command line the job runs
 SLURM_FLAGS: dict[str, bool] = {"--slurm": False, "--partition": True, "--account": True, "--time": True,
@@ -35,7 +39,8 @@ def slurm_options(fn: Callable) -> Callable:
 
 def slurm_options_of(*, partition: str | None, account: str | None, time_limit: str | None,
                      gpus_per_node: str | None, nodes: int | None, cpus_per_task: int | None, mem: str | None,
-                     job_name: str | None):  # -> api.SlurmOptions (api imported here: `cmx run` stays light)
+                     job_name: str | None) -> api.SlurmOptions:
+    # cmx.api is imported here, not at the top: `cmx run` stays light
     from cmx import api
 
     return api.SlurmOptions(partition=partition, account=account, time=time_limit, gpus_per_node=gpus_per_node,

@@ -26,12 +26,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 from urllib.parse import quote
 
 from cmx.errors import CmxError
 from cmx.secrets import Secret
 from cmx.tools.download import download
+
+if TYPE_CHECKING:  # requests is imported only when the API is asked (it is slow to import)
+    import requests
 
 ProgressCallback = Callable[[int, int], None]
 """`on_progress(done, total)`: bytes of the chosen files downloaded (or found verified) so far, of all of them."""
@@ -203,7 +206,7 @@ def api_repo(repo: str) -> str:
     return repo if repo.startswith(DATASETS) else f"models/{repo}"
 
 
-def _get(url: str, params: dict[str, str], token: Secret | None, backoff: float):  # -> requests.Response
+def _get(url: str, params: dict[str, str], token: Secret | None, backoff: float) -> requests.Response:
     import requests
 
     headers = {"Authorization": f"Bearer {token.reveal()}"} if token else {}
@@ -237,7 +240,8 @@ def _repo_file(sibling: dict) -> RepoFile:
                     sha256=lfs.get("sha256"), blob_id=None if lfs else sibling.get("blobId"))
 
 
-def _api_error(response, endpoint: str, token: Secret | None, repo: str, revision: str) -> HuggingFaceError:
+def _api_error(response: requests.Response, endpoint: str, token: Secret | None, repo: str,
+               revision: str) -> HuggingFaceError:
     code = response.headers.get("X-Error-Code", "")
     page = f"{endpoint}/{repo}"
     if code == "RevisionNotFound" or (response.status_code == 404 and "revision" in response.text.lower()):

@@ -14,11 +14,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.kit.weights import attention_shapes, decoder_shapes, swiglu_shapes
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 HEAD_SIZE = 64  # vLLM's CPU attention rejects small head sizes (16); Llama 2 itself uses 128
 _LEXICON_SEED = 20230718  # fixed: the word list is the same for every seed, so every tiny tokenizer knows it
@@ -195,7 +199,7 @@ def check_llama_sizes(hidden_size: int, layers: int, heads: int, kv_heads: int) 
         raise CmxError(f"a model needs at least one layer, not {layers}")
 
 
-def read_tokenizer(folder: Path):  # -> tokenizers.Tokenizer
+def read_tokenizer(folder: Path) -> Tokenizer:
     """The fast tokenizer (tokenizer.json) in `folder`: the tiny model's, or a Hugging Face model's."""
     from tokenizers import Tokenizer
 
@@ -206,7 +210,7 @@ def read_tokenizer(folder: Path):  # -> tokenizers.Tokenizer
     return Tokenizer.from_file(str(path))
 
 
-def read_llama3_tokenizer(folder: Path, bos: str, probe: str):  # -> tokenizers.Tokenizer
+def read_llama3_tokenizer(folder: Path, bos: str, probe: str) -> Tokenizer:
     """`read_tokenizer`, refused unless it starts a text (`probe`) with Llama 3's `bos` as Llama 3's does."""
     tokenizer = read_tokenizer(folder)
     bos_id = tokenizer.token_to_id(bos)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
@@ -110,7 +110,9 @@ def evaluate(records: Sequence[AccuracyRecord], answers: Sequence[object], subse
     return AccuracyResult(_mean(accuracy), _mean([float(r[3]) for r in rows]), len(rows), graded, skipped)
 
 
-def _grade_code(rows, code_rows: list[int], correct: list[bool], problems: Callable[[], dict[str, Problem]],
+# a row's extracted answer is Any: parse() gives str | int | None, and a livecodebench row's is its code or None
+def _grade_code(rows: list[tuple[int, str, Any, int, object]], code_rows: list[int],
+                correct: list[bool], problems: Callable[[], dict[str, Problem]],
                 timeout_s: int, jobs: int) -> list[bool]:
     # evaluate_livecodebench: no code, or an unknown question_id, is wrong (scoring.livecodebench.grade)
     passed = grade([(rows[n][2], str(rows[n][4])) for n in code_rows], problems(), timeout_s=timeout_s,

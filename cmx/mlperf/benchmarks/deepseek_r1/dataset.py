@@ -41,6 +41,8 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from cmx.execute.context import StepContext
 
 SAMPLES = 4388  # constants.py dataset-size and performance-sample-count; mlperf.conf; README.md Reference Evals
@@ -89,7 +91,7 @@ class DeepSeekDataset(TokenSamples):
         return self.path.with_name(TESTS_FILE)
 
 
-def read_frame(path: Path | str):  # -> pandas.DataFrame
+def read_frame(path: Path | str) -> pd.DataFrame:
     """The pickle as a DataFrame with the columns the reference reads (DatasetError naming what is wrong)."""
     path = Path(path)
     frame = read_any_frame(path, hint=_HINT, get="get dataset deepseek-r1")
@@ -98,7 +100,7 @@ def read_frame(path: Path | str):  # -> pandas.DataFrame
     return frame
 
 
-def dataset_names(frame) -> list[str]:
+def dataset_names(frame: pd.DataFrame) -> list[str]:
     """eval_accuracy.py: `dataset`, else `metric` with '_em' and '_' removed; each must name a scorer."""
     if "dataset" in frame.columns:
         names = [str(v) for v in frame["dataset"].tolist()]
@@ -112,7 +114,7 @@ def dataset_names(frame) -> list[str]:
     return names
 
 
-def answers_of(frame) -> list[object]:
+def answers_of(frame: pd.DataFrame) -> list[object]:
     """eval_accuracy.py: `gt_output` when the column exists, else `ground_truth`."""
     return frame["gt_output" if "gt_output" in frame.columns else "ground_truth"].tolist()
 

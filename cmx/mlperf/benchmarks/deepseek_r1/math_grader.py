@@ -21,8 +21,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import re
+from typing import TYPE_CHECKING
 
 from cmx.errors import CmxError
+
+if TYPE_CHECKING:
+    import sympy
 
 _BAD_SUBSTRINGS = ("^{", "^(")
 _BAD_REGEXES = (r"\^[0-9]+\^", r"\^[0-9][0-9]+")
@@ -133,7 +137,7 @@ def _strip_string(string: str) -> str:
 
 # --- grader.py (PRM800K) -------------------------------------------------------------------------
 
-def _sympy_parse(expr: str):
+def _sympy_parse(expr: str) -> sympy.Expr:
     from sympy.parsing import sympy_parser
 
     return sympy_parser.parse_expr(expr.replace("^", "**"), transformations=(

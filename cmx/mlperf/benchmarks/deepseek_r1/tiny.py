@@ -214,33 +214,38 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     return TinyDeepSeekDataset(dest, tests, rows, seed)
 
 
-def _aime(question, rng, row, problems):
+def _aime(question: str, rng: np.random.Generator, row: int,
+          problems: list[dict[str, object]]) -> tuple[str, str]:
     return (f"{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}.",
             str(int(rng.integers(0, 1000))))
 
 
-def _math(question, rng, row, problems):
+def _math(question: str, rng: np.random.Generator, row: int,
+          problems: list[dict[str, object]]) -> tuple[str, str]:
     a, b = int(rng.integers(1, 9)), int(rng.integers(10, 20))
     return (f"{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}.",
             f"\\frac{{{a}}}{{{b}}}" if row % 2 else str(a * b))
 
 
-def _choices(question, rng, letters):
+def _choices(question: str, rng: np.random.Generator, letters: list[str]) -> tuple[str, str]:
     options = "\n".join(f"{letter}) {w}" for letter, w in zip(letters, Lexicon.shared().texts(
         rng, rng.integers(1, 4, size=len(letters)), last=""), strict=True))
     return (f"{question}\n{options}\nThe last line of your response should be of the following format: "
             f"'ANSWER: $LETTER' (without quotes) where LETTER is one of {''.join(letters)}."), str(rng.choice(letters))
 
 
-def _gpqa(question, rng, row, problems):
+def _gpqa(question: str, rng: np.random.Generator, row: int,
+          problems: list[dict[str, object]]) -> tuple[str, str]:
     return _choices(question, rng, list("ABCD"))
 
 
-def _mmlu(question, rng, row, problems):
+def _mmlu(question: str, rng: np.random.Generator, row: int,
+          problems: list[dict[str, object]]) -> tuple[str, str]:
     return _choices(question, rng, list("ABCDEFGHIJ"))
 
 
-def _code(question, rng, row, problems):
+def _code(question: str, rng: np.random.Generator, row: int,
+          problems: list[dict[str, object]]) -> tuple[str, str]:
     question_id = f"tiny{row:04d}"
     numbers = [[int(x) for x in rng.integers(-50, 50, size=int(rng.integers(2, 6)))] for _ in range(3)]
     if row % 2:  # a LeetCode-style problem: call-based tests

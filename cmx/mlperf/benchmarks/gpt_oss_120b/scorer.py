@@ -13,15 +13,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.gpt_oss_120b.accuracy import GptOssAccuracy, evaluator_for, grade
 from cmx.mlperf.benchmarks.gpt_oss_120b.livecodebench import FOLDER, read_problems, run_rows
 from cmx.mlperf.benchmarks.synthetic import read_tokenizer
 
+if TYPE_CHECKING:
+    from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import GptOssDataset
+
 log = logging.getLogger(__name__)
 
 
-def score_log(accuracy_log: Path, dataset, tokenizer_dir: Path, *, jobs: int = 1) -> GptOssAccuracy:
+def score_log(accuracy_log: Path, dataset: GptOssDataset, tokenizer_dir: Path, *, jobs: int = 1) -> GptOssAccuracy:
     """The accuracy of an accuracy run's log against `dataset` (a GptOssDataset), decoding with the tokenizer
     in `tokenizer_dir`."""
     from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log

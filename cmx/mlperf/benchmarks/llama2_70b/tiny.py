@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from cmx.mlperf.benchmarks.synthetic import (
     write_json,
     write_text,
 )
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 SPACE = "▁"  # SentencePiece's word-start mark; Llama 2's id 29871 is this piece alone
@@ -228,7 +232,7 @@ class _PieceIds:
     tokenizes everything when a tokenizer does not behave so.
     """
 
-    def __init__(self, tokenizer, lexicon: Lexicon) -> None:  # tokenizer: tokenizers.Tokenizer
+    def __init__(self, tokenizer: Tokenizer, lexicon: Lexicon) -> None:
         forms = lexicon.forms.ravel().tolist()
         self.spaced = [[t.id for t in tokenizer.model.tokenize(SPACE + f)] for f in forms]
         self.bare = [[t.id for t in tokenizer.model.tokenize(f)] for f in forms]
@@ -286,7 +290,7 @@ def make_tiny_openorca(dest_pickle: Path, tokenizer_dir: Path, rows: int = OPENO
     return TinyDataset(write_frame(frame, dest_pickle, protocol=5), rows, seed)
 
 
-def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSample, outputs: TextSample,
+def _token_ids(tokenizer: Tokenizer, lexicon: Lexicon, system: list[str], questions: TextSample, outputs: TextSample,
                prompt: list[str], output: list[str]) -> tuple[list[list[int]], list[list[int]]]:
     """The ids of every prompt and answer, as tokenizer.encode gives them (with <s> in front).
 
@@ -316,7 +320,7 @@ def _token_ids(tokenizer, lexicon: Lexicon, system: list[str], questions: TextSa
     return [e.ids for e in tokenizer.encode_batch(prompt)], [e.ids for e in tokenizer.encode_batch(output)]
 
 
-def _load_tokenizer(folder: Path):  # -> tokenizers.Tokenizer, space id
+def _load_tokenizer(folder: Path) -> tuple[Tokenizer, int]:  # the tokenizer, the id of its space piece
     tokenizer = read_tokenizer(folder)
     space_id = tokenizer.token_to_id(SPACE)
     if space_id is None:

@@ -126,7 +126,7 @@ def evaluate(records: Sequence[AccuracyRecord], dataset: MixtralDataset, decode:
         mbxp_detail=detail)
 
 
-def reference_decoder(tokenizer_dir) -> Callable[[list[int]], str]:  # tokenizer_dir: Path | str
+def reference_decoder(tokenizer_dir: Path | str) -> Callable[[list[int]], str]:
     """`tokenizer.decode(ids, skip_special_tokens=True)` with the folder's tokenizer, as the reference decodes."""
     from transformers import AutoTokenizer
 

@@ -22,6 +22,7 @@ shape. The weights are random, so the scores mean nothing; only the formats are 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from cmx.mlperf.benchmarks.kit.frames import write_frame
 from cmx.mlperf.benchmarks.kit.samples import TinyDataset, check_tiny_rows
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import COLUMNS, SAMPLES, SUBSETS
 from cmx.mlperf.benchmarks.synthetic import Lexicon, read_tokenizer
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 EOS_STOP, CODE_STOP = "</s>", "\n```\n"  # the real file's stop_sequence values
 _SYSTEM_PROMPTS = (
@@ -71,7 +75,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     return TinyDataset(write_frame(frame, dest, protocol=4), rows, seed)
 
 
-def _mid_text_ids(tokenizer, text: str) -> list[int]:  # tokenizer: tokenizers.Tokenizer
+def _mid_text_ids(tokenizer: Tokenizer, text: str) -> list[int]:
     """The ids of `text` as the model writes it after other text: without the "▁" a text start gets
     (the real MBXP tok_stop_sequence, [13, 13940, 28832, 13], has none)."""
     ids = tokenizer.encode(text, add_special_tokens=False).ids
