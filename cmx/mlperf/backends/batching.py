@@ -58,7 +58,8 @@ def audio_warmup_requests(count: int, decoder_start: int, sample_rate: int = 160
 
 
 def token_list(ids: Sequence[int]) -> list[int]:
-    """Token ids as a list of Python ints (numpy arrays from the dataset convert in C)."""
+    """Token ids as a list of Python ints, which vLLM's prompt and a JSON body take (numpy arrays from the dataset
+    convert in C)."""
     tolist = getattr(ids, "tolist", None)
     return tolist() if tolist is not None else [int(i) for i in ids]
 

@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, StreamSink
-from cmx.mlperf.backends.batching import longest_first
+from cmx.mlperf.backends.batching import longest_first, token_list
 from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
-from cmx.mlperf.backends.openai_api import TextTokens, request_name, token_ids_list
+from cmx.mlperf.backends.openai_api import TextTokens, request_name
 from cmx.mlperf.backends.routes import route_for
 from cmx.secrets import Secret
 
@@ -375,7 +375,7 @@ class WorkerPool:
 
 
 def job(key: int, request: GenRequest, *, stream: bool) -> Job:
-    return Job(key, request.id, token_ids_list(request.prompt_ids), request.max_tokens, request.min_tokens, stream,
+    return Job(key, request.id, token_list(request.prompt_ids), request.max_tokens, request.min_tokens, stream,
                request.sample)
 
 

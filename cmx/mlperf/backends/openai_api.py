@@ -35,6 +35,7 @@ from typing import Any
 
 from cmx.mlperf.backends.base import Audio, BackendError, ChatPrompt, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.base import request_name as request_name  # messages name a request by its sample index
+from cmx.mlperf.backends.batching import token_list
 from cmx.secrets import masked_url
 from cmx.secrets import public_url as public_url  # where it lives: the floor, for the lock's git URLs too
 
@@ -86,12 +87,6 @@ def curl_line(url: str, with_key: bool) -> str:
 # --- requests ----------------------------------------------------------------------------------------
 
 
-def token_ids_list(ids: Sequence[int]) -> list[int]:
-    """Token ids as a list of Python ints, which json serialises (numpy arrays convert in C)."""
-    tolist = getattr(ids, "tolist", None)
-    return tolist() if tolist is not None else [int(i) for i in ids]
-
-
 def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stream: bool,
                     server_token_ids: bool = True, min_tokens: bool = True) -> dict[str, Any]:
     """The /v1/completions request for one sample.
@@ -106,7 +101,7 @@ def completion_body(request: GenRequest, model: str, sampling: Sampling, *, stre
     """
     body: dict[str, Any] = {
         "model": model,
-        "prompt": token_ids_list(request.prompt_ids),
+        "prompt": token_list(request.prompt_ids),
         "max_tokens": request.max_tokens,
         **({"min_tokens": request.min_tokens} if min_tokens else {}),
         **sampling_fields(sampling),
