@@ -44,9 +44,8 @@ def benchmark_for(name: str) -> Benchmark:
 def dataset_for_test(bench: Benchmark, path: Path, mode: str) -> Dataset:
     """The samples the `mode` test (performance, accuracy, a compliance test) reads from the dataset at `path`.
 
-    Most benchmarks read one set for every test (`load_dataset`); one whose tests read different
-    sets (gpt-oss-120b: a performance set, an accuracy set, TEST07's own) defines
-    `load_dataset_for(path, mode)`.
+    Most benchmarks read one set for every test (the kit's `load_dataset_for` is `load_dataset`); one
+    whose tests read different sets (gpt-oss-120b: a performance set, an accuracy set, TEST07's own)
+    defines its own `load_dataset_for(path, mode)`.
     """
-    pick = getattr(bench, "load_dataset_for", None)
-    return pick(path, mode) if pick is not None else bench.load_dataset(path)
+    return bench.load_dataset_for(path, mode)

@@ -14,13 +14,16 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
-from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.model import ModelFolder
 from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
+
+if TYPE_CHECKING:
+    from cmx.execute.context import StepContext
 
 
 class DatasetError(CmxError):
@@ -44,14 +47,17 @@ class Generation:
 
 
 class Dataset(Protocol):
-    """A benchmark's samples as the QSL and the evaluator read them: prompt i as token ids, reference i as text."""
+    """A benchmark's samples as the harness and the evaluator read them: how many, reference i as text, the first n.
+
+    What the QSL reads of them is the benchmark's `prompt_source` (a text LLM's dataset is its own PromptSource:
+    prompt i as token ids; whisper's clips and qwen3-vl's products are not token ids), so no caller asks a
+    Dataset for prompt ids.
+    """
 
     @property
     def path(self) -> Path: ...
 
     def __len__(self) -> int: ...
-
-    def prompt_ids(self, i: int) -> list[int]: ...
 
     def reference(self, i: int) -> str: ...
 
@@ -86,6 +92,11 @@ class Benchmark(Protocol):
 
     def load_dataset(self, path: Path) -> Dataset:
         """Read and check the dataset file the dataset recipe produced (DatasetError naming what is wrong)."""
+        ...
+
+    def load_dataset_for(self, path: Path, mode: str) -> Dataset:
+        """The samples the `mode` test (performance, accuracy, a compliance test: test07) reads from the dataset at
+        `path`: `load_dataset`'s for most; gpt-oss-120b's tests read different sets."""
         ...
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
@@ -174,4 +185,10 @@ class Benchmark(Protocol):
     # the dataset side: what the get-dataset recipes' step (cmx.mlperf.benchmarks.kit.dataset_step) reads
     def dataset_facts(self) -> DatasetFacts:
         """The real dataset's size and file name, which the dataset step fetches and checks a download against."""
+        ...
+
+    def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+        """What the dataset step makes of a download or a tiny set at `path` before the loader reads it: the path the
+        loader reads and the recipe's other outputs (deepseek-r1 adds LiveCodeBench's tests and the prompt ids its
+        chat template makes; the kit's default: `path` as it is)."""
         ...

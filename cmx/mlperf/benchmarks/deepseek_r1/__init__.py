@@ -6,20 +6,22 @@ pickle), answers and math_grader (eval_accuracy.py's extraction and checks, PRM8
 livecodebench (the release and tests file its code rows are graded with, by
 cmx.mlperf.scoring.livecodebench), accuracy (the metric: exact_match, tokens_per_sample), model (the
 checkpoint folder) and tiny (a random DeepseekV3 with MLA and MoE, its tokenizer and chat template, a
-dataset of every subset). `BENCHMARK` imports
-them when called.
+dataset of every subset). `BENCHMARK`'s methods
+import them when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cmx.mlperf.benchmarks.base import Generation
+from cmx.mlperf.benchmarks.base import Benchmark, Dataset, Generation
 from cmx.mlperf.benchmarks.deepseek_r1.generation import REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.deepseek_r1.model import MODEL
-from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 
 if TYPE_CHECKING:
@@ -36,12 +38,34 @@ class DeepSeekR1(BenchmarkDefaults):
     # backend_registry.py: greedy (seed 42: generation.py), MAX_OSL 20000 new tokens; vLLM stops at the model's end id
     generation: Generation = Generation(max_tokens=20_000, sampling=REFERENCE_SAMPLING)
     model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
-    loader: str = "dataset:load_deepseek"
-    tiny_dataset: str = "tiny:make_tiny_dataset"
+
+    def load_dataset(self, path: Path) -> Dataset:
+        from cmx.mlperf.benchmarks.deepseek_r1.dataset import load_deepseek
+
+        return load_deepseek(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        from cmx.mlperf.benchmarks.deepseek_r1.accuracy import score_log
+        from cmx.mlperf.benchmarks.deepseek_r1.dataset import DeepSeekDataset
+
+        return score_log(accuracy_log, dataset_as(DeepSeekDataset, dataset), tokenizer_dir, jobs=jobs).as_dict()
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset
+
+        return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.deepseek_r1.dataset import FACTS
+
+        return FACTS
 
     def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
         """A tiny set made whole; a download moved to source/, with its LiveCodeBench tests and prompt ids."""
-        return self.part("dataset:finish_dataset")(step, path, is_tiny=is_tiny)
+        from cmx.mlperf.benchmarks.deepseek_r1.dataset import finish_dataset
+
+        return finish_dataset(step, path, is_tiny=is_tiny)
 
 
-BENCHMARK = DeepSeekR1()
+BENCHMARK: Benchmark = DeepSeekR1()

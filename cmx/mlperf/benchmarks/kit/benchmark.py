@@ -1,43 +1,57 @@
-"""The Benchmark Protocol's shared defaults: a BENCHMARK names its parts, and they are imported when first called.
+"""The Benchmark Protocol's shared defaults: what every benchmark has unless it says otherwise.
 
-A benchmark package's `__init__` subclasses `BenchmarkDefaults` and states its names, its LoadGen
-model, its generation, its ModelSpec and where its dataset loader, scorer, tiny-dataset writer and
-DatasetFacts live (`module:name` within the package); it defines a method only where it differs
-(gpt-oss-120b's per-test sets, a dataset step's `finish_dataset`). Naming the parts keeps the
-package's `__init__` free of heavy imports: numpy, pandas and tokenizers load on the first call.
+A benchmark package's `__init__` subclasses `BenchmarkDefaults`, states its names, its LoadGen
+model, its generation and its ModelSpec, and defines its parts (`load_dataset`, `score`,
+`make_tiny_dataset`, `dataset_facts`) as methods that import the package's own module inside the
+method: mypy checks each call and what it returns, and the package's `__init__` stays free of heavy
+imports (numpy, pandas and tokenizers load on the first call). A method is defined here where most
+benchmarks share it, and overridden only where a benchmark differs (gpt-oss-120b's per-test sets,
+the dataset step's `finish_dataset`, whisper's and qwen3-vl's samples and answers).
 """
 
 from __future__ import annotations
 
-import importlib
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
-from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
+from cmx.errors import CmxError
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults
+from cmx.mlperf.samples import PromptSource
 
-if TYPE_CHECKING:  # base and dataset_step import this package
+if TYPE_CHECKING:  # base imports this package
+    from cmx.execute.context import StepContext
     from cmx.mlperf.benchmarks.base import Dataset, Generation
-    from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
+    from cmx.mlperf.samples import ChatSource, ResponseEncoder
+
+D = TypeVar("D")
+
+
+class WrongDataset(CmxError):
+    """A benchmark's part was handed a dataset its own loader does not make."""
+
+
+def dataset_as(kind: type[D], dataset: Dataset) -> D:
+    """`dataset`, which a benchmark's own `load_dataset` made, as the class its scorer and prompts read."""
+    if not isinstance(dataset, kind):
+        raise WrongDataset(f"{type(dataset).__name__} at {dataset.path} is not a {kind.__name__}",
+                           hint="hand a benchmark's parts the dataset its own load_dataset returned")
+    return dataset
 
 
 @dataclass(frozen=True)
 class BenchmarkDefaults(ModelDefaults):
-    """A BENCHMARK of named parts. `loader`: path -> Dataset; `scorer`: (accuracy log, dataset, tokenizer folder,
-    jobs=) -> a result with `as_dict()`; `tiny_dataset`: (dest, tokenizer folder, rows, seed) -> the path written,
-    or a record with `.path`; `facts`: the DatasetFacts constant. LoadGen runs `loadgen_model` in Offline and
-    Server, and `<loadgen_model>-interactive` in Interactive where the benchmark has that scenario."""
+    """A BENCHMARK's facts and the defaults of the parts most benchmarks share. A package defines the abstract
+    parts (mypy refuses a BENCHMARK that lacks one); LoadGen runs `loadgen_model` in Offline and Server, and
+    `<loadgen_model>-interactive` in Interactive where the benchmark has that scenario."""
 
     family: str
     names: tuple[str, ...]
     loadgen_model: str
     generation: Generation
-    loader: str
-    tiny_dataset: str
-    scorer: str = "accuracy:score_log"
-    facts: str = "dataset:FACTS"
     interactive: bool = True
     response_dtype: str = "int32"  # the harness answers token ids as int32
     test01_sampling_target: int | None = None  # its TEST01 audit.config's; None: no TEST01
@@ -51,17 +65,28 @@ class BenchmarkDefaults(ModelDefaults):
             models["Interactive"] = f"{self.loadgen_model}-interactive"
         return models
 
-    def part(self, where: str) -> Any:
-        """The object `where` names (`module:name` in this benchmark's package), its module imported now."""
-        module, _, name = where.partition(":")
-        return getattr(importlib.import_module(f"{type(self).__module__}.{module}"), name)
+    # --- the parts every package defines, each importing its own module when called ------------------------
+    @abstractmethod
+    def load_dataset(self, path: Path) -> Dataset: ...
 
-    def load_dataset(self, path: Path) -> Dataset:
-        return self.part(self.loader)(path)
-
+    @abstractmethod
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
-        return self.part(self.scorer)(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
+              jobs: int = 1) -> Mapping[str, float | int]: ...
+
+    @abstractmethod
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path: ...
+
+    @abstractmethod
+    def dataset_facts(self) -> DatasetFacts: ...
+
+    # --- the defaults ----------------------------------------------------------------------------------------
+    def load_dataset_for(self, path: Path, mode: str) -> Dataset:
+        """One set for every test: `load_dataset`'s."""
+        return self.load_dataset(path)
+
+    def finish_dataset(self, step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMade:
+        """Nothing after the download or the tiny set: the loader reads `path`."""
+        return DatasetMade(path)
 
     def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
         """The text LLMs' accuracy.txt: the reference's result dict, then the hash."""
@@ -70,16 +95,16 @@ class BenchmarkDefaults(ModelDefaults):
         return format_accuracy_txt(values, log_sha256)
 
     def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource:
-        """The dataset itself: its prompts are token ids already."""
+        """The dataset itself: a text LLM's prompts are token ids already. A benchmark whose dataset holds no token
+        ids (audio, conversations) defines its own."""
+        if not isinstance(dataset, PromptSource):
+            raise WrongDataset(f"{self.family}'s dataset {type(dataset).__name__} has no prompt token ids",
+                               hint=f"{self.family} defines prompt_source: what the QSL reads of its samples")
         return dataset
 
     def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
         """None: the output token ids, as int32."""
         return None
 
-    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
-        made = self.part(self.tiny_dataset)(dest, tokenizer_dir, rows, seed)
-        return made if isinstance(made, Path) else made.path
 
-    def dataset_facts(self) -> DatasetFacts:
-        return self.part(self.facts)
+__all__ = ["BenchmarkDefaults", "WrongDataset", "dataset_as"]

@@ -11,8 +11,8 @@ the accuracy script rely on.
 
 A benchmark whose dataset needs more than a download (deepseek-r1: LiveCodeBench's tests and the
 prompts its chat template makes; gpt-oss-120b: a folder of sets and LiveCodeBench's problems)
-defines `finish_dataset(step, path, is_tiny=...)`, which returns the dataset's final path and the
-recipe's other outputs.
+overrides `finish_dataset(step, path, is_tiny=...)` (the kit's default keeps `path`), which returns
+the dataset's final path and the recipe's other outputs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from cmx.errors import StepError
 from cmx.mlperf.benchmarks import benchmark_for
-from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -36,12 +36,11 @@ def dataset_step(ctx: StepContext, family: str) -> dict[str, object]:
     name, rows, seed = ctx.inputs.get("filename"), ctx.inputs["rows"], ctx.inputs["seed"]
     if name is not None and (not name or "/" in name or "\\" in name or name in (".", "..")):
         raise StepError(f"{name!r} is not a plain file name", hint="pass --input filename=NAME, with no / or \\")
-    finish = getattr(bench, "finish_dataset", None)
     if ctx.variation("size") == "tiny":
         dest = ctx.workdir / (name or facts.default_name or f"{family}-tiny{facts.suffix}")
         path = bench.make_tiny_dataset(dest, Path(ctx.deps.model.outputs["tokenizer_path"]),
                                        (facts.tiny_rows or facts.samples) if rows is None else rows, seed or 0)
-        made = finish(ctx, path, is_tiny=True) if finish is not None else DatasetMade(path)
+        made = bench.finish_dataset(ctx, path, is_tiny=True)
         count = len(bench.load_dataset(made.path))
         ctx.log.warning("generated %d %s samples (seed %d): their references are random text, so accuracy results "
                         "with them mean nothing", count, facts.what or f"{family}-format", seed or 0)
@@ -57,7 +56,7 @@ def dataset_step(ctx: StepContext, family: str) -> dict[str, object]:
         path = _download_listing(ctx, ctx.workdir / (facts.default_name or family))
     else:
         path = _download(ctx, name, facts)
-    made = finish(ctx, path, is_tiny=False) if finish is not None else DatasetMade(path)
+    made = bench.finish_dataset(ctx, path, is_tiny=False)
     dataset = bench.load_dataset(made.path)  # the columns and types the harness and the accuracy script read
     if len(dataset) != facts.samples:
         ctx.log.warning("%s has %d samples, not the %d of the official dataset", made.path.name, len(dataset),

@@ -4,15 +4,18 @@
 The modules: generation (the reference's sampling and output length, with their sources), dataset
 (the processed pickle), accuracy (evaluate-accuracy.py: ROUGE-L, the two exact-match scorers,
 tokens_per_sample), tiny (a generated dataset in the real format; the tiny model is llama3.1-8b's,
-the same architecture, reached through the registry). `BENCHMARK` imports them when called.
+the same architecture, reached through the registry). `BENCHMARK`'s methods import them when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from cmx.mlperf.benchmarks.base import Generation
-from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.base import Benchmark, Dataset, Generation
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import GB, ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_405b.generation import REFERENCE_SAMPLING
 
@@ -26,8 +29,28 @@ class Llama3_1_405b(BenchmarkDefaults):
     # SUT_VLLM.py gen_kwargs: greedy (temperature 1, top_k 1, seed 42: generation.py), max_tokens 2000, min_tokens 1
     # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids
     generation: Generation = Generation(max_tokens=2000, sampling=REFERENCE_SAMPLING)
-    loader: str = "dataset:load_llama405b"
-    tiny_dataset: str = "tiny:make_tiny_dataset"
+
+    def load_dataset(self, path: Path) -> Dataset:
+        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import load_llama405b
+
+        return load_llama405b(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        from cmx.mlperf.benchmarks.llama3_1_405b.accuracy import score_log
+        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import Llama405bDataset
+
+        return score_log(accuracy_log, dataset_as(Llama405bDataset, dataset), tokenizer_dir, jobs=jobs).as_dict()
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.llama3_1_405b.tiny import make_tiny_dataset
+
+        return make_tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.llama3_1_405b.dataset import FACTS
+
+        return FACTS
 
     @property
     def model(self) -> ModelSpec:
@@ -46,4 +69,4 @@ def _llama3_1_8b() -> ModelDefaults:
     return bench
 
 
-BENCHMARK = Llama3_1_405b()
+BENCHMARK: Benchmark = Llama3_1_405b()

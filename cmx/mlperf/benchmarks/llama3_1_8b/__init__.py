@@ -4,15 +4,18 @@ mlcommons/inference).
 The modules: generation (the reference's sampling, output length, EOS and token dtype, with
 their sources), dataset (cnn_eval.json), model (what a checkpoint folder must hold), accuracy
 (evaluation.py's metric), tiny (a random Llama 3 and a generated CNN/DailyMail set).
-`BENCHMARK` is what the generic parts see; it imports those modules when called.
+`BENCHMARK` is what the generic parts see; its methods import those modules when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from cmx.mlperf.benchmarks.base import Generation
+from cmx.mlperf.benchmarks.base import Benchmark, Dataset, Generation
 from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_8b.generation import REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.llama3_1_8b.model import MODEL
@@ -27,8 +30,27 @@ class Llama3_1_8b(BenchmarkDefaults):
     # (2 here: LoadGen needs two tokens for TPOT); vLLM stops at the model's own end ids (generation_config.json)
     generation: Generation = Generation(max_tokens=128, sampling=REFERENCE_SAMPLING)
     model: ModelSpec = MODEL  # model.py: the checkpoint's size, its folder's files, describe, the tiny model
-    loader: str = "dataset:load_cnndm"
-    tiny_dataset: str = "tiny:make_tiny_cnndm"
+
+    def load_dataset(self, path: Path) -> Dataset:
+        from cmx.mlperf.benchmarks.llama3_1_8b.dataset import load_cnndm
+
+        return load_cnndm(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        from cmx.mlperf.benchmarks.llama3_1_8b.accuracy import score_log
+
+        return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.llama3_1_8b.tiny import make_tiny_cnndm
+
+        return make_tiny_cnndm(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.llama3_1_8b.dataset import FACTS
+
+        return FACTS
 
 
-BENCHMARK = Llama3_1_8b()
+BENCHMARK: Benchmark = Llama3_1_8b()

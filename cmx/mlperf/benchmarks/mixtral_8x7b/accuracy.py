@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmx.mlperf.benchmarks.mixtral_8x7b import gsm8k
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import MixtralDataset
+from cmx.mlperf.benchmarks.mixtral_8x7b.gsm8k import gsm8k_accuracy
 from cmx.mlperf.benchmarks.mixtral_8x7b.mbxp import MbxpProblem, MbxpResult, grade
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.rouge import ROUGE_TYPES, mean_percent, postprocess_text, rouge_fmeasures
@@ -113,7 +113,7 @@ def evaluate(records: Sequence[AccuracyRecord], dataset: MixtralDataset, decode:
     if orca_preds:
         fmeasures = rouge_fmeasures(list(zip(orca_targets, orca_preds, strict=True)), jobs)
         rouge = tuple((name, mean_percent(fmeasures[name])) for name in ROUGE_TYPES)
-    gsm_score = gsm8k.gsm8k_accuracy(gsm_preds, gsm_truths) if gsm_preds else None
+    gsm_score = gsm8k_accuracy(gsm_preds, gsm_truths) if gsm_preds else None
     if gsm_score is None:
         _log.warning("no GSM8K sample is in the accuracy log: gsm8k is left out (the reference divides by zero)")
     detail = grade(problems, run_programs, workers=jobs) if problems else None

@@ -8,26 +8,25 @@ It is judged on whole answers: no token latencies, the Server p99 end to end und
 
 The modules: accuracy (the evaluator's hierarchical F1 and its accuracy.txt), prompts (the reference's messages,
 the image re-encoded as it does, and the QSL's ProductPrompts), dataset (the catalogue's Parquet files), model
-(the checkpoint folder), tiny (a generated catalogue), tiny_model (a random Qwen3-VL MoE). `BENCHMARK` imports them
-when called.
+(the checkpoint folder), tiny (a generated catalogue), tiny_model (a random Qwen3-VL MoE). `BENCHMARK`'s methods
+import them when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.backends.base import Sampling
-from cmx.mlperf.benchmarks.base import Generation
-from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
+from cmx.mlperf.benchmarks.base import Benchmark, Dataset, Generation
+from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
+from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.qwen3_vl.model import MODEL
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from cmx.mlperf.benchmarks.base import Dataset
     from cmx.mlperf.samples import ChatSource, ResponseEncoder
 
 # The reference sends no max_tokens: a reply is bounded by the server's context, --max-model-len 32768
@@ -50,14 +49,38 @@ class Qwen3VL(BenchmarkDefaults):
     server_flags: tuple[str, ...] = ("--limit-mm-per-prompt.video=0",)
     generation: Generation = Generation(max_tokens=MAX_MODEL_LEN, sampling=SAMPLING)
     model: ModelSpec = MODEL
-    loader: str = "dataset:load_catalogue"
-    tiny_dataset: str = "tiny:tiny_dataset"
+
+    def load_dataset(self, path: Path) -> Dataset:
+        from cmx.mlperf.benchmarks.qwen3_vl.dataset import load_catalogue
+
+        return load_catalogue(path)
+
+    def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
+              jobs: int = 1) -> Mapping[str, float | int]:
+        from cmx.mlperf.benchmarks.qwen3_vl.accuracy import score_log
+
+        return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
+
+    def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path:
+        from cmx.mlperf.benchmarks.qwen3_vl.tiny import tiny_dataset
+
+        return tiny_dataset(dest, tokenizer_dir, rows, seed).path
+
+    def dataset_facts(self) -> DatasetFacts:
+        from cmx.mlperf.benchmarks.qwen3_vl.dataset import FACTS
+
+        return FACTS
 
     def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
-        return self.part("accuracy:format_accuracy_txt")(values, log_sha256)
+        from cmx.mlperf.benchmarks.qwen3_vl.accuracy import format_accuracy_txt
+
+        return format_accuracy_txt(values, log_sha256)
 
     def prompt_source(self, dataset: Dataset, model_dir: Path) -> ChatSource:
-        return self.part("prompts:ProductPrompts")(dataset)
+        from cmx.mlperf.benchmarks.qwen3_vl.dataset import ProductCatalogue
+        from cmx.mlperf.benchmarks.qwen3_vl.prompts import ProductPrompts
+
+        return ProductPrompts(dataset_as(ProductCatalogue, dataset))
 
     def response_encoder(self, model_dir: Path) -> ResponseEncoder | None:
         from cmx.mlperf.loadgen.sut import text_answer
@@ -65,4 +88,4 @@ class Qwen3VL(BenchmarkDefaults):
         return text_answer
 
 
-BENCHMARK = Qwen3VL()
+BENCHMARK: Benchmark = Qwen3VL()

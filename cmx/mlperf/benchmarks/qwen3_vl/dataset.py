@@ -112,10 +112,6 @@ class ProductCatalogue:
         self._check(i)
         return str(self._at("ground_truth_category", i))
 
-    def prompt_ids(self, i: int) -> list[int]:
-        raise DatasetError("a Qwen3-VL sample is chat messages, not token ids",
-                           hint="send it through the chat SUT (prompts.ProductPrompts)")
-
     def limit(self, n: int) -> ProductCatalogue:
         check_limit(n, self._rows, self.path)
         return ProductCatalogue(self.path, self._table, n)
