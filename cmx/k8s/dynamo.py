@@ -33,6 +33,7 @@ from cmx.k8s.prerequisites import DYNAMO, Requirement
 from cmx.k8s.stack import StackDefaults
 from cmx.k8s.stack_options import DYNAMO_IMAGE, StackOptionError
 from cmx.mlperf.backends.vllm_server import engine_flags
+from cmx.mlperf.serving_stack import DYNAMO as DYNAMO_STACK  # DYNAMO is the CRD it needs
 from cmx.mlperf.serving_stack import Role
 
 DYNAMO_API = "nvidia.com/v1alpha1"
@@ -132,7 +133,7 @@ def frontend_url(spec: ServingSpec) -> str:
 class DynamoStack(StackDefaults):
     """--stack dynamo: the graph's roles, each worker one pod; the Frontend routes by --router."""
 
-    name = "dynamo"
+    kind = DYNAMO_STACK
     options = frozenset({"prefill_workers", "decode_workers", "prefill_tp", "decode_tp", "router"})
     readme = "k8s/stacks/dynamo.md.j2"
 

@@ -36,7 +36,6 @@ def picker_config(scorer: str, api_version: str) -> dict[str, Any]:
 class LlmdStack(StackDefaults):
     """--stack llm-d: `replicas` vLLM pods the endpoint picker spreads requests over, scored by --scorer."""
 
-    name = "llm-d"
     options = frozenset({"llmd_form", "scorer", "replicas"})
 
     def routing(self, spec: ServingSpec) -> str:

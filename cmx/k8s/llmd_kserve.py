@@ -15,6 +15,7 @@ from cmx.k8s.llmd import LlmdStack, picker_config
 from cmx.k8s.manifests import Manifest, ServingSpec, engine_args, object_meta, security_context, server_env
 from cmx.k8s.prerequisites import GATEWAY, KSERVE, POOL, ROUTE, Requirement
 from cmx.mlperf.backends.vllm_server import engine_flags
+from cmx.mlperf.serving_stack import LLMD_KSERVE
 
 if TYPE_CHECKING:
     from cmx.k8s.cluster import Cluster
@@ -110,7 +111,7 @@ def kserve_url(spec: ServingSpec) -> str:
 
 
 class LlmdKserve(LlmdStack):
-    form = "kserve"
+    kind = LLMD_KSERVE
     options = LlmdStack.options | {"expert_parallel"}
     tokenizer_from_hub = True
     readme = "k8s/stacks/llmd_kserve.md.j2"

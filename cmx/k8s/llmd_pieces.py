@@ -19,6 +19,7 @@ from cmx.k8s.llmd import LlmdStack, picker_config
 from cmx.k8s.manifests import PORT, Manifest, ServingSpec, labels, model_cache, object_meta, server_selector
 from cmx.k8s.prerequisites import GATEWAY, ISTIO, POOL, ROUTE, Requirement
 from cmx.k8s.stack import vllm_servers
+from cmx.mlperf.serving_stack import LLMD_PIECES
 
 if TYPE_CHECKING:
     from cmx.k8s.cluster import Cluster
@@ -164,7 +165,7 @@ def gateway_service_url(spec: ServingSpec) -> str:
 
 
 class LlmdPieces(LlmdStack):
-    form = "pieces"
+    kind = LLMD_PIECES
     options = LlmdStack.options | {"gateway", "gateway_class", "epp_image"}
     readme = "k8s/stacks/llmd_pieces.md.j2"
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cmx.k8s.manifests import JobTarget, Manifest, ServingSpec, deployment, leader_worker_set, service
 from cmx.k8s.prerequisites import LWS, Requirement
-from cmx.mlperf.serving_stack import Role, ServingStack
+from cmx.mlperf.serving_stack import Role, ServingStack, StackKind
 
 if TYPE_CHECKING:  # --apply's cluster is only read by a stack that asks it for its entry point
     from cmx.k8s.cluster import Cluster
@@ -24,15 +24,21 @@ if TYPE_CHECKING:  # --apply's cluster is only read by a stack that asks it for 
 class Stack(Protocol):
     """One `--stack` (with its `--llm-d-form`, where it has forms).
 
-    name, form: the options that choose it (form "": the stack has one form).
+    kind: the stack and form it renders (cmx.mlperf.serving_stack: its words and titles); `name` and `form` are the
+        kind's, the words the options choose it by (form "": the stack has one form).
     options: the StackOptions fields of its own; another stack's, given, are refused.
     readme: the template of the README rendered beside the objects (templates/, its prose about the stack).
     """
 
-    name: str
-    form: str
+    kind: StackKind
     options: frozenset[str]
     readme: str
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def form(self) -> str: ...
 
     def check(self, spec: ServingSpec) -> None:
         """Refuse what the stack cannot render from this spec (StackOptionError), before anything is."""
@@ -62,13 +68,20 @@ class StackDefaults:
     the tokenizer read from the model cache, routed by a Service, needing no CRD but LeaderWorkerSet across
     nodes, served by the device's vLLM image."""
 
-    name: str
-    form: str = ""
+    kind: StackKind
     options: frozenset[str] = frozenset()
     # a stack with prose of its own extends it (templates/k8s/stacks/)
     readme: str = "k8s/README.md.j2"
     # an init container downloads the tokenizer (the stack's servers do not fill cmx's model cache)
     tokenizer_from_hub: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    @property
+    def form(self) -> str:
+        return self.kind.form
 
     def check(self, spec: ServingSpec) -> None:
         return None

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cmx.k8s import K8sError, values
+from cmx.mlperf.serving_stack import FORMS as LLMD_FORMS  # --llm-d-form's choices: llm-d is the stack with forms
+from cmx.mlperf.serving_stack import STACK_NAMES  # --stack's choices
 
-STACK_NAMES = ("vllm", "llm-d", "dynamo")
-LLMD_FORMS = ("kserve", "pieces")
 SCORERS = ("prefix", "load")
 ROUTERS = ("kv", "round-robin")
 # GIE's last release with its own endpoint picker; llm-d's builds (ghcr.io/llm-d/llm-d-inference-scheduler)
@@ -81,3 +81,7 @@ class StackOptions:
         values.image("--epp-image", self.epp_image)
         if self.entry_url is not None:
             values.url("--entry-url", self.entry_url)
+
+
+__all__ = ["DYNAMO_IMAGE", "EPP_IMAGE", "GATEWAY_CLASS", "LLMD_FORMS", "ROUTERS", "SCORERS", "STACK_NAMES",
+           "StackOptionError", "StackOptions"]

@@ -2,8 +2,10 @@
 the stack its options choose: its objects with the shared ones in the order they are applied, its target,
 record and requirements.
 
-Each stack is an entry of the `Stack` contract (cmx.k8s.stack) in a module of its own; a new stack is one
-module and one line in STACKS.
+Each stack is an entry of the `Stack` contract (cmx.k8s.stack) in a module of its own, rendering one stack kind:
+its words and titles, which `--stack` and `--llm-d-form` offer and a run records, are data in
+cmx.mlperf.serving_stack.KINDS, below this layer, because the app and the packager read them too. A new stack is
+one module, its kind in KINDS and one line in STACKS (in KINDS' order).
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from cmx.k8s.manifests import JobTarget, Manifest, ServingSpec, model_cache, service_target
 from cmx.k8s.stack import StackDefaults, vllm_servers
+from cmx.mlperf.serving_stack import VLLM
 
 
 class VllmStack(StackDefaults):
-    name = "vllm"
+    kind = VLLM
 
     def objects(self, spec: ServingSpec) -> tuple[Manifest, ...]:
         return (model_cache(spec), *vllm_servers(spec))

@@ -18,7 +18,36 @@ from typing import Any
 
 from cmx.errors import CmxError
 
-STACKS = ("vllm", "llm-d", "dynamo")
+
+@dataclass(frozen=True)
+class StackKind:
+    """One serving stack (in one of its forms) as a run records it and a reader is shown it.
+
+    name, form: the words `cmx deploy --stack` and `--llm-d-form` choose it by, and stack.json records (form "": the
+    stack has one form). title, form_title: how the README, the system description and `cmx deploy` name them.
+    Each entry of cmx.k8s.stacks.STACKS names its kind: the facts are here, below cmx.k8s, because the packager
+    and the app read a stack.json without the Kubernetes layer.
+    """
+
+    name: str
+    title: str
+    form: str = ""
+    form_title: str = ""
+
+
+VLLM = StackKind("vllm", "vLLM")
+LLMD_KSERVE = StackKind("llm-d", "llm-d", "kserve", "KServe LLMInferenceService")
+LLMD_PIECES = StackKind("llm-d", "llm-d", "pieces", "InferencePool and endpoint picker")
+DYNAMO = StackKind("dynamo", "NVIDIA Dynamo")
+# --stack's order (and --llm-d-form's): cmx.k8s.stacks.STACKS holds one entry per kind, in this order
+KINDS: tuple[StackKind, ...] = (VLLM, LLMD_KSERVE, LLMD_PIECES, DYNAMO)
+STACK_NAMES = tuple(dict.fromkeys(k.name for k in KINDS))  # vllm, llm-d, dynamo
+FORMS = tuple(k.form for k in KINDS if k.form)  # the forms of the stack with several (llm-d): kserve, pieces
+_TITLES = {k.name: k.title for k in KINDS}
+_FORM_TITLES = {k.form: k.form_title for k in KINDS if k.form}
+# how requests are spread, as the title says it: llm-d's scorers, Dynamo's routers, a Service's balancing
+_ROUTING_TITLES = {"prefix": "prefix-cache-aware scoring", "load": "load-aware scoring", "kv": "KV-aware routing",
+                   "round-robin": "round-robin routing", "service": ""}
 
 
 class ServingStackError(CmxError):
@@ -68,8 +97,8 @@ class ServingStack:
     nodes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in STACKS:
-            raise ServingStackError(f"unknown serving stack {self.name!r}", hint=f"one of {', '.join(STACKS)}")
+        if self.name not in STACK_NAMES:
+            raise ServingStackError(f"unknown serving stack {self.name!r}", hint=f"one of {', '.join(STACK_NAMES)}")
 
     @property
     def pods(self) -> int:
@@ -85,10 +114,9 @@ class ServingStack:
 
     def title(self) -> str:
         """"llm-d (KServe LLMInferenceService, prefix-cache-aware scoring)", "Dynamo (KV-aware routing)"."""
-        form = {"kserve": "KServe LLMInferenceService", "pieces": "InferencePool and endpoint picker"}.get(self.form)
-        routing = {"prefix": "prefix-cache-aware scoring", "load": "load-aware scoring", "kv": "KV-aware routing",
-                   "round-robin": "round-robin routing", "service": ""}.get(self.routing, self.routing)
-        name = {"vllm": "vLLM", "llm-d": "llm-d", "dynamo": "NVIDIA Dynamo"}[self.name]
+        form = _FORM_TITLES.get(self.form)
+        routing = _ROUTING_TITLES.get(self.routing, self.routing)
+        name = _TITLES[self.name]
         detail = ", ".join(p for p in (form, routing) if p)
         return f"{name} ({detail})" if detail else name
 
@@ -127,4 +155,5 @@ def read_stack_file(path: Path) -> ServingStack:
     return ServingStack.from_json(data, str(path))
 
 
-__all__ = ["STACKS", "Role", "ServingStack", "ServingStackError", "read_stack_file"]
+__all__ = ["DYNAMO", "FORMS", "KINDS", "LLMD_KSERVE", "LLMD_PIECES", "STACK_NAMES", "VLLM", "Role", "ServingStack",
+           "ServingStackError", "StackKind", "read_stack_file"]

@@ -1,5 +1,6 @@
 """The serving stacks are entries of one registry: every choice of --stack (and --llm-d-form) picks exactly one,
-and no k8s module outside the entries asks which stack it is serving."""
+each entry renders one stack kind (cmx.mlperf.serving_stack.KINDS, the one list of the stacks' names and titles),
+no k8s module asks which stack it is serving, and no module of cmx lists the stacks a second time."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import pytest
 
 from cmx.k8s import stacks
 from cmx.k8s.stack_options import LLMD_FORMS, STACK_NAMES, StackOptions
+from cmx.mlperf import serving_stack
+from cmx.mlperf.serving_stack import KINDS
 from cmx.templates import templates_dir
+from tests.conftest import REPO
 from tests.k8s.conftest import make_spec
 
 K8S = Path(stacks.__file__).parent
-ENTRY_MODULES = {"vllm_stack.py", "llmd.py", "llmd_kserve.py", "llmd_pieces.py", "dynamo.py"}
 WORDS = {"vllm", "llm-d", "dynamo", "kserve", "pieces"}
 
 
@@ -29,6 +32,12 @@ def test_every_stack_choice_picks_one_entry_and_every_entry_is_chosen() -> None:
         assert stacks.stack_for(options) is matching[0]
         chosen.append(matching[0])
     assert {id(s) for s in chosen} == {id(s) for s in stacks.STACKS}
+
+
+def test_the_registry_holds_one_entry_per_stack_kind_and_the_choices_are_the_kinds_words() -> None:
+    assert [s.kind for s in stacks.STACKS] == list(KINDS)
+    assert STACK_NAMES == tuple(dict.fromkeys(k.name for k in KINDS)) == ("vllm", "llm-d", "dynamo")
+    assert LLMD_FORMS == tuple(k.form for k in KINDS if k.form) == ("kserve", "pieces")
 
 
 @pytest.mark.parametrize("stack", stacks.STACKS, ids=lambda s: f"{s.name}{'-' + s.form if s.form else ''}")
@@ -59,16 +68,41 @@ def _name_tests(path: Path) -> list[str]:
     return found
 
 
-def test_no_k8s_module_but_the_entries_branches_on_a_stack_name() -> None:
-    others = [p for p in sorted(K8S.glob("*.py")) if p.name not in ENTRY_MODULES]
-    assert any(p.name == "stacks.py" for p in others)
-    assert [hit for p in others for hit in _name_tests(p)] == []
+def _second_lists(path: Path) -> list[str]:
+    """Literal collections (a tuple, list or set, or a dict's keys) holding two or more stack or form names: the
+    stacks listed again beside KINDS (an option's choices, a table of titles)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        elements = (node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set)
+                    else node.keys if isinstance(node, ast.Dict) else [])
+        if len({e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)} & WORDS) > 1:
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_k8s_module_branches_on_a_stack_name_nor_does_the_stack_record() -> None:
+    scanned = [*sorted(K8S.glob("*.py")), Path(serving_stack.__file__)]
+    assert {"stacks.py", "vllm_stack.py", "dynamo.py", "serving_stack.py"} <= {p.name for p in scanned}
+    assert [hit for p in scanned for hit in _name_tests(p)] == []
+
+
+def test_no_module_of_cmx_lists_the_stacks_a_second_time() -> None:
+    modules = sorted((REPO / "cmx").rglob("*.py"))
+    assert len(modules) > 200
+    assert [hit for p in modules for hit in _second_lists(p)] == []
 
 
 def test_the_name_scan_sees_a_branch_on_a_stack_name(tmp_path: Path) -> None:
     branchy = tmp_path / "branchy.py"
     branchy.write_text('def f(s):\n    if s.name == "dynamo":\n        return s.kserve\n', encoding="utf-8")
     assert _name_tests(branchy) == ["branchy.py:2", "branchy.py:3"]
+
+
+def test_the_list_scan_sees_a_second_list_of_stacks_or_forms_but_not_one_name_among_other_words(tmp_path: Path) -> None:
+    listy = tmp_path / "listy.py"
+    listy.write_text('NAMES = ("vllm", "llm-d", "dynamo")\nTITLES = {"kserve": "KServe", "pieces": "pieces"}\n'
+                     'ARGV = ["vllm", "serve", "model"]\nFORMS = ["kserve"]\n', encoding="utf-8")
+    assert _second_lists(listy) == ["listy.py:1", "listy.py:2"]
 
 
 def test_the_readme_templates_ask_no_stack_name_and_every_entry_has_one() -> None:
