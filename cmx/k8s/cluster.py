@@ -101,7 +101,7 @@ def is_ready(body: Mapping[str, Any]) -> bool | None:
     kind, status = body["kind"], body.get("status") or {}
     if kind in ("Deployment", "LeaderWorkerSet", "StatefulSet"):
         wanted = body.get("spec", {}).get("replicas", 1)
-        return (status.get("readyReplicas") or 0) >= wanted
+        return bool((status.get("readyReplicas") or 0) >= wanted)
     if kind in ("LLMInferenceService", "DynamoGraphDeployment"):
         ready = _condition(body, "Ready")
         return bool(ready and ready.get("status") == "True") or status.get("state") == "successful"

@@ -29,9 +29,10 @@ def _node(kind: str, name: str) -> str:
 
 def _pod_labels(body: Mapping[str, Any]) -> Mapping[str, str]:
     spec = body.get("spec", {})
-    if body.get("kind") == "LeaderWorkerSet":
-        return spec.get("leaderWorkerTemplate", {}).get("leaderTemplate", {}).get("metadata", {}).get("labels", {})
-    return spec.get("template", {}).get("metadata", {}).get("labels", {})
+    template = spec.get("leaderWorkerTemplate", {}).get("leaderTemplate", {}) if body.get("kind") == "LeaderWorkerSet" \
+        else spec.get("template", {})
+    labels: Mapping[str, str] = template.get("metadata", {}).get("labels", {})
+    return labels
 
 
 def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:

@@ -149,6 +149,10 @@ def _dynamo_pods(body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
             yield f"services.{name}.extraPodSpec", {"spec": {**extra, "containers": [{"name": "main", **main}]}}
 
 
+def _no_pods(body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    return iter(())
+
+
 # kind -> its pod templates (as PodTemplateSpecs)
 POD_SPECS: Mapping[str, Callable[[Mapping[str, Any]], Iterator[tuple[str, dict[str, Any]]]]] = {
     "LeaderWorkerSet": _lws_pods, "LLMInferenceService": _kserve_pods, "DynamoGraphDeployment": _dynamo_pods}
@@ -157,7 +161,7 @@ POD_SPECS: Mapping[str, Callable[[Mapping[str, Any]], Iterator[tuple[str, dict[s
 def _pod_specs_check(body: dict[str, Any], version: str, label: str) -> None:
     if not body.get("metadata", {}).get("name") or not body.get("apiVersion"):
         raise InvalidManifest(f"{label} lacks an apiVersion or a name")
-    for where, template in POD_SPECS.get(str(body.get("kind")), lambda _: iter(()))(body):
+    for where, template in POD_SPECS.get(str(body.get("kind")), _no_pods)(body):
         wrapper = {"apiVersion": "v1", "kind": "PodTemplate",
                    "metadata": {"name": f"{body['metadata']['name']}-{where.lower().replace('.', '-')}"[:63]},
                    "template": template}

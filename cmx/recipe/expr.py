@@ -22,6 +22,8 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "not in": lambda a, b: a not in b,
 }
 _NAMESPACES = ("inputs", "context", "variations")
+# a compiled node: (kind, operands...), nested; what each operand is depends on the kind (see _convert)
+Tree = tuple[Any, ...]
 
 
 class ExprSyntaxError(ValueError):
@@ -43,7 +45,7 @@ class Expr:
     """
 
     source: str
-    tree: tuple
+    tree: Tree
     names: frozenset[tuple[str, str]]
 
     def evaluate(self, lookup: Callable[[str, str], Any]) -> bool:
@@ -75,7 +77,7 @@ def compile_expr(source: str) -> Expr:
         raise ExprSyntaxError("the expression is nested too deeply") from None
 
 
-def _convert(node: Any, names: set[tuple[str, str]]) -> tuple:
+def _convert(node: Any, names: set[tuple[str, str]]) -> Tree:
     import ast
 
     if isinstance(node, ast.BoolOp):
@@ -131,7 +133,7 @@ def _src(node: Any) -> str:
         return type(node).__name__
 
 
-def _eval(tree: tuple, lookup: Callable[[str, str], Any]) -> Any:
+def _eval(tree: Tree, lookup: Callable[[str, str], Any]) -> Any:
     kind = tree[0]
     if kind == "const":
         return tree[1]

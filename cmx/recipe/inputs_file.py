@@ -26,7 +26,7 @@ class InputsFileError(InputError):
     """An inputs file is missing, not YAML, not a mapping, or holds a value that is not a scalar."""
 
 
-def read_inputs_file(path: str | os.PathLike) -> dict[str, str]:
+def read_inputs_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """The file's NAME -> VALUE pairs, each value as the text --input would give."""
     p = Path(path)
     try:
@@ -62,7 +62,7 @@ def _text(name: str, value: Any, path: Path) -> str:
                           hint="leave out an input to keep its default")
 
 
-def write_inputs_file(path: str | os.PathLike, values: Mapping[str, float | int | str | bool],
+def write_inputs_file(path: str | os.PathLike[str], values: Mapping[str, float | int | str | bool],
                       header: list[str]) -> Path:
     """Write `values` into the inputs file at `path`, keeping the names it already has that `values` does not
     set; `header` becomes its comment lines (the file's own comments are replaced)."""

@@ -629,7 +629,8 @@ def _outputs(c: _Checker, raw: Any, line: int, base: Recipe | None = None) -> di
 
 
 def _cache(c: _Checker, raw: Any, line: int, inputs: dict[str, InputSpec], context: tuple[str, ...],
-           deps: tuple[DepSpec, ...], groups: dict, flags: dict) -> CacheSpec:
+           deps: tuple[DepSpec, ...], groups: dict[str, tuple[Variation, ...]],
+           flags: dict[str, Variation]) -> CacheSpec:
     if isinstance(raw, bool):
         return CacheSpec(enabled=raw)
     block = c.mapping(raw, line, "cache (true, false or a mapping of key / fingerprint)", ("key", "fingerprint"))

@@ -11,9 +11,9 @@ import yaml
 from cmx.errors import RecipeError
 
 try:  # the C parser is several times faster; fall back when PyYAML was built without it
-    _Base: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Base = yaml.SafeLoader
+    from yaml import CSafeLoader as _Base
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Base  # type: ignore[assignment]  # the same loader, in Python
 
 _STR = "tag:yaml.org,2002:str"
 _SEQ = "tag:yaml.org,2002:seq"
@@ -40,13 +40,14 @@ class _Loader(_Base):
 @lru_cache(maxsize=4096)
 def _resolve_plain(value: str) -> str:
     """The YAML 1.1 tag of a plain scalar, as SafeLoader resolves it (a pure function)."""
-    return yaml.SafeLoader.resolve(_RESOLVER, yaml.ScalarNode, value, (True, False))
+    tag: str = yaml.SafeLoader.resolve(_RESOLVER, yaml.ScalarNode, value, (True, False))  # untyped in the stubs
+    return tag
 
 
 _RESOLVER = yaml.SafeLoader("")  # only its resolve() is used: a pure function of the scalar text
 
 
-class LocDict(dict):
+class LocDict(dict[str, Any]):
     """A mapping from YAML that knows the line of itself and of each of its keys (1-based)."""
 
     __slots__ = ("key_lines", "line")
@@ -60,7 +61,7 @@ class LocDict(dict):
         return self.key_lines.get(key, self.line)
 
 
-class LocList(list):
+class LocList(list[Any]):
     """A sequence from YAML that knows the line of itself and of each item (1-based)."""
 
     __slots__ = ("item_lines", "line")

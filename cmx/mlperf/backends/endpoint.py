@@ -106,10 +106,7 @@ class _Batch:
     sent: int = 0
     done: int = 0
     failed: BackendError | None = None
-    results: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
-
-
-_FINISHED = object()  # the batch's last item on its results queue
+    results: queue.SimpleQueue[GenResult | None] = field(default_factory=queue.SimpleQueue)  # then None
 
 
 class EndpointBackend(BackendDefaults):
@@ -321,7 +318,7 @@ class EndpointBackend(BackendDefaults):
 
     def _results(self, batch: _Batch, future: concurrent.futures.Future[None]) -> Iterator[GenResult]:
         try:
-            while (item := batch.results.get()) is not _FINISHED:
+            while (item := batch.results.get()) is not None:
                 yield item
             future.result()
         finally:
@@ -353,7 +350,7 @@ class EndpointBackend(BackendDefaults):
         finally:
             for task in tasks:
                 task.cancel()
-            batch.results.put(_FINISHED)
+            batch.results.put(None)
 
     async def _server_sends_ids(self, request: GenRequest, *, probe: bool) -> bool:
         """One completion (start()'s first request); with `probe` (config.token_ids "auto"), an answer with a choice
