@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.k8s.deploy import K8sDeployment
     from cmx.mlperf.pareto.record import ParetoRecord as ParetoRecord  # re-exported: `cmx pareto` types with it
     from cmx.mlperf.pareto.verb import ParetoResult
+    from cmx.mlperf.published.answer import ResultsAnswer
     from cmx.mlperf.submission.check import CheckReport
     from cmx.mlperf.tune.verb import TuneResult
     from cmx.recipe.model import DepSpec as DepSpec  # re-exported, as DockerSpec and Variation: `cmx show` names them
@@ -73,6 +74,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "check_text": ("cmx.mlperf.submission.check.report", "format_report"),
     "check_expectation": ("cmx.mlperf.submission.check.report", "expectation"),
     "write_check_csv": ("cmx.mlperf.submission.check.report", "write_csv"),
+    "results_text": ("cmx.mlperf.published.text", "format_answer"),
+    "results_json": ("cmx.mlperf.published.answer", "to_json"),
 }
 
 __all__ = [*_LAZY, "Secret", "public_value", "Settings", "load_settings", "to_json", "index", "find", "show", "plan",
@@ -80,7 +83,7 @@ __all__ = [*_LAZY, "Secret", "public_value", "Settings", "load_settings", "to_js
            "run_docker", "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep",
            "sweep_gather", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_is_default", "registry_add", "registry_update", "registry_fetch",
-           "registry_remove", "report", "check"]
+           "registry_remove", "report", "check", "results"]
 
 
 def __getattr__(name: str) -> Any:
@@ -477,3 +480,32 @@ def check(path: str | os.PathLike, *, round_name: str | None = None) -> CheckRep
     from cmx.mlperf.submission.check import check_tree, round_of_tree
 
     return check_tree(Path(path), round_name or round_of_tree(Path(path)) or latest_round())
+
+
+def results(*, round_name: str = "v6.1", summary: str | os.PathLike | None = None, commit: str | None = None,
+            sha256: str | None = None, mirror: str | None = None, benchmark: str | None = None,
+            scenario: str | None = None, accelerator: str | None = None, division: str | None = None,
+            framework: str | None = None, compare: str | os.PathLike | None = None, price: float | None = None,
+            users: int | None = None, tokens_per_user: float | None = None, settings: Settings | None = None,
+            reporter: Reporter | None = None, environ: Mapping[str, str] | None = None) -> ResultsAnswer:
+    """A round's published MLPerf Inference results (cmx.mlperf.published): the table the recipe
+    `get-mlperf-results _<round>` fetches and caches (pinned commit, sha256; `summary`: a local copy; `mirror`: a
+    base URL serving GitHub's raw layout), the rows the filters keep with per-accelerator figures, or with
+    `compare` a results folder's runs ranked among the rows of their benchmark, scenario and accelerator model;
+    with `price` (per accelerator-hour, the user's), what a million tokens (a thousand samples) and `users` at
+    `tokens_per_user` cost."""
+    from cmx.mlperf.published.answer import CostAsk, Source, answer
+    from cmx.mlperf.published.table import PublishedResultsError, RowFilter
+
+    if price is None and (users is not None or tokens_per_user is not None):
+        raise PublishedResultsError("--users and --tokens-per-user are priced at --price-per-accelerator-hour, "
+                                    "which was not given", hint="add --price-per-accelerator-hour P, your price")
+    cost = CostAsk(price, users, tokens_per_user) if price is not None else None  # refuses a bad ask before a fetch
+    given = {"commit": commit, "sha256": sha256, "base_url": mirror,
+             "summary": None if summary is None else str(summary)}
+    got = run(f"get mlperf-results _{round_name}", inputs={k: v for k, v in given.items() if v is not None},
+              settings=settings, reporter=reporter, environ=environ).outputs
+    source = Source(path=Path(got["path"]), round=got["round"], commit=got["commit"], url=got["url"],
+                    sha256=got["sha256"], verified=got["verified"])
+    return answer(source, RowFilter(benchmark, scenario, accelerator, division, framework),
+                  compare=Path(compare) if compare is not None else None, cost=cost)

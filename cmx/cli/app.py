@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pareto": ("pareto", "Draw an MLPerf Endpoints v1.0 Pareto curve of a served model (cmx's client)."),
     "check": ("check", "Check an MLPerf submission tree and say what to fix."),
     "report": ("report", "Write a benchmark's results as one HTML page, or compare two."),
+    "results": ("results", "List a round's published MLPerf results per accelerator, or rank a run among them."),
     "cache": ("cache", "Inspect and clean the content-addressed cache."),
     "registry": ("registry", "List, add and pin recipe sources (the built-in recipes, folders, git repositories)."),
 }

@@ -43,6 +43,8 @@ TOP_HELP = (
     "            (cmx's client).\n"
     '  check     Check an MLPerf submission tree and say what to fix.\n'
     "  report    Write a benchmark's results as one HTML page, or compare two.\n"
+    "  results   List a round's published MLPerf results per accelerator, or rank a\n"
+    '            run among them.\n'
     '  cache     Inspect and clean the content-addressed cache.\n'
     '  registry  List, add and pin recipe sources (the built-in recipes, folders,\n'
     '            git repositories).\n'
