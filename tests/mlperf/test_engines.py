@@ -4,6 +4,8 @@ registry lists every engine module, and that the app and the harness name no eng
 from __future__ import annotations
 
 import ast
+import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,13 @@ import pytest
 from cmx.extras import EXTRAS
 from cmx.mlperf.app import AppConfig, AppConfigError, harness_config
 from cmx.mlperf.backends.disaggregated import PrefillDecode
+from cmx.mlperf.backends.profiles import EngineOptions
+from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
+from cmx.mlperf.backends.vllm import VllmBackend
 from cmx.mlperf.engines import BACKENDS, ENGINES, engine_for_harness
+from cmx.mlperf.engines import ray as ray_engine
+from cmx.mlperf.engines import vllm as vllm_engine
+from cmx.mlperf.loadgen.harness import build_backend
 from cmx.mlperf.loadgen.harness_config import EndpointSettings, EngineSettings
 from tests.conftest import REPO
 
@@ -75,6 +83,35 @@ def test_the_registry_lists_every_engine_module_once_and_each_needs_only_modules
     assert {(e.name, m) for e in ENGINES for m in e.modules if m not in brought} == set()
 
 
+SETTINGS = EngineSettings(precision="bf16", tensor_parallel_size=2, max_num_seqs=8, max_num_batched_tokens=4096,
+                          gpu_memory_utilization=0.8, pipeline_parallel_size=2, distributed_executor_backend="ray")
+VLLM_ON_ROCM = EngineOptions(device="rocm", precision="bf16", tensor_parallel_size=2, max_num_seqs=8,
+                             max_num_batched_tokens=4096, gpu_memory_utilization=0.8, pipeline_parallel_size=2,
+                             distributed_executor_backend="ray")
+
+
+def test_every_engine_starts_vllm_with_the_device_kinds_profile_under_the_runs_settings():
+    assert {e.name: e.profile(SETTINGS, "rocm") for e in ENGINES} == {e.name: VLLM_ON_ROCM for e in ENGINES}
+    assert [e.profile(EngineSettings(), "cpu") for e in ENGINES] == [EngineOptions(device="cpu")] * len(ENGINES)
+
+
+def test_the_harness_builds_an_engines_runner_with_that_engines_own_profile(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    """A new engine states its profile: build uses the engine's hook, not a profile chosen outside it."""
+    app = config(tmp_path, engine=SETTINGS)
+    harness = replace(harness_config(app, "Offline", "performance", tmp_path / "user.conf"), device="rocm")
+    backend = build_backend(harness, logging.getLogger("t"))
+    assert isinstance(backend, VllmBackend) and backend.config.options == VLLM_ON_ROCM
+    own = EngineOptions(device="rocm", precision="fp8")
+    monkeypatch.setattr(vllm_engine, "profile", lambda settings, device: own)
+    assert isinstance(backend := build_backend(harness, logging.getLogger("t")), VllmBackend)
+    assert backend.config.options == own
+    on_ray = replace(harness, engine=replace(SETTINGS, replicas=2))
+    monkeypatch.setattr(ray_engine, "profile", lambda settings, device: replace(own, precision="fp16"))
+    assert isinstance(backend := build_backend(on_ray, logging.getLogger("t")), RayReplicaBackend)
+    assert backend.config.engine.options == replace(own, precision="fp16")
+
+
 def test_the_app_and_the_harness_name_no_engine_backend_or_server():
     """They reach engines through the registry only: no engine module, backend class, server or engine test."""
     engine_words = {"VllmBackend", "RayReplicaBackend", "EndpointBackend", "VllmServer", "DisaggregatedServer",
@@ -93,3 +130,4 @@ def test_the_app_and_the_harness_name_no_engine_backend_or_server():
                     "cmx.mlperf.backends.vllm_server"):
                 found.append(f"{path.name}:{node.lineno} imports {node.module}")
     assert found == []
+

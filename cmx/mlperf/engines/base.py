@@ -5,7 +5,8 @@ An engine is a module of this package (vllm.py, ray.py, endpoint.py, disaggregat
 registry (cmx.mlperf.engines) is the only place that lists them. Each engine says, from the run's inputs, whether
 it is the one asked for (`asked` in the app, `asked_by` in the harness process), refuses inputs that contradict it,
 starts what serves the model when the engine needs a server (`serve`), builds the harness's Backend, and writes
-cmx_run.json's "backend" record. A module gets a hook it does not need from here:
+cmx_run.json's "backend" record; what its model runner starts with on a device kind is its `profile`. A module gets
+a hook it does not need from here:
 
     from cmx.mlperf.engines.base import no_preflight as preflight, no_server as serve
 """
@@ -23,6 +24,7 @@ from cmx.mlperf.app_plan import AppConfigError
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend, Sampling
     from cmx.mlperf.backends.disaggregated import PrefillDecode, TopologyReport
+    from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.loadgen.harness_config import EndpointSettings, EngineSettings, HarnessConfig
     from cmx.mlperf.run_summary import RunSummary
     from cmx.mlperf.serving_stack import ServingStack
@@ -74,7 +76,8 @@ class Served(NamedTuple):
 class Engine(Protocol):
     """One way to reach the model. Its hooks run in this order: `asked` (the app picks the first engine of its
     backend that says yes), `check`, `refuse`, `preflight`, `serve` (around every scenario), `build` (in each
-    harness, tune or pareto process, picked by `asked_by`), `record` (into each scenario's cmx_run.json)."""
+    harness, tune or pareto process, picked by `asked_by`), `record` (into each scenario's cmx_run.json). `profile`
+    is what `preflight`, `serve` and `build` start the model runner with."""
 
     name: str  # the registry's word for it
     backend: str  # the app's backend that reaches it: "vllm" (in the harness process) or "endpoint" (over HTTP)
@@ -105,6 +108,11 @@ class Engine(Protocol):
         `tokenizer`: the server tokenizes text prompts too."""
         ...
 
+    def profile(self, settings: EngineSettings, device: str) -> EngineOptions:
+        """What the model runner it starts (in the harness process, in Ray's actors, as a server) is given on the
+        device kind `device`: the device profile's defaults under the run's engine settings."""
+        ...
+
     def build(self, config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, str]) -> Backend:
         """The Backend a harness, tune or pareto process drives (not started)."""
         ...
@@ -132,6 +140,12 @@ def takes_any_benchmark(run: AppRun) -> None:
 def no_server(run: AppRun, log: logging.Logger, tokenizer: bool) -> Iterator[Served | None]:
     """The engine runs in the harness process (or the server is already up): nothing to start."""
     yield None
+
+
+def vllm_profile(settings: EngineSettings, device: str) -> EngineOptions:
+    """vLLM's profile of the device kind (cmx.mlperf.backends.profiles: its engine arguments and environment), with
+    the engine settings the run gave: what every engine that runs vLLM starts it with."""
+    return settings.options(device)
 
 
 def refuse_chat_in_process(run: AppRun) -> None:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.app_plan import AppConfigError
-from cmx.mlperf.engines.base import AppRun, Served, no_preflight, refuse_replicas, takes_any_benchmark
+from cmx.mlperf.engines.base import AppRun, Served, no_preflight, refuse_replicas, takes_any_benchmark, vllm_profile
 from cmx.mlperf.engines.endpoint import SERVED_MODEL_NAME, server_config
 from cmx.mlperf.engines.endpoint import build as build
 from cmx.mlperf.engines.endpoint import record as record
@@ -25,6 +25,7 @@ backend = "endpoint"
 modules: tuple[str, ...] = ()  # the instances and the proxy run in vllm's interpreter, not cmx's
 preflight = no_preflight
 refuse = takes_any_benchmark
+profile = vllm_profile  # each instance is a vllm serve
 
 
 def asked(run: AppRun) -> bool:
@@ -56,7 +57,8 @@ def serve(run: AppRun, log: logging.Logger, tokenizer: bool) -> Iterator[Served 
     if run.endpoint is not None:  # already serving (check refuses a URL the user gave)
         yield None
         return
-    config = DisaggregatedConfig(server=server_config(run, tokenizer), topology=topology,
+    config = DisaggregatedConfig(server=server_config(run, tokenizer, profile(run.engine, run.device)),
+                                 topology=topology,
                                  work_dir=run.server_log_dir or run.results_dir)
     with DisaggregatedServer(config, log) as pair:
         log.info("started a disaggregated %s topology for %s behind %s at %s", topology.label, run.model,

@@ -9,11 +9,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.app_plan import AppConfigError
-from cmx.mlperf.engines.base import AppRun, Served, no_preflight, refuse_replicas, takes_any_benchmark
+from cmx.mlperf.engines.base import AppRun, Served, no_preflight, refuse_replicas, takes_any_benchmark, vllm_profile
 from cmx.mlperf.loadgen.harness_config import API_KEY_ENV, EndpointSettings, endpoint_url
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
+    from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.vllm_server import VllmServerConfig
     from cmx.mlperf.loadgen.harness_config import HarnessConfig
     from cmx.mlperf.run_summary import RunSummary
@@ -25,6 +26,7 @@ modules: tuple[str, ...] = ()  # the HTTP client is cmx's own dependency; vllm s
 preflight = no_preflight
 check = refuse_replicas
 refuse = takes_any_benchmark
+profile = vllm_profile  # the vllm serve cmx starts (a server behind endpoint_url brings its own)
 SERVED_MODEL_NAME = "cmx-sut"  # what the vllm serve cmx starts calls the model
 
 
@@ -37,8 +39,8 @@ def asked_by(config: HarnessConfig) -> bool:
     return config.endpoint is not None
 
 
-def server_config(run: AppRun, tokenizer: bool) -> VllmServerConfig:
-    """The `vllm serve` cmx starts for the run: the device profile's engine arguments. A speech model's samples go
+def server_config(run: AppRun, tokenizer: bool, options: EngineOptions) -> VllmServerConfig:
+    """The `vllm serve` cmx starts for the run: the device profile's `options`. A speech model's samples go
     to its transcription route, which tokenizes and reads audio files; a chat benchmark's to the chat route, which
     applies the chat template; `tokenizer`: text prompts too (MLCommons' client sends text), where cmx sends ids."""
     from cmx.mlperf.backends.machine import read_model_facts
@@ -50,7 +52,7 @@ def server_config(run: AppRun, tokenizer: bool) -> VllmServerConfig:
     speech = read_model_facts(run.model).audio_decoder_start is not None
     if speech:
         require_audio_decoder()
-    return VllmServerConfig(model=run.model, options=e.options(run.device),
+    return VllmServerConfig(model=run.model, options=options,
                             log_path=(run.server_log_dir or run.results_dir) / "vllm-server.log",
                             served_model_name=SERVED_MODEL_NAME, max_model_len=e.max_model_len,
                             skip_tokenizer_init=not (speech or bench.chat or tokenizer), sampling=run.sampling,
@@ -77,7 +79,7 @@ def serve(run: AppRun, log: logging.Logger, tokenizer: bool) -> Iterator[Served 
         return
     from cmx.mlperf.backends.vllm_server import VllmServer
 
-    config = server_config(run, tokenizer)
+    config = server_config(run, tokenizer, profile(run.engine, run.device))
     with VllmServer(config, log) as server:
         log.info("started vllm serve for %s at %s (log %s)", run.model, server.url, config.log_path)
         yield Served(endpoint=EndpointSettings(url=server.url, model=SERVED_MODEL_NAME), server_log=config.log_path)

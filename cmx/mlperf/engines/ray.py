@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cmx.mlperf.engines.base import AppRun, no_server, refuse_chat_in_process, refuse_endpoint_url
+from cmx.mlperf.engines.base import AppRun, no_server, refuse_chat_in_process, refuse_endpoint_url, vllm_profile
 from cmx.mlperf.engines.vllm import backend_config
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ modules: tuple[str, ...] = ("vllm", "ray")
 serve = no_server
 refuse = refuse_chat_in_process
 check = refuse_endpoint_url
+profile = vllm_profile  # each replica is a vLLM engine
 
 
 def asked(run: AppRun) -> bool:
@@ -38,13 +39,14 @@ def preflight(run: AppRun) -> None:
     from cmx.mlperf.backends.vllm import VllmBackendConfig
 
     e = run.engine
-    ray_preflight(e.replicas_config(VllmBackendConfig(model=run.model, options=e.options(run.device))))
+    ray_preflight(e.replicas_config(VllmBackendConfig(model=run.model, options=profile(e, run.device))))
 
 
 def build(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, str]) -> Backend:
     from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
 
-    return RayReplicaBackend(config.engine.replicas_config(backend_config(config)), logger)
+    engine = backend_config(config, profile(config.engine, config.device))
+    return RayReplicaBackend(config.engine.replicas_config(engine), logger)
 
 
 def record(run: AppRun, runs: Sequence[RunSummary]) -> dict[str, Any]:

@@ -6,11 +6,19 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cmx.mlperf.engines.base import AppRun, no_preflight, no_server, refuse_chat_in_process, refuse_endpoint_url
+from cmx.mlperf.engines.base import (
+    AppRun,
+    no_preflight,
+    no_server,
+    refuse_chat_in_process,
+    refuse_endpoint_url,
+    vllm_profile,
+)
 from cmx.mlperf.loadgen.harness_config import HarnessError
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
+    from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.vllm import VllmBackendConfig
     from cmx.mlperf.loadgen.harness_config import HarnessConfig
     from cmx.mlperf.run_summary import RunSummary
@@ -23,6 +31,7 @@ preflight = no_preflight
 serve = no_server
 refuse = refuse_chat_in_process
 check = refuse_endpoint_url
+profile = vllm_profile
 
 
 def asked(run: AppRun) -> bool:
@@ -34,8 +43,8 @@ def asked_by(config: HarnessConfig) -> bool:
     return config.endpoint is None
 
 
-def backend_config(config: HarnessConfig) -> VllmBackendConfig:
-    """The engine the config asks for, as the device profile describes it (streaming for Server and Interactive).
+def backend_config(config: HarnessConfig, options: EngineOptions) -> VllmBackendConfig:
+    """The engine the config asks for, with the device profile's `options` (streaming for Server and Interactive).
     HarnessError for a chat benchmark, whose conversations vLLM in the harness process does not take."""
     from cmx.mlperf.backends.vllm import VllmBackendConfig
     from cmx.mlperf.benchmarks import benchmark_for
@@ -44,16 +53,15 @@ def backend_config(config: HarnessConfig) -> VllmBackendConfig:
         raise HarnessError(f"{config.benchmark}'s samples are conversations for a chat route, which vLLM in the "
                            "harness process does not take", hint="run it through an endpoint: add _endpoint (cmx "
                                                                  "starts vllm serve), or give --input endpoint_url")
-    engine = config.engine
-    return VllmBackendConfig(model=config.model, options=engine.options(config.device),
-                             streaming=config.scenario != "Offline", max_model_len=engine.max_model_len,
+    return VllmBackendConfig(model=config.model, options=options,
+                             streaming=config.scenario != "Offline", max_model_len=config.engine.max_model_len,
                              output_tokens_estimate=min(config.max_tokens, 300), sampling=config.sampling)
 
 
 def build(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, str]) -> Backend:
     from cmx.mlperf.backends.vllm import VllmBackend
 
-    return VllmBackend(backend_config(config), logger)
+    return VllmBackend(backend_config(config, profile(config.engine, config.device)), logger)
 
 
 def record(run: AppRun, runs: Sequence[RunSummary]) -> dict[str, Any]:
