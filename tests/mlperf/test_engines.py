@@ -12,6 +12,7 @@ import pytest
 
 from cmx.extras import EXTRAS
 from cmx.mlperf.app import AppConfig, AppConfigError, harness_config
+from cmx.mlperf.backends import routes
 from cmx.mlperf.backends.disaggregated import PrefillDecode
 from cmx.mlperf.backends.profiles import EngineOptions
 from cmx.mlperf.backends.ray_replicas import RayReplicaBackend
@@ -21,6 +22,7 @@ from cmx.mlperf.engines import ray as ray_engine
 from cmx.mlperf.engines import vllm as vllm_engine
 from cmx.mlperf.loadgen.harness import build_backend
 from cmx.mlperf.loadgen.harness_config import EndpointSettings, EngineSettings
+from cmx.mlperf.serving_stack import KINDS
 from tests.conftest import REPO
 
 ENGINES_DIR = REPO / "cmx" / "mlperf" / "engines"
@@ -131,3 +133,39 @@ def test_the_app_and_the_harness_name_no_engine_backend_or_server():
                 found.append(f"{path.name}:{node.lineno} imports {node.module}")
     assert found == []
 
+
+ROUTES = (routes.COMPLETIONS, routes.STREAMED, routes.CHAT, routes.TRANSCRIPTIONS)
+# the engines' and backends' words, the stacks' and forms', the routes' paths, names and text sources
+PLUG_IN_WORDS = ({e.name for e in ENGINES} | set(BACKENDS) | {w for k in KINDS for w in (k.name, k.form) if w}
+                 | {w for r in ROUTES for w in (r.path, r.path.strip("/"), r.text_source) if w}
+                 | {"completions", "streamed", "chat", "transcriptions"})
+# vLLM's model listing says owned_by "vllm": the endpoint names the server's software by it, not cmx's engine
+NOT_A_PLUG_IN = {("endpoint.py", "vllm")}
+
+
+def _name_branches(path: Path) -> list[str]:
+    """Comparisons and match cases with an engine's, a stack's or a route's word."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        operands = ([node.left, *node.comparators] if isinstance(node, ast.Compare)
+                    else [node.value] if isinstance(node, ast.MatchValue) else [])
+        for o in list(operands):
+            if isinstance(o, ast.Tuple | ast.Set | ast.List):
+                operands += o.elts
+        words = {o.value for o in operands if isinstance(o, ast.Constant) and isinstance(o.value, str)}
+        found += [f"{path.name}:{node.lineno} {w}" for w in sorted(words & PLUG_IN_WORDS)
+                  if (path.name, w) not in NOT_A_PLUG_IN]
+    return found
+
+
+def test_the_harness_the_app_the_stack_registry_and_the_endpoint_branch_on_no_engine_stack_or_route_name():
+    paths = [REPO / "cmx" / p for p in ("mlperf/loadgen/harness.py", "mlperf/app.py", "k8s/stacks.py",
+                                        "mlperf/backends/endpoint.py")]
+    assert [hit for p in paths for hit in _name_branches(p)] == []
+
+
+def test_the_branch_scan_sees_an_engine_a_stack_and_a_route_name(tmp_path: Path):
+    branchy = tmp_path / "branchy.py"
+    branchy.write_text('def f(e, s, source):\n    if e.name == "ray" or s.form in ("pieces",):\n        return 1\n'
+                       '    match source:\n        case "transcription":\n            return 2\n', encoding="utf-8")
+    assert _name_branches(branchy) == ["branchy.py:2 ray", "branchy.py:2 pieces", "branchy.py:5 transcription"]

@@ -88,7 +88,7 @@ from cmx.mlperf.backends.openai_api import (
     server_root,
     unreachable_error,
 )
-from cmx.mlperf.backends.routes import IDS_PROBE, ServerSendsNoIds, route_for
+from cmx.mlperf.backends.routes import CHAT, IDS_PROBE, TRANSCRIPTIONS, Route, ServerSendsNoIds, route_for
 
 CLOSE_TIMEOUT_S = 30.0  # for closing the session when the backend stops
 DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say
@@ -116,7 +116,8 @@ class EndpointBackend(BackendDefaults):
     def __init__(self, config: EndpointConfig, logger: logging.Logger | None = None) -> None:
         self.config = config
         self.log = logger or logging.getLogger(__name__)
-        self.token_ids_source: str | None = None  # "server" or "tokenizer", once started
+        self.token_ids_source: str | None = None  # "server" or "tokenizer", once started (or a text route's source)
+        self._text_route: Route | None = None  # the route every sample takes when its answers are text, not ids
         self._loop: LoopThread | None = None
         self._client = EndpointClient(config, self.log)  # the session and every route's post, on the loop only
         self._pool: WorkerPool | None = None  # config.workers > 0: the worker processes, once started
@@ -155,8 +156,7 @@ class EndpointBackend(BackendDefaults):
             self.stop()
             raise
         warmed = time.monotonic()
-        output = ("transcription text, with the server's token count" if self.token_ids_source == "transcription"
-                  else "chat replies, with the server's token count" if self.token_ids_source == "chat"
+        output = (f"{route.answers}, with the server's token count" if (route := self._text_route) is not None
                   else f"token ids from the {self.token_ids_source}")
         self.log.info("endpoint %s: model %s on %s %s; output as %s; warm-up: %d requests in %.1f s",
                       public_url(self.url), self.model, server["software"] or "an unnamed server",
@@ -236,14 +236,14 @@ class EndpointBackend(BackendDefaults):
         vocabulary's first language (Whisper's <|en|>, after <|startoftranscript|>): a server left to detect
         the language of silence may fail (vLLM's asserts that a random model's guess is a language)."""
         if self.config.chat:  # conversations only, on both paths; their answers are text with the server's count
-            self.token_ids_source = "chat"
+            self._use_text_route(CHAT)
             return self._on_both_paths([GenRequest(id=-(i + 1), prompt_ids=[], chat=WARMUP_CHAT)
                                         for i in range(max(1, self.config.warmup_requests))])
         start = speech_decoder_start(self.config.tokenizer)
         if start is not None:
             assert self.config.tokenizer is not None
             vocab = self._client.speech = TextTokens(self.config.tokenizer)
-            self.token_ids_source = "transcription"  # no ids: the route's text, with the server's token count
+            self._use_text_route(TRANSCRIPTIONS)  # no ids: the route's text, with the server's token count
             prompt = [start, start + 1, *(vocab.id_of(t) or -1 for t in ("<|transcribe|>", "<|notimestamps|>"))]
             requests = [replace(r, prompt_ids=prompt)
                         for r in audio_warmup_requests(max(1, self.config.warmup_requests), start)]
@@ -268,9 +268,9 @@ class EndpointBackend(BackendDefaults):
 
     def _start_workers(self, max_model_len: int | None) -> int:
         """Start the worker processes (what start() found goes with them) and warm each up; the warm-up requests."""
-        if self.token_ids_source in ("chat", "transcription"):
+        if (route := self._text_route) is not None:
             raise BackendError(f"client worker processes ({self.config.workers}) send text completions only, not "
-                               f"{'chats' if self.token_ids_source == 'chat' else 'transcriptions'}",
+                               f"{route.text_source}s",
                                hint="run this benchmark with client_workers=0 (the HTTP in the harness process)")
         assert self.model is not None
         setup = WorkerSetup(config=replace(self.config, api_key=None), model=self.model,
@@ -289,6 +289,10 @@ class EndpointBackend(BackendDefaults):
         if isinstance(item := sink.queue.get(), BaseException):
             raise item
         return len(requests) + 1
+
+    def _use_text_route(self, route: Route) -> None:
+        self._text_route = route
+        self.token_ids_source = route.text_source
 
     def _use_tokenizer(self) -> None:
         assert self.config.tokenizer is not None

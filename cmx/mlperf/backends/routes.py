@@ -84,7 +84,9 @@ class Route:
     """path: appended to the API's base. verb: how messages name the request ("streaming " + its name).
     body: the request's payload. reader: a fresh reader for its answer (from `url`). streams: the answer is
     server-sent events, read as they come; else one JSON body. refused: statuses answered empty (a sample the
-    server will not serve, never a warm-up), counted by the backend."""
+    server will not serve, never a warm-up), counted by the backend. text_source, answers: a route whose answers
+    are text the server counts, never token ids: the run's token_ids_source ("chat", "transcription") and what
+    the log calls its answers; "" for the completions routes, whose ids are the server's or the tokenizer's."""
 
     path: str
     verb: str
@@ -92,6 +94,8 @@ class Route:
     reader: Callable[[GenRequest, RouteContext, str], Reader]
     streams: bool
     refused: frozenset[int] = frozenset()
+    text_source: str = ""
+    answers: str = ""
 
     def what(self, request: GenRequest) -> str:
         return f"{self.verb}{request.name}"
@@ -164,9 +168,10 @@ def _transcript_reader(request: GenRequest, ctx: RouteContext, url: str) -> Read
 
 COMPLETIONS = Route("/completions", "", _completion_body(stream=False), _completion_reader, streams=False)
 STREAMED = Route("/completions", "streaming ", _completion_body(stream=True), _stream_reader, streams=True)
-CHAT = Route("/chat/completions", "", _chat_body, _chat_reader, streams=False, refused=REFUSED_STATUSES)
+CHAT = Route("/chat/completions", "", _chat_body, _chat_reader, streams=False, refused=REFUSED_STATUSES,
+             text_source="chat", answers="chat replies")
 TRANSCRIPTIONS = Route("/audio/transcriptions", "transcribing ", _transcription_body, _transcript_reader,
-                       streams=True)
+                       streams=True, text_source="transcription", answers="transcription text")
 # start()'s first completion, when token_ids is "auto": an answer without ids raises ServerSendsNoIds
 IDS_PROBE = replace(COMPLETIONS, reader=_ids_probe_reader)
 
