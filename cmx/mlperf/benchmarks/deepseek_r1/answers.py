@@ -108,7 +108,7 @@ def evaluate_aime(parsed: int | None, ground_truth: object) -> bool:
     if parsed is None:
         return False
     try:
-        return int(parsed) == int(ground_truth)  # type: ignore[call-overload]  # any cell: int() refusing it is False
+        return bool(int(parsed) == int(ground_truth))  # type: ignore[call-overload]  # any cell: int() refusing it is False
     except (ValueError, TypeError):
         return False
 

@@ -70,7 +70,7 @@ def subset_of(name: str) -> str:
 class DeepSeekDataset(TokenSamples):
     """The samples: prompt ids (the chat template applied), answers, and the sub-dataset of each."""
 
-    token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
+    token_ids: tuple[array[int], ...]  # array("i"): int32 ids of `tok_input`
     answers: tuple[object, ...]  # gt_output / ground_truth as stored (text, or a number for some AIME rows)
     datasets: tuple[str, ...]  # the dataset names as the reference derives them
     path: Path
@@ -116,7 +116,8 @@ def dataset_names(frame: pd.DataFrame) -> list[str]:
 
 def answers_of(frame: pd.DataFrame) -> list[object]:
     """eval_accuracy.py: `gt_output` when the column exists, else `ground_truth`."""
-    return frame["gt_output" if "gt_output" in frame.columns else "ground_truth"].tolist()
+    answers: list[object] = frame["gt_output" if "gt_output" in frame.columns else "ground_truth"].tolist()
+    return answers
 
 
 def with_prompt_ids(source: Path, dest: Path, tokenizer_dir: Path) -> Path:

@@ -240,7 +240,7 @@ def _equal_under_sympy(truth: str, given: str) -> bool:
         if _should_allow_eval(expr):
             import sympy
 
-            return sympy.simplify(_sympy_parse(expr)) == 0
+            return bool(sympy.simplify(_sympy_parse(expr)) == 0)
     except Exception:  # noqa: BLE001 (the reference's grader: what sympy cannot parse or simplify is not equal)
         pass
     return False

@@ -61,7 +61,7 @@ _HINT = "it is not a gpt-oss-120b set MLCommons publishes; get them with `cmx ru
 class GptOssDataset(TokenSamples):
     """One set: prompts as token ids, the sub-dataset of each row and its ground truth."""
 
-    token_ids: tuple[array, ...]  # array("i"): int32 prompt ids
+    token_ids: tuple[array[int], ...]  # array("i"): int32 prompt ids
     datasets: tuple[str, ...]     # the `dataset` column, lower-cased as validate_dataset_name does
     truths: tuple[str, ...]       # `ground_truth` as text ("" where the reference has NaN/None)
     path: Path

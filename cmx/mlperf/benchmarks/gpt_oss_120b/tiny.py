@@ -178,7 +178,7 @@ def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) ->
         raise CmxError(f"the tokenizer in {tokenizer_dir} has no harmony tokens (<|start|>, <|channel|>)",
                        hint="use the tiny gpt-oss model's tokenizer or gpt-oss-120b's")
     dest = Path(dest)
-    problems: list[dict] = []
+    problems: list[dict[str, object]] = []
     sets = {PERFORMANCE_FILE: ("low", SUBSETS), ACCURACY_FILE: ("high", SUBSETS), TEST07_FILE: ("high", SUBSETS[1:2])}
     for n, (stem, (effort, subsets)) in enumerate(sets.items()):
         rng = np.random.Generator(np.random.PCG64([seed, 3, n]))
@@ -195,7 +195,7 @@ def make_tiny_sets(dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) ->
     return dest
 
 
-def _row(rng: np.random.Generator, subset: str, key: str, problems: list[dict]) -> dict[str, object]:
+def _row(rng: np.random.Generator, subset: str, key: str, problems: list[dict[str, object]]) -> dict[str, object]:
     words = " ".join(Lexicon.shared().texts(rng, [int(rng.integers(12, 40))]))
     if subset == "aime25":
         return {"dataset": subset, "ground_truth": str(int(rng.integers(0, 1000))),

@@ -124,7 +124,7 @@ def require_columns(frame: pd.DataFrame, path: Path, columns: Sequence[str | tup
 
 def texts(frame: pd.DataFrame, column: str, path: Path, *, hint: str) -> list[str]:
     """Every value of `column`, each of which must be text (the first that is not is named)."""
-    values = frame[column].tolist()
+    values: list[str] = frame[column].tolist()
     for row, value in enumerate(values):
         if not isinstance(value, str):
             raise DatasetError(f"{path}: row {row}: {column!r} is {kind(value)}, not text", hint=hint)
@@ -132,7 +132,7 @@ def texts(frame: pd.DataFrame, column: str, path: Path, *, hint: str) -> list[st
 
 
 def token_arrays(values: Iterable[object], path: Path, column: str, *, hint: str,
-                 vocab_size: int | None = None) -> tuple[array, ...]:
+                 vocab_size: int | None = None) -> tuple[array[int], ...]:
     """Each row's token ids (a list, tuple or 1-D integer ndarray) checked as `token_array` checks them, as
     int32 arrays.
 
@@ -176,7 +176,7 @@ def _all_ids(rows: list[Any]) -> np.ndarray | None:
     return None
 
 
-def token_array(ids: object, where: str, *, hint: str, vocab_size: int | None = None) -> array:
+def token_array(ids: object, where: str, *, hint: str, vocab_size: int | None = None) -> array[int]:
     """`ids` as an int32 array, once they are known to be token ids.
 
     Refused, with `where` (file, row and column) in the message: anything but a list, tuple or

@@ -116,7 +116,7 @@ def check_own_folder(folder: Path) -> Path:
     return folder
 
 
-def read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -126,7 +126,7 @@ def read_json(path: Path) -> dict:
     return value
 
 
-def read_configs(folder: Path, files: ModelFiles) -> tuple[dict, dict]:
+def read_configs(folder: Path, files: ModelFiles) -> tuple[dict[str, Any], dict[str, Any]]:
     """`folder`'s config.json and generation_config.json ({} when it has none), once its tokenizer files are there."""
     config = read_json(folder / "config.json")
     lacking = files.missing([n for group in files.tokenizer for n in group if (folder / n).is_file()])
@@ -157,7 +157,7 @@ def architecture(config: Mapping[str, Any]) -> str:
 
 
 def read_configs_of(folder: Path, files: ModelFiles, model_type: str, wanted: str, closed: str,
-                    log: logging.Logger | None) -> tuple[dict, dict]:
+                    log: logging.Logger | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """read_configs, saying to `log` (warn_other_model) when config.json names a model_type other than
     `model_type` (one that names none is taken for it)."""
     config, generation = read_configs(folder, files)

@@ -22,7 +22,7 @@ class TokenSamples:
     `token_ids` (the prompts): its length, prompt ids, input lengths and `limit`, written once."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]  # a dataclass: dataclasses.replace works on it
-    token_ids: tuple[array, ...]  # array("i"): int32 prompt ids
+    token_ids: tuple[array[int], ...]  # array("i"): int32 prompt ids
     path: Path
 
     def __len__(self) -> int:

@@ -163,7 +163,7 @@ def _trained_tokenizer_json(seed: int, vocab_size: int) -> str:
                       ensure_ascii=False, indent=2, sort_keys=False)
 
 
-def _tokenizer_document(vocab: dict[str, int], merges: list) -> dict[str, object]:
+def _tokenizer_document(vocab: dict[str, int], merges: list[object]) -> dict[str, object]:
     """A tokenizer.json shaped like Llama 2's as transformers 5 builds it (LlamaTokenizer): Metaspace
     pieces with a "▁" before every text segment, byte fallback, and a <s> added in front."""
     added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,

@@ -49,7 +49,7 @@ class Llama405bDataset(TextSamples):
     """The processed samples: prompts as token ids, reference answers and the scorer of each."""
 
     inputs: tuple[str, ...]
-    token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
+    token_ids: tuple[array[int], ...]  # array("i"): int32 ids of `tok_input`
     references: tuple[str, ...]
     metrics: tuple[str, ...]  # rouge, niah_em or qa_em per sample
     path: Path

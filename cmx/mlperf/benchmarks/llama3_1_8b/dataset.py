@@ -22,6 +22,7 @@ import json
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cmx.mlperf.benchmarks.base import DatasetError
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
@@ -54,7 +55,7 @@ class CnnDailyMail(TokenSamples):
 
     articles: tuple[str, ...]
     references: tuple[str, ...]
-    token_ids: tuple[array, ...]  # array("i"): int32 token ids, <|begin_of_text|> first
+    token_ids: tuple[array[int], ...]  # array("i"): int32 token ids, <|begin_of_text|> first
     templates: tuple[str, ...]
     path: Path
 
@@ -76,7 +77,7 @@ def load_cnndm(path: Path | str) -> CnnDailyMail:
     rows = _read_rows(path)
     articles: list[str] = []
     references: list[str] = []
-    token_ids: list[array] = []
+    token_ids: list[array[int]] = []
     templates: list[str] = []
     checked: dict[str, str] = {}  # template text -> the one string kept for it
     for i, row in enumerate(rows):
@@ -92,7 +93,7 @@ def load_cnndm(path: Path | str) -> CnnDailyMail:
     return CnnDailyMail(tuple(articles), tuple(references), tuple(token_ids), tuple(templates), path)
 
 
-def _read_rows(path: Path) -> list:
+def _read_rows(path: Path) -> list[Any]:
     require_file(path, get="get dataset cnndm")
     compactor = _RowCompactor(path)
     try:
@@ -119,7 +120,7 @@ class _RowCompactor:
         self.path = path
         self.rows = 0
 
-    def __call__(self, obj: dict) -> dict:
+    def __call__(self, obj: dict[str, Any]) -> dict[str, Any]:
         if "tok_input" in obj or "input" in obj or "output" in obj:  # a row, not its instruction object
             self.rows += 1
         if "tok_input" in obj:

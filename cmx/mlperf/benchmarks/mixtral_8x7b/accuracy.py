@@ -31,12 +31,16 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import MixtralDataset
 from cmx.mlperf.benchmarks.mixtral_8x7b.gsm8k import gsm8k_accuracy
 from cmx.mlperf.benchmarks.mixtral_8x7b.mbxp import MbxpProblem, MbxpResult, grade
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.rouge import ROUGE_TYPES, mean_percent, postprocess_text, rouge_fmeasures
+
+if TYPE_CHECKING:
+    from cmx.mlperf.scoring.sandbox import Outcome
 
 _log = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ class MixtralAccuracy:
 
 
 def evaluate(records: Sequence[AccuracyRecord], dataset: MixtralDataset, decode: Callable[[list[int]], str],
-             run_programs: Callable[..., list], *, jobs: int = 1) -> MixtralAccuracy:
+             run_programs: Callable[..., list[Outcome]], *, jobs: int = 1) -> MixtralAccuracy:
     """Score int32 `records` against `dataset` (indexed by qsl_idx) as the reference does.
 
     `decode` turns ids into text without special tokens; `run_programs` is

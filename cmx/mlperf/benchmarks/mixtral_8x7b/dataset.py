@@ -56,7 +56,7 @@ class MixtralDataset(TextSamples):
     subsets: tuple[str, ...]  # OpenOrca, GSM8K or MBXP
     ids: tuple[str, ...]
     inputs: tuple[str, ...]
-    token_ids: tuple[array, ...]  # array("i"): int32 ids of `tok_input`
+    token_ids: tuple[array[int], ...]  # array("i"): int32 ids of `tok_input`
     references: tuple[str, ...]  # gt_output: the OpenOrca answer, the GSM8K number, or the MBXP test code
     path: Path
 

@@ -41,8 +41,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import mbxp_language
+
+if TYPE_CHECKING:
+    from cmx.mlperf.scoring.sandbox import Outcome
 
 GRADED_LANGUAGES = ("cpp", "python", "php", "javascript", "ruby", "typescript")  # evaluate_mbxp.py
 TIMEOUT_S = 20.0  # evaluate_mbxp.py: checker(problem, solution, timeout=20.0)
@@ -152,7 +156,7 @@ class MbxpResult:
     statuses: tuple[str, ...]  # the sandbox's status per graded problem, in the order given
 
 
-def grade(problems: Sequence[MbxpProblem], run: Callable[..., list], *, workers: int = 2) -> MbxpResult:
+def grade(problems: Sequence[MbxpProblem], run: Callable[..., list[Outcome]], *, workers: int = 2) -> MbxpResult:
     """Grade the problems (languages outside GRADED_LANGUAGES are left out); `run` is the sandbox's run_programs.
 
     Raises LanguageUnavailable (from the sandbox, before anything runs) when a graded language's

@@ -60,7 +60,7 @@ def make_tiny_dataset(dest: Path, tokenizer_dir: Path, rows: int = SAMPLES, seed
     tok_ref = [e.ids for e in tokenizer.encode_batch([r["ref_output"] for r in records], add_special_tokens=False)]
     stops = {CODE_STOP: _mid_text_ids(tokenizer, CODE_STOP)}
     eos = tokenizer.token_to_id(EOS_STOP)
-    columns: dict[str, list] = {c: [] for c in COLUMNS}
+    columns: dict[str, list[object]] = {c: [] for c in COLUMNS}
     for record, ids, ref_ids in zip(records, tok_input, tok_ref, strict=False):
         stop = record["stop_sequence"]
         for key in ("dataset", "id", "question", "input", "ref_output", "gt_output", "stop_sequence"):

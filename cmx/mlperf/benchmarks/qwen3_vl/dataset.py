@@ -151,7 +151,8 @@ def rows_without_image(images: Any) -> list[int]:
     import pyarrow.compute as pc
 
     empty = pc.fill_null(pc.equal(pc.binary_length(pc.struct_field(images, "bytes")), 0), True)
-    return pc.indices_nonzero(empty).to_pylist()
+    rows: list[int] = pc.indices_nonzero(empty).to_pylist()
+    return rows
 
 
 def row_counts(paths: Sequence[Path]) -> int:

@@ -88,7 +88,8 @@ class LibriSpeech:
                 frames = wav.readframes(wav.getnframes())
         except (OSError, EOFError, wave.Error) as err:
             raise DatasetError(f"{clip.wav}: cannot read its audio: {err}", hint=_HINT) from None
-        return np.frombuffer(frames, dtype="<i2").astype(np.float32) / np.float32(32768.0)
+        audio: np.ndarray = np.frombuffer(frames, dtype="<i2").astype(np.float32) / np.float32(32768.0)
+        return audio
 
     @property
     def durations_s(self) -> tuple[float, ...]:

@@ -54,7 +54,8 @@ def labels_from_bytes(data: bytes, where: str = "a record") -> list[int]:
     if len(data) % LABEL_BYTES:
         raise AccuracyError(f"{where} holds {len(data)} bytes, not a whole number of int64 labels",
                             hint="score a log that a Whisper run wrote (its data is int64 label indices)")
-    return np.frombuffer(data, dtype=LABEL_DTYPE).tolist()
+    labels: list[int] = np.frombuffer(data, dtype=LABEL_DTYPE).tolist()
+    return labels
 
 
 def labels_text(indices: Iterable[int], where: str = "a record") -> str:
