@@ -4,13 +4,14 @@ with its rank, its ratio to the best and the median of its peers, and the peers 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import unquote, urlsplit
 
 from cmx.mlperf.published.answer import Costed, ResultsAnswer
 from cmx.mlperf.published.compare import Placement
 from cmx.mlperf.published.table import PublishedRow
 
 INFERRED = "*"
-_WIDTH = {"system": 44, "framework": 28, "accelerators": 34, "precision": 12}
+_WIDTH = {"system": 44, "framework": 28, "accelerators": 40, "precision": 12}
 
 
 def format_answer(a: ResultsAnswer) -> str:
@@ -29,7 +30,8 @@ def format_answer(a: ResultsAnswer) -> str:
 
 def _source_line(a: ResultsAnswer) -> str:
     s = a.source
-    where = f"{s.path.name} at {s.commit[:12]}" if s.commit else str(s.path)
+    copy = unquote(urlsplit(s.url).path) if s.url.startswith("file:") else s.url
+    where = f"{s.path.name} at {s.commit[:12]}" if s.commit else f"your copy {copy or s.path}"
     check = "sha256 verified" if s.verified else f"sha256 {s.sha256[:12]}... not verified" if s.sha256 else \
         "not verified"
     asked = [f"{k} {v}" for k, v in (("benchmark", a.filter.benchmark), ("scenario", a.filter.scenario),
@@ -156,4 +158,4 @@ def _ratio(value: float | None) -> str:
 
 
 def _money(value: float) -> str:
-    return f"{value:,.2f}" if value >= 0.01 else f"{value:.2g}"
+    return f"{value:,.2f}" if value >= 1 else f"{value:.3g}"
