@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.errors import CmxError
+from cmx.mlperf.app_verb import app_benchmark, require_device
 from cmx.mlperf.pareto.client_config import ClientPoint, write_client_config, write_prompts
 from cmx.mlperf.pareto.metrics import PointFigures, figures
 from cmx.mlperf.pareto.power import ProvisionedPower, read_system_power
@@ -116,15 +117,10 @@ class ParetoTarget:
 
 def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any]) -> ParetoTarget:
     """Check the plan's root step can draw a curve; ParetoError says why not."""
-    from cmx.mlperf.app_step import unnamed_devices
-    from cmx.mlperf.benchmarks import all_benchmarks
     from cmx.mlperf.rounds import endpoints_v1_benchmarks
 
-    recipe = step.recipe
-    bench = next((b for b in all_benchmarks() if b.family in recipe.tags), None)
-    if bench is None or "round" not in step.inputs:
-        raise ParetoError(f"{recipe.name} is not an MLPerf benchmark app", hint="give an app query: `cmx find app "
-                                                                              "mlperf inference` lists them")
+    bench = app_benchmark(step, ParetoError, "is not an MLPerf benchmark app",
+                          hint="give an app query: `cmx find app mlperf inference` lists them")
     name, endpoints = bench.names[0], endpoints_v1_benchmarks()
     if name not in endpoints:
         raise ParetoError(f"{name} is not an MLPerf Endpoints v1.0 benchmark",
@@ -133,10 +129,7 @@ def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[s
         raise ParetoError("a Pareto curve measures a served endpoint: the query does not run through one",
                           hint="add _endpoint (cmx starts vllm serve), or give --input endpoint_url=URL (a server "
                                "of your own)")
-    devices = unnamed_devices(step, query_variations, context)
-    if devices:
-        raise ParetoError("the query names no device: a curve measures one machine's server",
-                          hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
+    require_device(step, query_variations, context, ParetoError, "a curve measures one machine's server")
     return ParetoTarget(family=bench.family, benchmark=name, round=str(step.inputs["round"]))
 
 

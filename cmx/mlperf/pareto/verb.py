@@ -1,5 +1,5 @@
-"""`cmx pareto` as a verb: the plan `run` would run, checked for a curve, its deps run and its app step replaced by
-the curve (cmx.mlperf.pareto.step); the outputs read back as a ParetoRecord.
+"""`cmx pareto` as a verb in place of the app's step (cmx.mlperf.app_verb): its step is the curve
+(cmx.mlperf.pareto.step), its result the outputs read back as a ParetoRecord.
 
 A curve always measures an endpoint, so `--input endpoint_url=URL` implies the app's `_endpoint` (as docs/pareto.md
 offers it): a query that chooses no backend gets `_endpoint`; one that chooses another backend is refused by
@@ -7,27 +7,18 @@ resolution, which names the backend it chose."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
-from cmx.errors import StepFailed
-from cmx.execute.request import RunRequest, Runtime, resolved, run_with_root
+from cmx.execute.request import RunRequest, Runtime, resolved
+from cmx.mlperf.app_verb import StepVerb, StepVerbResult, run_in_place_of_app
 from cmx.mlperf.pareto.record import ParetoRecord
-from cmx.mlperf.pareto.step import ParetoRequest
+from cmx.mlperf.pareto.step import ParetoRequest, ParetoTarget, pareto_step, pareto_target
 from cmx.recipe.query import Query, query_of
-from cmx.recipe.types import to_json
 
 
 @dataclass(frozen=True)
-class ParetoResult:
+class ParetoResult(StepVerbResult):
     """A curve's run record folder, its outputs ({} when it failed), its error, and how long it took."""
-
-    run_dir: Path
-    outputs: Mapping[str, Any]
-    error: StepFailed | None
-    seconds: float
 
     @property
     def record(self) -> ParetoRecord | None:
@@ -38,24 +29,14 @@ class ParetoResult:
         """The curve was drawn (whether it meets the rules is in its problems)."""
         return self.record is not None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "run_dir": str(self.run_dir), "seconds": round(self.seconds, 3),
-                **to_json(dict(self.outputs)), "error": self.error.render() if self.error is not None else None}
-
 
 def pareto(run: RunRequest, request: ParetoRequest, runtime: Runtime, invocation: str = "cmx") -> ParetoResult:
     """What cannot draw a curve is refused before any step runs; the deps run as in `run`; the app's step is
     replaced by the curve, on one server."""
-    from cmx.mlperf.pareto.step import pareto_step, pareto_target
-
-    run = with_endpoint_implied(run, runtime)
-    p = resolved(run.query, run.inputs, run.context, runtime)
-    target = pareto_target(p.root_step, query_of(run.query).variations, dict(run.context))
-    result = run_with_root(RunRequest(run.query, jobs=run.jobs, argv=run.argv, rerun_prefix=f"{invocation} run",
-                                      install_missing=run.install_missing), runtime, p,
-                           root_run=lambda ctx: pareto_step(ctx, target, request),
-                           root_rerun=lambda words: " ".join([f"{invocation} pareto", words, *request.options()]))
-    return ParetoResult(result.run_dir, dict(result.outputs), result.error, result.seconds)
+    verb = StepVerb[ParetoTarget]("pareto", target=pareto_target,
+                                  step=lambda ctx, target: pareto_step(ctx, target, request),
+                                  options=request.options())
+    return run_in_place_of_app(with_endpoint_implied(run, runtime), verb, runtime, invocation, ParetoResult)
 
 
 ENDPOINT = "endpoint"  # the app's variation that sends the samples to a server over HTTP

@@ -2,9 +2,10 @@
 
 `tune_target` reads the plan's root step (an MLPerf app recipe: its benchmark family is one of its
 tags) and refuses, before any dep is built, a query that names no device (a tune measures one
-machine's engine: the recipe's default device would be a guess) and a scenario the benchmark has no
-rules for in the round (`scenario_target`, which find-performance shares). A Server-like search with no
-QPS to start from starts from the engine's Offline rate, measured first on the same engine.
+machine's engine: the recipe's default device would be a guess; both checks are cmx.mlperf.app_verb's) and a
+scenario the benchmark has no rules for in the round (`scenario_target`, which find-performance shares). A
+Server-like search with no QPS to start from starts from the engine's Offline rate, measured first on the same
+engine.
 
 `tune_step(ctx, target, request)` runs on the app step's own ctx (the same inputs, context and deps'
 outputs `cmx run` would give it, through the Runner's `root_run`): the app's AppConfig, then the
@@ -21,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmx.mlperf.app_verb import app_benchmark, require_device
 from cmx.mlperf.loadgen.harness import HarnessResult
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
 from cmx.mlperf.tune.record import write_tune_results
@@ -35,22 +37,13 @@ if TYPE_CHECKING:  # types only: `cmx tune` imports this module before it needs 
 def tune_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any],
                 request: TuneRequest) -> TuneTarget:
     """Check the plan's root `step` (a resolve.plan.Step) can be tuned as asked; raise TuneError saying why not."""
-    from cmx.mlperf.benchmarks import all_benchmarks
-
-    recipe = step.recipe
-    bench = next((b for b in all_benchmarks() if b.family in recipe.tags), None)
-    if bench is None or "round" not in step.inputs:
-        raise TuneError(f"{recipe.name} is not an MLPerf benchmark app cmx can tune",
-                        hint="tune an app recipe: `cmx find app mlperf inference` lists them")
     from cmx.execute.plan_check import PlannedStep
-    from cmx.mlperf.app_step import unnamed_devices
     from cmx.mlperf.app_targets import named_target, targeted_benchmark
 
-    devices = unnamed_devices(step, query_variations, context)
-    if devices:
-        raise TuneError("the query names no device: a tune measures one machine's engine, and the recipe's default "
-                        "device would be a guess",
-                        hint=f"add one of {', '.join('_' + d for d in sorted(devices))} to the query")
+    bench = app_benchmark(step, TuneError, "is not an MLPerf benchmark app cmx can tune",
+                          hint="tune an app recipe: `cmx find app mlperf inference` lists them")
+    require_device(step, query_variations, context, TuneError,
+                   "a tune measures one machine's engine, and the recipe's default device would be a guess")
     # a family with two targets: the one the round keeps (llama2-70b-99.9 in v6.1), as the app step picks it
     name = targeted_benchmark(bench.family, str(step.inputs["round"]), named_target(PlannedStep.of(step))) \
         or bench.names[0]

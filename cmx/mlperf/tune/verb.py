@@ -1,20 +1,18 @@
-"""`cmx tune` as a verb: the plan `run` would run, checked for a tune, its deps run and its app step replaced by the
-search; the result with its outputs read into dataclasses (the answer, the probes, the confirm runs)."""
+"""`cmx tune` as a verb in place of the app's step (cmx.mlperf.app_verb): its step is the search
+(cmx.mlperf.tune.step), its result the outputs read into dataclasses (the answer, the probes, the confirm runs)."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
-from cmx.errors import StepFailed
-from cmx.execute.request import RunRequest, Runtime, resolved, run_with_root
+from cmx.execute.request import RunRequest, Runtime
+from cmx.mlperf.app_verb import StepVerb, StepVerbResult, run_in_place_of_app
 from cmx.mlperf.tune.search import Probe
-from cmx.mlperf.tune.step import TuneRequest
-from cmx.recipe.query import query_of
-from cmx.recipe.types import to_json
+from cmx.mlperf.tune.step import tune_step, tune_target
+from cmx.mlperf.tune.target import TuneRequest, TuneTarget
 
 
 @dataclass(frozen=True)
@@ -81,13 +79,8 @@ class TuneAnswer:
 
 
 @dataclass(frozen=True)
-class TuneResult:
+class TuneResult(StepVerbResult):
     """A tune's run record folder, its outputs ({} when it failed), its error, and how long it took."""
-
-    run_dir: Path
-    outputs: Mapping[str, Any]
-    error: StepFailed | None
-    seconds: float
 
     @property
     def ok(self) -> bool:
@@ -99,23 +92,13 @@ class TuneResult:
         """The outputs read, once the tune step ran to its end (None when it failed)."""
         return TuneAnswer.of(self.outputs) if self.error is None and "probes" in self.outputs else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "run_dir": str(self.run_dir), "seconds": round(self.seconds, 3),
-                **to_json(dict(self.outputs)), "error": self.error.render() if self.error is not None else None}
-
 
 def tune(run: RunRequest, request: TuneRequest, runtime: Runtime, invocation: str = "cmx") -> TuneResult:
     """The plan `run` would run; what cannot be tuned (not an app, no device in the query, a scenario the
     benchmark lacks) is refused before any step runs. The deps run as in `run`; the app's
     step is replaced by the tune (cmx.mlperf.tune.step), which keeps one engine for every probe. A failed dep's
     're-run just this step' line is `<invocation> run ...`, the tune step's `<invocation> tune ... --scenario S`."""
-    from cmx.mlperf.tune.step import tune_step, tune_target
-
-    p = resolved(run.query, run.inputs, run.context, runtime)
-    target = tune_target(p.root_step, query_of(run.query).variations, dict(run.context), request)
-    result = run_with_root(RunRequest(run.query, jobs=run.jobs, argv=run.argv, rerun_prefix=f"{invocation} run",
-                                      install_missing=run.install_missing), runtime, p,
-                           root_run=lambda ctx: tune_step(ctx, target, request),
-                           root_rerun=lambda words: " ".join([f"{invocation} tune", words,
-                                                              *map(shlex.quote, request.options())]))
-    return TuneResult(result.run_dir, dict(result.outputs), result.error, result.seconds)
+    verb = StepVerb[TuneTarget](
+        "tune", target=lambda step, variations, context: tune_target(step, variations, context, request),
+        step=lambda ctx, target: tune_step(ctx, target, request), options=tuple(map(shlex.quote, request.options())))
+    return run_in_place_of_app(run, verb, runtime, invocation, TuneResult)
