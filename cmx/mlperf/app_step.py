@@ -128,9 +128,10 @@ def run_benchmark(ctx: StepContext, family: str) -> dict[str, Any]:
 
     if ctx.flag("submission"):  # before the hours of benchmarking, not after
         from cmx.mlperf.benchmarks import benchmark_for
+        from cmx.mlperf.benchmarks.kit.outputs import model_outputs
 
         check_submission_inputs(ctx, benchmark_of(benchmark_for(family).names, ctx), short=ctx.flag("short"),
-                                tiny=bool(ctx.deps.model.outputs["is_tiny"]))
+                                tiny=model_outputs(ctx)["is_tiny"])
     config = app_config(ctx, family)
     if all(config.target_qps.get(s) is not None for s in config.scenarios):
         result = run_app(config, logger=ctx.log, on_progress=ProgressLines(ctx))
@@ -159,6 +160,7 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
     """The AppConfig the app recipe's choices, inputs and deps make (what `run_benchmark` runs and `cmx tune` tunes)."""
     from cmx.mlperf.app import SHORT_TIMEOUT_S
     from cmx.mlperf.benchmarks import benchmark_for
+    from cmx.mlperf.benchmarks.kit.outputs import dataset_outputs, model_outputs
     from cmx.mlperf.loadgen.harness_config import EngineSettings
     from cmx.mlperf.rounds import load_round
     from cmx.mlperf.serving_stack import read_stack_file
@@ -166,14 +168,14 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
     i = ctx.inputs
     bench = benchmark_for(family)
     name = benchmark_of(bench.names, ctx)
-    model = ctx.deps.model.outputs
-    short, tiny = ctx.flag("short"), bool(model["is_tiny"])
+    model = model_outputs(ctx)
+    short, tiny = ctx.flag("short"), model["is_tiny"]
     round_ = load_round(i["round"])
     return AppConfig(
         round=i["round"], benchmark=name, device=ctx.context["device"],
         scenarios=chosen_scenarios(ctx, round_, name), modes=chosen_modes(ctx, round_, name),
         model=Path(model["path"]), tokenizer=Path(model["tokenizer_path"]),
-        dataset=Path(ctx.deps.dataset.outputs["path"]),
+        dataset=Path(dataset_outputs(ctx)["path"]),
         results_dir=i["results_dir"] or ctx.workdir / "results",
         system=system_name(ctx.deps.system.outputs, i["system_name"]),
         target_qps={"Offline": i["target_qps_offline"], "Server": i["target_qps_server"],

@@ -38,6 +38,7 @@ from cmx.mlperf.benchmarks.kit.frames import (
 from cmx.mlperf.benchmarks.kit.frames import (
     read_frame as read_any_frame,
 )
+from cmx.mlperf.benchmarks.kit.outputs import model_outputs
 from cmx.mlperf.benchmarks.kit.samples import TokenSamples
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def finish_dataset(step: StepContext, path: Path, *, is_tiny: bool) -> DatasetMa
                        if subset_of(n) == "livecodebench"})
     tests = path.with_name(TESTS_FILE)
     fetch_tests(step, code_ids, tests)
-    dest = with_prompt_ids(source, path, Path(step.deps.model.outputs["tokenizer_path"]))
+    dest = with_prompt_ids(source, path, Path(model_outputs(step)["tokenizer_path"]))
     return DatasetMade(dest, {"source": source, "tests": tests})
 
 

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 from cmx.errors import StepError
 from cmx.mlperf.benchmarks import benchmark_for
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
+from cmx.mlperf.benchmarks.kit.outputs import model_outputs
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -38,7 +39,7 @@ def dataset_step(ctx: StepContext, family: str) -> dict[str, object]:
         raise StepError(f"{name!r} is not a plain file name", hint="pass --input filename=NAME, with no / or \\")
     if ctx.variation("size") == "tiny":
         dest = ctx.workdir / (name or facts.default_name or f"{family}-tiny{facts.suffix}")
-        path = bench.make_tiny_dataset(dest, Path(ctx.deps.model.outputs["tokenizer_path"]),
+        path = bench.make_tiny_dataset(dest, Path(model_outputs(ctx)["tokenizer_path"]),
                                        (facts.tiny_rows or facts.samples) if rows is None else rows, seed or 0)
         made = bench.finish_dataset(ctx, path, is_tiny=True)
         count = len(bench.load_dataset(made.path))
