@@ -21,7 +21,7 @@ from tests.conftest import REPO, Home
 from tests.hf_server import serve
 from tests.recipes.test_llama3_assets import Bucket, BucketHandler
 
-RECIPES = ("get-ml-model-deepseek-r1", "get-dataset-deepseek-r1")
+RECIPES = ("get-ml-model", "get-dataset", "get-ml-model-deepseek-r1", "get-dataset-deepseek-r1")
 URI = "/metadata/deepseek-r1-datasets-fp8-eval.uri"
 BASE = "/deepseek_r1/datasets"
 LCB_COMMIT = "0123456789abcdef0123456789abcdef01234567"  # a commit of the test hub only

@@ -19,7 +19,7 @@ from tests.conftest import REPO, Home
 from tests.hf_server import COMMIT, REPO_ID, TOKEN, HubSite, serve
 from tests.recipes.test_llama3_assets import Bucket, BucketHandler
 
-RECIPES = ("get-ml-model-gpt-oss-120b", "get-dataset-gpt-oss-120b")
+RECIPES = ("get-ml-model", "get-dataset", "get-ml-model-gpt-oss-120b", "get-dataset-gpt-oss-120b")
 URI = "/metadata/gpt-oss-data.uri"
 BASE = "/gpt-oss/data"  # a layout for the test bucket only
 SETS = ("perf/perf_eval_ref.pkl", "acc/acc_eval_ref.pkl", "acc/acc_eval_compliance_gpqa.pkl")

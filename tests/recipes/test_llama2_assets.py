@@ -23,7 +23,7 @@ from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama, make_tiny_ope
 from tests.conftest import REPO, Home
 from tests.hf_server import COMMIT, REPO_ID, TOKEN, HubSite, serve
 
-RECIPES = ("get-ml-model-llama2", "get-dataset-openorca")
+RECIPES = ("get-ml-model", "get-dataset", "get-ml-model-llama2", "get-dataset-openorca")
 
 pytestmark = pytest.mark.e2e  # real cmx processes, a real server
 

@@ -18,7 +18,7 @@ from tests.conftest import REPO, Home
 from tests.hf_server import TOKEN, serve
 from tests.recipes.test_llama3_assets import Bucket, BucketHandler
 
-RECIPES = ("get-ml-model-llama3-405b", "get-dataset-llama3-405b", "get-ml-model-llama3")
+RECIPES = ("get-ml-model", "get-dataset", "get-ml-model-llama3-405b", "get-dataset-llama3-405b", "get-ml-model-llama3")
 URI = "/metadata/llama3-1-405b-dataset-8313.uri"
 BASE = "/llama3.1_405b/datasets"
 PKL = "mlperf_llama3.1_405b_dataset_8313_processed_fp16_eval.pkl"  # a name for the test bucket only

@@ -30,7 +30,7 @@ from cmx.tools.mlc_r2 import R2Error, fetch_r2_file, r2_listing
 from tests.conftest import CMX, REPO, Home
 from tests.hf_server import COMMIT, REPO_ID, TOKEN, HubSite, serve
 
-RECIPES = ("get-ml-model-llama3", "get-dataset-cnndm")
+RECIPES = ("get-ml-model", "get-dataset", "get-ml-model-llama3", "get-dataset-cnndm")
 URI = "/metadata/llama3-1-8b-cnn-eval.uri"
 BASE = "/llama3.1_8b/datasets"
 

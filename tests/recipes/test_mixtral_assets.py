@@ -20,7 +20,8 @@ from tests.conftest import CMX, REPO, Home
 from tests.hf_server import COMMIT, REPO_ID, TOKEN, HubSite, serve
 from tests.recipes.test_llama3_assets import Bucket, BucketHandler
 
-RECIPES = ("get-ml-model-mixtral-8x7b", "get-dataset-mixtral-8x7b", "get-ml-model-llama2")
+RECIPES = ("get-ml-model", "get-dataset", "get-ml-model-mixtral-8x7b", "get-dataset-mixtral-8x7b",
+           "get-ml-model-llama2")
 URI = "/metadata/mixtral-8x7b-validation-dataset.uri"
 BASE = "/mixtral_8x7b"
 PKL = "09292024_mixtral_15k_mintoken2_v1.pkl"

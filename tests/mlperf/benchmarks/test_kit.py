@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from cmx.mlperf.backends.base import GenResult
 from cmx.mlperf.benchmarks import UnknownBenchmark, all_benchmarks, benchmark_for, dataset_for_test
@@ -26,6 +25,8 @@ from cmx.mlperf.benchmarks.kit.model import ModelError, ModelFolder
 from cmx.mlperf.loadgen.harness import ACCURACY_LOG, evaluate_accuracy
 from cmx.mlperf.rounds import known_rounds, load_round
 from cmx.mlperf.scoring.accuracy_txt import CHECKER_NAMES, meets_targets, read_accuracy_txt
+from cmx.recipe.load import load_recipe
+from cmx.recipe.model import Recipe
 from tests.conftest import REPO
 
 BENCHMARKS = all_benchmarks()
@@ -33,17 +34,17 @@ IDS = [b.family for b in BENCHMARKS]
 ROWS = 6
 
 
-def model_recipe(bench: Benchmark) -> dict:
-    """The get-ml-model recipe that carries the benchmark's family as a tag (as Kubernetes finds it)."""
-    found = [doc for path in sorted((REPO / "recipes").glob("get-ml-model-*/recipe.yaml"))
-             if bench.family in (doc := yaml.safe_load(path.read_text(encoding="utf-8")))["tags"]]
+def model_recipe(bench: Benchmark) -> Recipe:
+    """The get-ml-model recipe that carries the benchmark's family as a tag (as Kubernetes finds it), merged onto
+    the get-ml-model base it extends (the outputs every model recipe reports are declared there)."""
+    found = [recipe for path in sorted((REPO / "recipes").glob("get-ml-model-*/recipe.yaml"))
+             if bench.family in (recipe := load_recipe(path.parent)[0]).tags]
     assert len(found) == 1, f"{bench.family}: {len(found)} model recipes"
     return found[0]
 
 
-def default_precision(recipe: dict) -> str | None:
-    group = recipe.get("variations", {}).get("precision", {})
-    return next((name for name, v in group.items() if (v or {}).get("default")), None)
+def default_precision(recipe: Recipe) -> str | None:
+    return next((v.name for v in recipe.groups.get("precision", ()) if v.default), None)
 
 
 @pytest.fixture(scope="module", params=BENCHMARKS, ids=IDS)
@@ -86,7 +87,7 @@ def test_its_names_and_loadgen_models_are_in_the_rounds(bench: Benchmark):
 def test_its_tiny_model_has_the_outputs_its_model_recipe_declares(tiny: tuple[Benchmark, ModelFolder, Path]):
     bench, model, _ = tiny
     outputs = model.outputs()
-    assert set(outputs) == set(model_recipe(bench)["outputs"])
+    assert set(outputs) == set(model_recipe(bench).outputs)
     assert model.is_tiny and model.revision == "" and outputs["tokenizer_path"] == model.path
     assert model.eos_token_id in model.eos_token_ids or not model.eos_token_ids
     # what a download must hold, the tiny folder holds
