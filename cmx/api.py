@@ -36,7 +36,8 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.k8s.deploy import K8sDeployment
     from cmx.mlperf.pareto.record import ParetoRecord as ParetoRecord  # re-exported: `cmx pareto` types with it
     from cmx.mlperf.pareto.verb import ParetoResult
-    from cmx.mlperf.published.answer import ResultsAnswer
+    from cmx.mlperf.published.answer import CostAsk, ResultsAnswer
+    from cmx.mlperf.published.answer import Source as PublishedSource
     from cmx.mlperf.submission.check import CheckReport
     from cmx.mlperf.tune.verb import TuneResult
     from cmx.recipe.model import DepSpec as DepSpec  # re-exported, as DockerSpec and Variation: `cmx show` names them
@@ -461,16 +462,29 @@ def registry_remove(name: str, *, settings: Settings | None = None) -> Source:
 # --- reports and submissions ----------------------------------------------------------------------
 
 def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
-           other: str | os.PathLike | None = None) -> Path:
+           other: str | os.PathLike | None = None, published: bool = False, round_name: str = "v6.1",
+           summary: str | os.PathLike | None = None, mirror: str | None = None, price: float | None = None,
+           users: int | None = None, tokens_per_user: float | None = None, settings: Settings | None = None,
+           environ: Mapping[str, str] | None = None) -> Path:
     """Write one self-contained HTML page for a benchmark's results folder (and, with `other`, B compared with
-    A): cmx.mlperf.report. Default `out`: RESULTS/report.html."""
+    A): cmx.mlperf.report. Default `out`: RESULTS/report.html. With `published` (implied by `summary` or `price`),
+    each performance test is placed among the round's published results (the table `results` reads), priced at
+    `price` per accelerator-hour when given."""
     from cmx.extras import require_extra
 
     require_extra("report", "cmx report")
     from cmx.mlperf.report.page import write_report
 
+    yardstick = None
+    if published or summary is not None or price is not None:
+        from cmx.mlperf.published.answer import Yardstick
+
+        cost = _cost_ask(price, users, tokens_per_user)
+        yardstick = Yardstick.read(_published_source(round_name, summary=summary, mirror=mirror, settings=settings,
+                                                     environ=environ), cost)
     target = Path(out) if out is not None else Path(results) / "report.html"
-    return write_report(Path(results), target, other=Path(other) if other is not None else None)
+    return write_report(Path(results), target, other=Path(other) if other is not None else None,
+                        published=yardstick)
 
 
 def check(path: str | os.PathLike, *, round_name: str | None = None) -> CheckReport:
@@ -494,18 +508,36 @@ def results(*, round_name: str = "v6.1", summary: str | os.PathLike | None = Non
     `compare` a results folder's runs ranked among the rows of their benchmark, scenario and accelerator model;
     with `price` (per accelerator-hour, the user's), what a million tokens (a thousand samples) and `users` at
     `tokens_per_user` cost."""
-    from cmx.mlperf.published.answer import CostAsk, Source, answer
-    from cmx.mlperf.published.table import PublishedResultsError, RowFilter
+    from cmx.mlperf.published.answer import answer
+    from cmx.mlperf.published.table import RowFilter
+
+    cost = _cost_ask(price, users, tokens_per_user)  # refuses a bad ask before a fetch
+    source = _published_source(round_name, summary=summary, commit=commit, sha256=sha256, mirror=mirror,
+                               settings=settings, reporter=reporter, environ=environ)
+    return answer(source, RowFilter(benchmark, scenario, accelerator, division, framework),
+                  compare=Path(compare) if compare is not None else None, cost=cost)
+
+
+def _cost_ask(price: float | None, users: int | None, tokens_per_user: float | None) -> CostAsk | None:
+    """The user's price (and load) as a CostAsk, None without a price; a load without a price is refused."""
+    from cmx.mlperf.published.answer import CostAsk
+    from cmx.mlperf.published.table import PublishedResultsError
 
     if price is None and (users is not None or tokens_per_user is not None):
         raise PublishedResultsError("--users and --tokens-per-user are priced at --price-per-accelerator-hour, "
                                     "which was not given", hint="add --price-per-accelerator-hour P, your price")
-    cost = CostAsk(price, users, tokens_per_user) if price is not None else None  # refuses a bad ask before a fetch
+    return CostAsk(price, users, tokens_per_user) if price is not None else None
+
+
+def _published_source(round_name: str, *, summary: str | os.PathLike | None = None, commit: str | None = None,
+                      sha256: str | None = None, mirror: str | None = None, settings: Settings | None = None,
+                      reporter: Reporter | None = None, environ: Mapping[str, str] | None = None) -> PublishedSource:
+    """The round's published table, as the recipe get-mlperf-results fetched and cached it: a Source."""
+    from cmx.mlperf.published.answer import Source as PublishedSource
+
     given = {"commit": commit, "sha256": sha256, "base_url": mirror,
              "summary": None if summary is None else str(summary)}
     got = run(f"get mlperf-results _{round_name}", inputs={k: v for k, v in given.items() if v is not None},
               settings=settings, reporter=reporter, environ=environ).outputs
-    source = Source(path=Path(got["path"]), round=got["round"], commit=got["commit"], url=got["url"],
-                    sha256=got["sha256"], verified=got["verified"])
-    return answer(source, RowFilter(benchmark, scenario, accelerator, division, framework),
-                  compare=Path(compare) if compare is not None else None, cost=cost)
+    return PublishedSource(path=Path(got["path"]), round=got["round"], commit=got["commit"], url=got["url"],
+                  sha256=got["sha256"], verified=got["verified"])

@@ -126,3 +126,16 @@ def to_json(a: ResultsAnswer) -> dict[str, Any]:
                       for peer, c in zip(p.peers, peers, strict=True)],
         })
     return out
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    """What `cmx report` places a results folder's runs against: a published table, and the user's price."""
+
+    source: Source
+    rows: tuple[PublishedRow, ...]
+    cost: CostAsk | None = None
+
+    @classmethod
+    def read(cls, source: Source, cost: CostAsk | None = None) -> Yardstick:
+        return cls(source, read_table(source.path), cost)

@@ -179,3 +179,12 @@ def place(run: RunFigure, rows: tuple[PublishedRow, ...]) -> Placement:
     values = [p.per_device for p in peers]
     rank = None if mine is None else 1 + sum(v > mine for v in values)
     return Placement(run, units, mine, peers, rank, max(values), statistics.median(values))
+
+
+def field_of(p: Placement, rows: tuple[PublishedRow, ...]) -> tuple[PublishedRow, ...]:
+    """Every published row of the run's benchmark and scenario with a figure in the placement's units, whatever
+    the accelerator: what the report's chart draws, the run's peers among them."""
+    run, want = p.run, normal_benchmark(p.run.benchmark)
+    return tuple(r for r in rows if not r.is_power and r.per_device is not None and r.units == p.units
+                 and r.scenario == run.scenario and want in (normal_benchmark(r.benchmark),
+                                                              normal_benchmark(r.submitted_as)))

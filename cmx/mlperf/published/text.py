@@ -79,14 +79,11 @@ def _placement_text(p: Placement, mine: Costed, peers: Sequence[Costed], a: Resu
             f"{'socket' if run.on_cpu else 'accelerator'}" + (f" ({', '.join(tags)} run: not a result)" if tags else "")
             + f", {run.validity or 'no validity'}")
     if not p.peers:
-        return [head, f"  no {p.peers_label} in {a.source.round} to rank it among"
+        return [head, "  " + standing(p, a.source.round)
                       + (" (after the --division/--framework filter)" if a.filter.division or a.filter.framework
                          else "")]
-    lines = [head, f"  rank {p.rank} of {p.of} among the {p.peers_label}; {_ratio(p.to_best)} of the best "
-                   f"({_num(p.best)}), {_ratio(p.to_median)} of the median ({_num(p.median)})"]
-    if mine.unit is not None:
-        lines.append(f"  the run: {_unit_cost(mine)}")
-    lines += _users_lines([("the run", mine)])
+    lines = [head, "  " + standing(p, a.source.round)]
+    lines += ["  " + line for line in cost_lines("the run", mine)]
     header = ["", "organization", "system", "nodes", "accelerators", "framework", "precision", "per accel."]
     if a.cost is not None:
         header.append("cost")
@@ -111,6 +108,20 @@ def _placement_text(p: Placement, mine: Costed, peers: Sequence[Costed], a: Resu
         lines.append("  what differs from the run:")
         lines += [f"    {row.organization} {row.system}: {'; '.join(d)}" for row, d in differ]
     return lines
+
+
+def standing(p: Placement, round_name: str) -> str:
+    """Where the run stands, in one sentence: its rank and ratios, or that it has no peer."""
+    if not p.peers:
+        return f"no {p.peers_label} in {round_name} to rank it among"
+    return (f"rank {p.rank} of {p.of} among the {p.peers_label}; {_ratio(p.to_best)} of the best "
+            f"({_num(p.best)}), {_ratio(p.to_median)} of the median ({_num(p.median)})")
+
+
+def cost_lines(label: str, costed: Costed) -> list[str]:
+    """What `label` costs at the asked price: per million tokens (thousand samples), and the users asked for."""
+    lines = [f"{label}: {_unit_cost(costed)}"] if costed.unit is not None else []
+    return lines + [line.strip() for line in _users_lines([(label, costed)])]
 
 
 def _run_cells(p: Placement, mine: Costed, with_cost: bool) -> list[str]:

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.mlperf.pareto.record import LABEL, OFFICIAL_CLIENT_LABEL, AccuracyGate, ParetoRecord, Point
+from cmx.mlperf.published.answer import Costed, Yardstick
+from cmx.mlperf.published.compare import field_of, place, read_runs
+from cmx.mlperf.published.table import PublishedResultsError
+from cmx.mlperf.published.text import cost_lines, standing
 from cmx.mlperf.report.collect import (
     ParetoCurve,
     Percentiles,
@@ -25,6 +29,7 @@ from cmx.mlperf.report.plots import (
     latency_distribution,
     pareto_by_concurrency,
     pareto_steps,
+    published_strip,
     throughput_over_time,
     tune_probes,
 )
@@ -60,12 +65,14 @@ class Ratio:
     ratio: str
 
 
-def write_report(results: Path, out: Path, *, other: Path | None = None) -> Path:
-    """Write the page for `results` (and, given `other`, its comparison with it) to `out`; return `out`."""
+def write_report(results: Path, out: Path, *, other: Path | None = None, published: Yardstick | None = None) -> Path:
+    """Write the page for `results` (and, given `other`, its comparison with it) to `out`; return `out`. With
+    `published`, each performance test is placed among the published results of its benchmark and scenario."""
     a = collect(results)
     b = collect(other) if other is not None else None
     page = render(TEMPLATE, esc=html.escape, header=HEADER, tune_header=TUNE_HEADER, pareto_header=PARETO_HEADER,
-                  probe_header=PROBE_HEADER, title=_title(a, b), reports=[_section(r) for r in (a, b) if r],
+                  probe_header=PROBE_HEADER, published_header=PUBLISHED_HEADER, title=_title(a, b),
+                  reports=[_section(r, published) for r in (a, b) if r],
                   pareto_overlay=_pareto_overlay(a, b) if b else [],
                   comparison=_comparison(a, b) if b and (a.tests or b.tests) else None)
     out = Path(out)
@@ -78,7 +85,7 @@ def _title(a: ResultsReport, b: ResultsReport | None) -> str:
     return f"cmx report: {a.path}" + (f" vs {b.path}" if b else "")
 
 
-def _section(report: ResultsReport) -> dict[str, object]:
+def _section(report: ResultsReport, published: Yardstick | None = None) -> dict[str, object]:
     figures: list[Figure] = []
     for row in report.tests:
         if row.mode != "performance":
@@ -92,7 +99,46 @@ def _section(report: ResultsReport) -> dict[str, object]:
             "rows": [_cells(r) for r in report.tests], "problems": [(r.label, p) for r in report.tests
                                                                     for p in r.problems],
             "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures,
-            "tunes": [_tune(t) for t in report.tunes], "pareto": [_pareto(c) for c in report.pareto]}
+            "tunes": [_tune(t) for t in report.tunes], "pareto": [_pareto(c) for c in report.pareto],
+            "published": _published(report, published) if published else [],
+            "published_round": published.source.round if published else ""}
+
+
+PUBLISHED_HEADER = ("", "organization", "system", "nodes", "accelerators", "framework", "precision",
+                    "per accelerator", "what differs")
+PUBLISHED_PEERS_SHOWN = 10  # the best peers listed under the chart (the chart shows them all)
+
+
+def _published(report: ResultsReport, y: Yardstick) -> list[dict[str, object]]:
+    """Each performance test placed among the published rows of its benchmark and scenario: the chart, the rank and
+    ratios among the same accelerator, what differs, and with a price the cost line."""
+    try:
+        runs = read_runs(report.path)
+    except PublishedResultsError:  # a folder of tunes or curves only
+        return []
+    out: list[dict[str, object]] = []
+    for run in runs:
+        p = place(run, y.rows)
+        svg = published_strip(p, field_of(p, y.rows))
+        mine = Costed.of(p.run_per_device, p.units, y.cost)
+        peers = [[Cell(""), Cell(peer.row.organization), Cell(peer.row.system), Cell(str(peer.row.nodes)),
+                  Cell(f"{peer.row.devices}x {peer.row.device}"), Cell(peer.row.framework), Cell(peer.row.precision),
+                  Cell(_num(peer.per_device) + ("*" if peer.row.inferred else "")), Cell("; ".join(peer.differs))]
+                 for peer in p.peers[:PUBLISHED_PEERS_SHOWN]]
+        if p.run_per_device is not None:
+            at = sum(peer.per_device > p.run_per_device for peer in p.peers[:PUBLISHED_PEERS_SHOWN])
+            peers.insert(at, [Cell("this run", "ok"), Cell(""), Cell(run.system), Cell(str(run.nodes)),
+                              Cell(run.device_label), Cell(run.framework), Cell(run.precision),
+                              Cell(_num(p.run_per_device), "ok"), Cell("")])
+        out.append({"label": f"{run.benchmark} {run.scenario}",
+                    "figure": Figure(f"{run.benchmark} {run.scenario} among the published results", svg) if svg
+                    else None,
+                    "run": f"{_num(p.run_per_device)} {p.units} per {'socket' if run.on_cpu else 'accelerator'} "
+                           f"on {run.device_label}" + (" (a short or tiny run: not a result)"
+                                                       if run.short or run.tiny else ""),
+                    "standing": standing(p, y.source.round), "costs": cost_lines("this run", mine),
+                    "peers": peers if p.peers else []})
+    return out
 
 
 PARETO_HEADER = ("concurrency", "region", "role", "system tokens/s", "tokens/s per user", "TTFT p90 (ms)",

@@ -19,6 +19,9 @@ import numpy as np
 
 from cmx.errors import CmxError
 from cmx.mlperf.pareto.record import CHOICE, HIGH, LOW, MARGIN, MEDIUM, ULTRA_LOW, ParetoRecord, Point
+from cmx.mlperf.published.accelerators import AcceleratorName
+from cmx.mlperf.published.compare import Placement
+from cmx.mlperf.published.table import PublishedRow
 from cmx.mlperf.report.collect import ResultRow, SampleTimes, TuneConfirm, TuneRecord
 from cmx.mlperf.tune.search import Probe
 
@@ -353,3 +356,62 @@ def pareto_by_concurrency(records: Sequence[ParetoRecord], names: Sequence[str] 
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=7)
     ax.set_title("system tokens/s by concurrency (Offline dashed)")
     return _svg(fig)
+
+
+# the published strip chart: the run's accelerator highlighted among every published system of its benchmark
+PEER_COLOUR, OTHER_COLOUR, RUN_COLOUR = "#1f77b4", "#b0b0b0", "#d62728"
+
+
+def published_strip(p: Placement, field: Sequence[PublishedRow]) -> str | None:
+    """Each published result of the run's benchmark and scenario, per accelerator (per socket for a CPU-only
+    system), a strip per accelerator model (best median first); the run's model's rows highlighted (hollow: an
+    inferred result), the run a star on its model's strip."""
+    if not field and p.run_per_device is None:
+        return None
+    groups: dict[str, list[PublishedRow]] = {}
+    for row in field:
+        groups.setdefault(_model_of(row), []).append(row)
+    mine = "CPU-only (per socket)" if p.run.on_cpu else AcceleratorName.parse(p.run.device).model
+    groups.setdefault(mine, [])
+    order = sorted(groups, key=lambda g: -float(np.median([r.per_device or 0.0 for r in groups[g]] or [0.0])))
+    names = {g: _group_label(g, groups[g], p) for g in order}
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, max(1.8, 0.32 * len(order) + 1.0)))
+    for y, g in enumerate(order):
+        rows = groups[g]
+        colour = PEER_COLOUR if g == mine else OTHER_COLOUR
+        xs = [r.per_device or 0.0 for r in rows]
+        ys = [y + 0.18 * ((n % 3) - 1) for n in range(len(rows))]  # spread a strip's points a little, the same way
+        filled = [not r.inferred for r in rows]
+        ax.scatter([x for x, f in zip(xs, filled, strict=True) if f], [v for v, f in zip(ys, filled, strict=True) if f],
+                   s=22, color=colour, zorder=2)
+        ax.scatter([x for x, f in zip(xs, filled, strict=True) if not f],
+                   [v for v, f in zip(ys, filled, strict=True) if not f], s=22, facecolors="none", edgecolors=colour,
+                   zorder=2)
+    # the legend's entries, drawn empty
+    ax.scatter([], [], s=22, color=PEER_COLOUR, label=f"published, {names[mine].rsplit(' (', 1)[0]}")
+    ax.scatter([], [], s=22, color=OTHER_COLOUR, label="published, other accelerators")
+    ax.scatter([], [], s=22, facecolors="none", edgecolors=OTHER_COLOUR, label="inferred from another scenario")
+    if p.run_per_device is not None:
+        ax.scatter([p.run_per_device], [order.index(mine)], s=140, marker="*", color=RUN_COLOUR, zorder=3,
+                   label="this run")
+    ax.legend(loc="lower right", frameon=False, fontsize=7)
+    ax.set_yticks(range(len(order)), [names[g] for g in order])
+    ax.invert_yaxis()
+    values = [r.per_device or 0.0 for r in field] + ([p.run_per_device] if p.run_per_device else [])
+    if values and min(values) > 0 and max(values) / min(values) > LOG_AXIS_RATIO:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"{p.units} per accelerator (per socket on a CPU-only system)")
+    ax.set_title(f"{p.run.benchmark} {p.run.scenario}: published results, {names[mine]} highlighted", fontsize=9)
+    return _svg(fig)
+
+
+def _model_of(row: PublishedRow) -> str:
+    return "CPU-only (per socket)" if row.on_cpu else AcceleratorName.parse(row.device).model or row.device
+
+
+def _group_label(group: str, rows: Sequence[PublishedRow], p: Placement) -> str:
+    """A strip's name: its shortest published name (or the run's own), with how many rows it holds."""
+    names = sorted({r.device for r in rows}, key=len) or [p.run.device]
+    return f"{textwrap.shorten(names[0], 34, placeholder='...') if not rows or not rows[0].on_cpu else group} " \
+           f"({len(rows)})"
