@@ -241,8 +241,10 @@ def chosen_modes(ctx: Choices, round_: Round, benchmark: str) -> tuple[str, ...]
 def endpoint_settings(ctx: Choices) -> EndpointSettings | None:
     """The server the query names (`_endpoint --input endpoint_url=...`); None when cmx is to start one,
     or with _vllm."""
+    from cmx.mlperf.engines import http_backend
+
     i = ctx.inputs
-    if ctx.variation("backend") != "endpoint":
+    if ctx.variation("backend") != http_backend():
         given = [k for k in ("endpoint_url", "endpoint_model") if i[k]]
         if given:
             raise AppConfigError(f"--input {given[0]} needs the endpoint backend",

@@ -3,7 +3,8 @@ plan's deps, puts the step in the app's place on the app step's ctx, and names t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +105,38 @@ def test_the_shared_checks_refuse_in_the_verbs_words_before_any_step_runs(home: 
         run_in_place_of_app(RunRequest(query), COUNT, Runtime(home.settings), "cmx", CountResult)
     assert (err.value.message, err.value.hint) == (said, hint)
     assert not (home.root / "runs").exists() or not list((home.root / "runs").iterdir())
+
+
+@dataclass(frozen=True)
+class _Backend:
+    """The app's choices as endpoint_settings reads them: the backend variation and the endpoint inputs."""
+
+    backend: str
+    inputs: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def variation(self, group: str) -> str:
+        return self.backend
+
+    def flag(self, name: str) -> bool:
+        return False
+
+
+def test_the_backend_over_http_is_the_engine_registrys_for_the_app_and_pareto() -> None:
+    from cmx.mlperf.app_plan import AppConfigError
+    from cmx.mlperf.app_step import endpoint_settings
+    from cmx.mlperf.engines import BACKENDS, engine_for_harness, http_backend
+    from cmx.mlperf.loadgen.harness_config import EndpointSettings, HarnessConfig
+
+    http = http_backend()
+    assert http in BACKENDS
+    harness = HarnessConfig(model=Path("m"), dataset=Path("d"), scenario="Offline", mode="performance",
+                            user_conf=Path("u"), output=Path("o"), endpoint=EndpointSettings(url="http://127.0.0.1:9/v1"))
+    assert engine_for_harness(harness).backend == http  # the engine a harness with a URL builds is of that backend
+    given = {"endpoint_url": "http://127.0.0.1:9/v1", "endpoint_model": "m", "request_timeout_s": 5.0,
+             "max_concurrency": None, "client_workers": None}
+    settings = endpoint_settings(_Backend(http, given))
+    assert settings is not None and settings.url == "http://127.0.0.1:9/v1"
+    other = next(b for b in BACKENDS if b != http)
+    with pytest.raises(AppConfigError, match="--input endpoint_url needs the endpoint backend"):
+        endpoint_settings(_Backend(other, given))

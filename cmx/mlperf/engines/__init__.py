@@ -37,3 +37,9 @@ def engine_for_run(run: AppRun) -> Engine:
 def engine_for_harness(config: HarnessConfig) -> Engine:
     """The engine whose Backend a harness, tune or pareto process builds for `config`."""
     return next(e for e in ENGINES if e.asked_by(config))
+
+
+def http_backend() -> str:
+    """The app's backend variation whose engines reach a server over HTTP (`_endpoint`): what `cmx pareto` measures
+    and what an endpoint_url asks for."""
+    return endpoint.backend

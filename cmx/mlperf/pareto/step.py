@@ -117,6 +117,7 @@ class ParetoTarget:
 
 def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[str, Any]) -> ParetoTarget:
     """Check the plan's root step can draw a curve; ParetoError says why not."""
+    from cmx.mlperf.engines import http_backend
     from cmx.mlperf.rounds import endpoints_v1_benchmarks
 
     bench = app_benchmark(step, ParetoError, "is not an MLPerf benchmark app",
@@ -125,7 +126,7 @@ def pareto_target(step: Step, query_variations: tuple[str, ...], context: dict[s
     if name not in endpoints:
         raise ParetoError(f"{name} is not an MLPerf Endpoints v1.0 benchmark",
                           hint=f"Endpoints v1.0 has {', '.join(endpoints)}")
-    if "endpoint" not in step.variations:
+    if http_backend() not in step.variations:
         raise ParetoError("a Pareto curve measures a served endpoint: the query does not run through one",
                           hint="add _endpoint (cmx starts vllm serve), or give --input endpoint_url=URL (a server "
                                "of your own)")

@@ -39,18 +39,19 @@ def pareto(run: RunRequest, request: ParetoRequest, runtime: Runtime, invocation
     return run_in_place_of_app(with_endpoint_implied(run, runtime), verb, runtime, invocation, ParetoResult)
 
 
-ENDPOINT = "endpoint"  # the app's variation that sends the samples to a server over HTTP
-
-
 def with_endpoint_implied(run: RunRequest, runtime: Runtime) -> RunRequest:
-    """`run` with `_endpoint` added to its query when it gives an endpoint_url and chooses no variation of the
-    group `_endpoint` is in (the backend); unchanged otherwise (resolution then judges it as `cmx run` would)."""
+    """`run` with `_endpoint` (the engine registry's backend over HTTP) added to its query when it gives an
+    endpoint_url and chooses no variation of the group `_endpoint` is in (the backend); unchanged otherwise
+    (resolution then judges it as `cmx run` would)."""
+    from cmx.mlperf.engines import http_backend
+
+    endpoint = http_backend()
     query = query_of(run.query)
-    if not run.inputs.get("endpoint_url") or ENDPOINT in query.variations:
+    if not run.inputs.get("endpoint_url") or endpoint in query.variations:
         return run
     without = {k: v for k, v in run.inputs.items() if k != "endpoint_url"}
     recipe = resolved(query, without, run.context, runtime).root_step.recipe
-    group = next((options for options in recipe.groups.values() if any(v.name == ENDPOINT for v in options)), None)
+    group = next((options for options in recipe.groups.values() if any(v.name == endpoint for v in options)), None)
     if group is None or any(v.name in query.variations for v in group):
         return run
-    return replace(run, query=Query(query.tags, query.exclude, (*query.variations, ENDPOINT)))
+    return replace(run, query=Query(query.tags, query.exclude, (*query.variations, endpoint)))
