@@ -33,6 +33,7 @@ from cmx.mlperf.report.plots import (
     throughput_over_time,
     tune_probes,
 )
+from cmx.mlperf.report.served import ServedFraction, served_fractions
 from cmx.mlperf.tune.search import Probe
 from cmx.secrets import environment_redactor
 from cmx.templates import render
@@ -101,7 +102,24 @@ def _section(report: ResultsReport, published: Yardstick | None = None) -> dict[
             "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures,
             "tunes": [_tune(t) for t in report.tunes], "pareto": [_pareto(c) for c in report.pareto],
             "published": _published(report, published) if published else [],
+            "served": [_served(s) for s in served_fractions(report.tests, report.pareto)],
             "published_round": published.source.round if published else ""}
+
+
+def _served(s: ServedFraction) -> dict[str, object]:
+    """A Server test against a served curve of its benchmark on its system: the fraction, and the star on the curve."""
+    limits = ", ".join(f"{name} {_num(v)} ms" for name, v in (("TTFT", s.ttft_limit_ms), ("TPOT", s.tpot_limit_ms))
+                       if v is not None) or "none recorded"
+    if s.served is None:
+        verdict = Cell(f"no point of the curve is within the Server test's limits ({limits}, at p90)", "bad")
+    else:
+        verdict = Cell(f"the served curve keeps {_num(s.served_tps)} tokens/s within the same limits ({limits}, at "
+                       f"p90; concurrency {s.served.concurrency}): {s.fraction:.0%} of the MLPerf Server figure, "
+                       f"{_num(s.mlperf_tps)} tokens/s")
+    svg = pareto_steps([s.record], mlperf=s.mlperf_point)
+    name = f"{s.record.system} {s.record.benchmark}"
+    return {"label": f"{s.test.benchmark} Server against the served curve of {name}", "verdict": verdict,
+            "figure": Figure(f"{name}: the MLPerf Server test (star) on the served curve", svg) if svg else None}
 
 
 PUBLISHED_HEADER = ("", "organization", "system", "nodes", "accelerators", "framework", "precision",

@@ -265,10 +265,12 @@ def curve_name(record: ParetoRecord) -> str:
     return f"{record.system} {record.benchmark} ({record.client} client)"
 
 
-def pareto_steps(records: Sequence[ParetoRecord], names: Sequence[str] = ()) -> str | None:
+def pareto_steps(records: Sequence[ParetoRecord], names: Sequence[str] = (),
+                 mlperf: tuple[float, float] | None = None) -> str | None:
     """Each record's curve as a step function of system tokens/s against tokens/s per user, its points marked by
     region (hollow where the accuracy gate failed) and numbered with their concurrency, its Offline point a
-    dashed ceiling; `names` prefix each curve's legend entry (A, B). The title carries a cmx client's label."""
+    dashed ceiling; `names` prefix each curve's legend entry (A, B). The title carries a cmx client's label.
+    `mlperf`: a Server test's (tokens/s per user, tokens/s), drawn as a star on the curve's axes."""
     drawn = [(r, step_envelope(r.steps)) for r in records]
     if not any(corners for _, corners in drawn):
         return None
@@ -288,6 +290,9 @@ def pareto_steps(records: Sequence[ParetoRecord], names: Sequence[str] = ()) -> 
             ax.axhline(offline.system_tps, color=colour, ls=(0, (5, 3)), lw=1, alpha=0.7, gid=f"pareto-offline-{n}")
             ax.text(0.01, offline.system_tps, "Offline", transform=ax.get_yaxis_transform(), va="bottom",
                     fontsize=7, color=colour)
+    if mlperf is not None:
+        ax.scatter([mlperf[0]], [mlperf[1]], s=160, marker="*", color=RUN_COLOUR, zorder=4, gid="mlperf-server",
+                   label="MLPerf Server (LoadGen)")
     _region_legend(ax, regions, any(_gate_failed(p) for r in records for p in r.steps))
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
