@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner
     from cmx.mlperf.pareto.verb import ParetoResult
     from cmx.mlperf.published.answer import CostAsk, ResultsAnswer
     from cmx.mlperf.published.answer import Source as PublishedSource
-    from cmx.mlperf.submission.check import CheckReport
+    from cmx.mlperf.submission.check.model import CheckReport
     from cmx.mlperf.tune.verb import TuneResult
     from cmx.recipe.model import DepSpec as DepSpec  # re-exported, as DockerSpec and Variation: `cmx show` names them
     from cmx.recipe.model import DockerSpec as DockerSpec
@@ -192,7 +192,7 @@ def tune(query: str, *, scenario: str, settings: Settings | None = None, reporte
 
     require_extra("mlperf", "cmx tune", "numpy")
     from cmx.execute.request import RunRequest
-    from cmx.mlperf.tune.step import TuneRequest
+    from cmx.mlperf.tune.target import TuneRequest
     from cmx.mlperf.tune.verb import tune as tune_verb
 
     asked, run_options = _split(options, TuneRequest, "out")
@@ -294,7 +294,7 @@ def tune_docker(query: str, *, scenario: str, settings: Settings | None = None,
     (start_qps, out, tolerance, max_probes, confirm, confirm_tries, probe_seconds) and DockerQuery's (inputs,
     context, options, jobs, argv)."""
     from cmx.docker.request import run as run_in_docker
-    from cmx.mlperf.tune.step import TuneRequest
+    from cmx.mlperf.tune.target import TuneRequest
 
     asked, docker = _split(options, TuneRequest, "out")
     return run_in_docker(_docker_query(query, {**docker, "tune": TuneRequest(scenario, **asked)}),

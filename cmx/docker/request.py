@@ -16,7 +16,7 @@ from cmx.resolve.plan import Plan
 from cmx.settings import Settings
 
 if TYPE_CHECKING:
-    from cmx.mlperf.tune.step import TuneRequest
+    from cmx.mlperf.tune.target import TuneRequest
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,6 @@ from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.harness import STOPPED_EARLY, ProgressCallback, evaluate_accuracy, run_tests, verify_test06
 from cmx.mlperf.loadgen.harness_config import (
     API_KEY_ENV,
-    FAILED,
     MODES,
     EndpointSettings,
     EngineSettings,
@@ -54,6 +53,7 @@ from cmx.mlperf.loadgen.harness_config import (
     LoadgenSource,
     recorded_validity,
 )
+from cmx.mlperf.loadgen.run_record import FAILED
 from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round

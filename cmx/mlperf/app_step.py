@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.execute.context import StepContext, StepProgress
-from cmx.mlperf.app import MODES, AppConfig, AppConfigError
-from cmx.mlperf.app_plan import Choices, pick, refuse_half_topology, refuse_workers_without_url
+from cmx.mlperf.app import AppConfig
+from cmx.mlperf.app_plan import AppConfigError, Choices, pick, refuse_half_topology, refuse_workers_without_url
 from cmx.mlperf.app_targets import named_target, targeted_benchmark
 from cmx.mlperf.backends.base import Sampling, SamplingError
-from cmx.mlperf.loadgen.harness_config import EndpointSettings, LoadgenSource
+from cmx.mlperf.loadgen.harness_config import MODES, EndpointSettings, LoadgenSource
 from cmx.mlperf.loadgen.progress import RunProgress
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round

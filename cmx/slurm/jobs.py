@@ -19,7 +19,7 @@ from typing import Any
 
 from cmx.execute.recorded import RecordedRun
 from cmx.slurm import SlurmError
-from cmx.slurm.submit import FINAL_STATES, JobState, job_states
+from cmx.slurm.submit import JobState, job_states
 
 RECORD_DIR = "slurm"
 _RECORD_LINE = re.compile(r"record: (\S+/run\.json)\s*$", re.M)
@@ -187,5 +187,5 @@ def _run_record(record: JobRecord) -> Path | None:
     return Path(logs[-1]) / "run.json" if logs and (Path(logs[-1]) / "run.json").is_file() else None
 
 
-__all__ = ["FINAL_STATES", "JobRecord", "JobStatus", "read_record", "read_records", "records_dir", "run_validity",
+__all__ = ["JobRecord", "JobStatus", "read_record", "read_records", "records_dir", "run_validity",
            "status_of", "statuses", "write_record"]

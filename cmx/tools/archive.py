@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from cmx.errors import CmxError
-from cmx.tools.archive_limits import ArchiveLimits, ArchiveTooLarge, Budget, shown
+from cmx.tools.archive_limits import ArchiveLimits, Budget, shown
 from cmx.tools.fs import temp_dir_beside
 
 if TYPE_CHECKING:
@@ -611,5 +611,4 @@ def _reason(exc: BaseException) -> str:
     return text[0].lower() + text[1:] if text else text
 
 
-__all__ = ["ArchiveError", "ArchiveLimits", "ArchiveTooLarge", "Gunzipped", "ProgressFn", "UnsafeArchive", "extract",
-           "gunzip"]
+__all__ = ["ArchiveError", "Gunzipped", "ProgressFn", "UnsafeArchive", "extract", "gunzip"]

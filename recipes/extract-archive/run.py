@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from cmx.execute.context import StepContext
-from cmx.tools.archive import ArchiveLimits, extract
+from cmx.tools.archive import extract
+from cmx.tools.archive_limits import ArchiveLimits
 
 
 def run(ctx: StepContext) -> dict[str, Any]:

@@ -237,7 +237,7 @@ def test_a_tune_in_docker_runs_cmx_tune_in_the_runs_image_and_writes_its_inputs_
         builtin: Home, tmp_path: Path):
     from cmx.docker.request import DockerQuery, container
     from cmx.docker.request import dockerfile as rendered_file
-    from cmx.mlperf.tune.step import TuneRequest
+    from cmx.mlperf.tune.target import TuneRequest
 
     out = tmp_path / "nodes" / "mi300x.yaml"
     asked = DockerQuery(f"{LLAMA2} _rocm", inputs={"tensor_parallel_size": "8"},

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from cmx.errors import CmxError
-from cmx.mlperf.app import AppConfig, AppConfigError, RunSummary, backend_record
+from cmx.mlperf.app import AppConfig, backend_record
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.loadgen.harness_config import EndpointSettings
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.run_summary import RunSummary
 from cmx.mlperf.serving_stack import Role, ServingStack, read_stack_file
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.app import AppConfigError, AppRunFailed, earlier_attempt, is_set_aside, run_app, set_aside
+from cmx.mlperf.app import AppRunFailed, earlier_attempt, is_set_aside, run_app, set_aside
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.loadgen.sut import SampleError
 from cmx.mlperf.report.collect import collect
 from cmx.mlperf.submission.sources import find_results

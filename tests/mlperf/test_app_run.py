@@ -16,13 +16,8 @@ from typing import Any
 
 import pytest
 
-from cmx.mlperf.app import (
-    AppConfig,
-    AppConfigError,
-    AppRunFailed,
-    format_table,
-    run_app,
-)
+from cmx.mlperf.app import AppConfig, AppRunFailed, run_app
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.app_step import chosen_sampling, modes_for, scenarios_for, system_name
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.llama2_70b.accuracy import AccuracyResult
@@ -31,6 +26,7 @@ from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
 from cmx.mlperf.loadgen.sut import SampleError
 from cmx.mlperf.loadgen.test06 import Check, Test06Result, format_verify_accuracy_txt
 from cmx.mlperf.rounds import load_round
+from cmx.mlperf.run_summary import format_table
 from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
 from tests.conftest import DATA
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cmx.extras import EXTRAS
-from cmx.mlperf.app import AppConfig, AppConfigError, harness_config
+from cmx.mlperf.app import AppConfig, harness_config
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.backends import routes
 from cmx.mlperf.backends.disaggregated import PrefillDecode
 from cmx.mlperf.backends.profiles import EngineOptions

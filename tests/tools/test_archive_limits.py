@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cmx.errors import InputError
-from cmx.tools.archive import ArchiveError, ArchiveLimits, ArchiveTooLarge, extract, gunzip
-from cmx.tools.archive_limits import GIB, RATIO_FLOOR
+from cmx.tools.archive import ArchiveError, extract, gunzip
+from cmx.tools.archive_limits import GIB, RATIO_FLOOR, ArchiveLimits, ArchiveTooLarge
 from tests.conftest import Home
 from tests.tools.test_archive import cache_entries, install_recipe, left_behind, make_zip, out, reg
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from cmx.devices.cuda import NVIDIA_SMI_FIELDS as NVIDIA_FIELDS
 from cmx.errors import CommandFailed, StepError
 from cmx.tools.gpu import (
-    NVIDIA_FIELDS,
     Gpu,
     GpuReport,
     check_bounds,

@@ -75,20 +75,12 @@ from cmx.mlperf.backends.base import (
     StreamSink,
 )
 from cmx.mlperf.backends.batching import QueueSink, audio_warmup_requests, longest_first, warmup_requests
-from cmx.mlperf.backends.endpoint_client import DEFAULT_MAX_CONCURRENCY as DEFAULT_MAX_CONCURRENCY
-from cmx.mlperf.backends.endpoint_client import EndpointClient, batch_failure
-from cmx.mlperf.backends.endpoint_client import EndpointConfig as EndpointConfig  # where its users import it
+from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
 from cmx.mlperf.backends.endpoint_workers import WorkerPool, WorkerSetup
 from cmx.mlperf.backends.loop_thread import LoopThread
-from cmx.mlperf.backends.openai_api import (
-    TextTokens,
-    http_error,
-    malformed,
-    public_url,
-    server_root,
-    unreachable_error,
-)
+from cmx.mlperf.backends.openai_api import TextTokens, http_error, malformed, server_root, unreachable_error
 from cmx.mlperf.backends.routes import CHAT, IDS_PROBE, TRANSCRIPTIONS, Route, ServerSendsNoIds, route_for
+from cmx.secrets import public_url
 
 CLOSE_TIMEOUT_S = 30.0  # for closing the session when the backend stops
 DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say

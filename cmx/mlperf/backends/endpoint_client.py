@@ -34,12 +34,11 @@ from cmx.mlperf.backends.openai_api import (
     api_base,
     http_error,
     malformed,
-    public_url,
     refuse_two_credentials,
     transport_error,
 )
 from cmx.mlperf.backends.routes import Payload, Route, RouteContext
-from cmx.secrets import Secret
+from cmx.secrets import Secret, public_url
 
 # Offline: requests in flight at once. Enough to keep any one server's batch full (vLLM's
 # max_num_seqs is 256 to 1024 in the published MLPerf set-ups); requests beyond the server's

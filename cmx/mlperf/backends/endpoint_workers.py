@@ -54,10 +54,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, StreamSink
+from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, StreamSink, request_name
 from cmx.mlperf.backends.batching import longest_first, token_list
 from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
-from cmx.mlperf.backends.openai_api import TextTokens, request_name
+from cmx.mlperf.backends.openai_api import TextTokens
 from cmx.mlperf.backends.routes import route_for
 from cmx.secrets import Secret
 

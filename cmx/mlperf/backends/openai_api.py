@@ -34,10 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from cmx.mlperf.backends.base import Audio, BackendError, ChatPrompt, GenRequest, GenResult, Sampling
-from cmx.mlperf.backends.base import request_name as request_name  # messages name a request by its sample index
 from cmx.mlperf.backends.batching import token_list
-from cmx.secrets import masked_url
-from cmx.secrets import public_url as public_url  # where it lives: the floor, for the lock's git URLs too
+from cmx.secrets import masked_url, public_url
 
 NO_RETRY = ("cmx never retries a request: a retried sample would be timed from its retry, not from when "
             "LoadGen issued it")

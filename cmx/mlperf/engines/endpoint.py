@@ -88,7 +88,8 @@ def serve(run: AppRun, log: logging.Logger, tokenizer: bool) -> Iterator[Served 
 
 def build(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, str]) -> Backend:
     """The endpoint's client, with its API key from `environ` (never from a file or the command line)."""
-    from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+    from cmx.mlperf.backends.endpoint import EndpointBackend
+    from cmx.mlperf.backends.endpoint_client import EndpointConfig
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.secrets import Secret
 

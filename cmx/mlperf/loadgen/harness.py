@@ -49,7 +49,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cmx.errors import CmxError
 from cmx.mlperf.loadgen.harness_config import (
-    FAILED,
     PERFORMANCE_RULES,
     URL_ENV,
     HarnessConfig,
@@ -58,7 +57,7 @@ from cmx.mlperf.loadgen.harness_config import (
     endpoint_environment,
     verdict_of,
 )
-from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, RESULT_JSON
+from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, FAILED, RESULT_JSON
 from cmx.secrets import Redactor, redacting_formatter
 
 if TYPE_CHECKING:

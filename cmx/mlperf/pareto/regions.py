@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from cmx.errors import CmxError
-from cmx.mlperf.pareto.record import CHOICE, HIGH, LOW, MARGIN, MEDIUM, ULTRA_LOW
+from cmx.mlperf.pareto.record import HIGH, LOW, MARGIN, MEDIUM, ULTRA_LOW
 
 ULTRA_LOW_MAX = 32          # the Ultra Low region is 1..32 whatever C_min is
 MAX_POINTS = 32
@@ -130,4 +130,4 @@ def structure_problems(r: Regions, concurrencies: list[int], offline: bool) -> l
     return out
 
 
-__all__ = ["CHOICE", "PlannedPoint", "RegionError", "Regions", "plan_points", "regions", "structure_problems"]
+__all__ = ["PlannedPoint", "RegionError", "Regions", "plan_points", "regions", "structure_problems"]

@@ -23,7 +23,8 @@ import numpy as np
 from cmx.errors import CmxError
 from cmx.mlperf.app import is_set_aside
 from cmx.mlperf.loadgen.harness_config import recorded_validity
-from cmx.mlperf.loadgen.log import Latencies, LoadgenLogError, read_loadgen_run
+from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
+from cmx.mlperf.loadgen.log_records import Latencies
 from cmx.mlperf.loadgen.progress import SAMPLES_CSV
 from cmx.mlperf.pareto.record import CMX_PARETO_JSON, ParetoRecord, find_records, read_record
 from cmx.mlperf.provenance import RunOrigin

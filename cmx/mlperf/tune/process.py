@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from cmx.errors import CmxError
-from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult, build_backend, judge, loadgen_settings
+from cmx.mlperf.loadgen.harness import build_backend, judge, loadgen_settings
+from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
 from cmx.mlperf.loadgen.userconf import ShortProfile, user_conf
 from cmx.mlperf.tune.probe import Length, ProbeSpec, run_probe
 from cmx.mlperf.tune.search import Limits, Policy, Probe, answer, next_qps
@@ -290,8 +291,9 @@ def stepped_confirms(found: float, run_at: Callable[[float, int], HarnessResult]
 def confirm_run(lg: Any, hc: HarnessConfig, settings: Any, spec: ProbeSpec, backend: Any, dataset: Any, info: Any,
                 logger: logging.Logger) -> HarnessResult:
     """One confirm run with `settings` into `hc.output`, judged as the harness judges a test."""
-    from cmx.mlperf.loadgen.harness import RESULT_JSON, log_settings, remove_empty_trace
+    from cmx.mlperf.loadgen.harness import log_settings, remove_empty_trace
     from cmx.mlperf.loadgen.progress import SAMPLES_CSV, ProgressWriter, SampleClock, run_shape
+    from cmx.mlperf.loadgen.run_record import RESULT_JSON
     from cmx.mlperf.loadgen.sut import QSL, make_sut
 
     clock = SampleClock()

@@ -33,8 +33,9 @@ def write_tune_results(config: Any, scenario: str, record: dict[str, Any], last_
     """Write the results folder of a tune (`config`: the app's AppConfig; `record`: the tune's outputs, as
     cmx_tune.json keeps them; `last_confirm`: the last confirm run's HarnessResult at `record['confirms'][-1]`'s
     QPS, with its logs in `confirm_dir`); return the results folder."""
-    from cmx.mlperf.app import SUMMARY_TXT, format_table, sampling_notes, scenario_user_conf, score, write_cmx_run
+    from cmx.mlperf.app import SUMMARY_TXT, sampling_notes, scenario_user_conf, score, write_cmx_run
     from cmx.mlperf.rounds import load_round
+    from cmx.mlperf.run_summary import format_table
 
     folder = config.scenario_dir(scenario)
     folder.mkdir(parents=True, exist_ok=True)

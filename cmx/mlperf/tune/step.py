@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.app_verb import app_benchmark, require_device
-from cmx.mlperf.loadgen.harness import HarnessResult
+from cmx.mlperf.loadgen.harness_config import HarnessResult
 from cmx.mlperf.tune.process import TuneConfig, TuneError, TuneOutcome, confirm_folder, run_tune
 from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Policy, Probe

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from cmx.mlperf.app import AppConfig, AppConfigError, RunSummary, backend_record, transfer_notes
+from cmx.mlperf.app import AppConfig, backend_record, transfer_notes
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.app_step import prefill_decode
 from cmx.mlperf.backends.base import BackendError
 from cmx.mlperf.backends.disaggregated import (
@@ -36,6 +37,7 @@ from cmx.mlperf.backends.disaggregated import (
 from cmx.mlperf.backends.profiles import EngineOptions
 from cmx.mlperf.backends.vllm_server import VllmServerConfig
 from cmx.mlperf.loadgen.harness_config import EndpointSettings
+from cmx.mlperf.run_summary import RunSummary
 from tests.conftest import REPO, Home, needs_vllm
 from tests.fake_openai import FakeOpenAIServer
 
@@ -229,7 +231,8 @@ class ProxyLike(FakeOpenAIServer):
 def test_an_endpoint_without_a_model_listing_serves_the_model_named_and_says_so():
     pytest.importorskip("aiohttp")
     from cmx.mlperf.backends.base import GenRequest
-    from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+    from cmx.mlperf.backends.endpoint import EndpointBackend
+    from cmx.mlperf.backends.endpoint_client import EndpointConfig
 
     with ProxyLike() as server:
         with pytest.raises(BackendError, match="GET /models"):  # nothing named: nothing to go on

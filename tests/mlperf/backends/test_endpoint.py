@@ -32,8 +32,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cmx.mlperf.backends.base import GREEDY, Audio, BackendDead, BackendError, GenRequest, GenResult, Sampling
-from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig, refuse_media
+from cmx.mlperf.backends.base import (
+    GREEDY,
+    Audio,
+    BackendDead,
+    BackendError,
+    GenRequest,
+    GenResult,
+    Sampling,
+    request_name,
+)
+from cmx.mlperf.backends.endpoint import EndpointBackend, refuse_media
+from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from cmx.mlperf.backends.machine import MachineFacts, NodeMemory
 from cmx.mlperf.backends.openai_api import (
     NO_RETRY,
@@ -45,8 +55,6 @@ from cmx.mlperf.backends.openai_api import (
     curl_line,
     http_error,
     parse_answer,
-    public_url,
-    request_name,
     retokenize_slack,
     server_root,
     transport_error,
@@ -61,7 +69,7 @@ from cmx.mlperf.backends.vllm_server import (
     server_argv,
     server_environment,
 )
-from cmx.secrets import Secret
+from cmx.secrets import Secret, public_url
 from tests.fake_openai import FakeOpenAIServer, script_server
 
 needs_loadgen = pytest.mark.skipif(importlib.util.find_spec("mlperf_loadgen") is None,

@@ -15,7 +15,8 @@ import pytest
 
 from cmx.mlperf.backends.base import BackendError, ChatPrompt, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.batching import QueueSink
-from cmx.mlperf.backends.endpoint import WARMUP_CHAT, EndpointBackend, EndpointConfig
+from cmx.mlperf.backends.endpoint import WARMUP_CHAT, EndpointBackend
+from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from cmx.mlperf.backends.openai_api import chat_body, chat_result
 from tests.fake_openai import FakeOpenAIServer
 

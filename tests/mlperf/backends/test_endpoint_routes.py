@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from cmx.mlperf.backends.base import Audio, BackendDead, ChatPrompt, GenRequest, GenResult
-from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+from cmx.mlperf.backends.endpoint import EndpointBackend
+from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from cmx.mlperf.backends.routes import CHAT, COMPLETIONS, STREAMED, TRANSCRIPTIONS, Route, route_for
 from cmx.mlperf.benchmarks.whisper.prompts import decoder_prompt_ids
 from cmx.mlperf.benchmarks.whisper.tiny import make_tiny_whisper

@@ -18,7 +18,8 @@ import pytest
 
 from cmx.mlperf.backends.base import GREEDY, Audio, BackendError, GenRequest, Sampling
 from cmx.mlperf.backends.batching import QueueSink
-from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig, speech_decoder_start
+from cmx.mlperf.backends.endpoint import EndpointBackend, speech_decoder_start
+from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from cmx.mlperf.backends.openai_api import (
     TranscriptAssembler,
     transcription_form,

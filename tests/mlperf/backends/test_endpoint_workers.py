@@ -15,7 +15,8 @@ import psutil
 import pytest
 
 from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest
-from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+from cmx.mlperf.backends.endpoint import EndpointBackend
+from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from tests.conftest import interruptible
 from tests.fake_openai import FakeOpenAIServer
 from tests.mlperf.backends.test_endpoint import SLOW_TOKEN, CollectingSink, killable_server

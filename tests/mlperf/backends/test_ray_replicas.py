@@ -20,18 +20,13 @@ from typing import Any
 
 import pytest
 
-from cmx.mlperf.app import (
-    AppConfig,
-    AppConfigError,
-    RunSummary,
-    backend_record,
-    format_row,
-)
+from cmx.mlperf.app import AppConfig, backend_record
+from cmx.mlperf.app_plan import AppConfigError
 from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, Sampling
 from cmx.mlperf.backends.batching import QueueSink
 from cmx.mlperf.backends.loop_thread import LoopThread
-from cmx.mlperf.backends.machine import MachineFacts
-from cmx.mlperf.backends.profiles import EngineOptions, ProfileError, engine_specs
+from cmx.mlperf.backends.machine import MachineFacts, ProfileError
+from cmx.mlperf.backends.profiles import EngineOptions, engine_specs
 from cmx.mlperf.backends.ray_replicas import (
     RayReplicaBackend,
     RayReplicasConfig,
@@ -49,6 +44,7 @@ from cmx.mlperf.backends.vllm_server import engine_flags
 from cmx.mlperf.loadgen.harness import build_backend
 from cmx.mlperf.loadgen.harness_config import EngineSettings, HarnessConfig, HarnessError
 from cmx.mlperf.provenance import software_versions
+from cmx.mlperf.run_summary import RunSummary, format_row
 from tests.conftest import CMX, REPO, Home, needs_vllm
 
 

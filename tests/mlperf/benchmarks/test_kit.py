@@ -22,7 +22,8 @@ from cmx.mlperf.backends.base import GenResult
 from cmx.mlperf.benchmarks import UnknownBenchmark, all_benchmarks, benchmark_for, dataset_for_test
 from cmx.mlperf.benchmarks.base import Benchmark
 from cmx.mlperf.benchmarks.kit.model import ModelError, ModelFolder
-from cmx.mlperf.loadgen.harness import ACCURACY_LOG, evaluate_accuracy
+from cmx.mlperf.loadgen.harness import evaluate_accuracy
+from cmx.mlperf.loadgen.run_record import ACCURACY_LOG
 from cmx.mlperf.rounds import known_rounds, load_round
 from cmx.mlperf.scoring.accuracy_txt import CHECKER_NAMES, meets_targets, read_accuracy_txt
 from cmx.recipe.load import load_recipe

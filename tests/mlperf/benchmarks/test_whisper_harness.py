@@ -18,9 +18,10 @@ from cmx.mlperf.benchmarks.whisper.prompts import LabelAnswer
 from cmx.mlperf.benchmarks.whisper.tiny import make_tiny_librispeech, make_tiny_whisper
 from cmx.mlperf.benchmarks.whisper.transcript import LABELS, labels_from_bytes
 from cmx.mlperf.loadgen.accuracy_log import read_accuracy_log
-from cmx.mlperf.loadgen.harness import ACCURACY_LOG, evaluate_accuracy, run_tests
+from cmx.mlperf.loadgen.harness import evaluate_accuracy, run_tests
 from cmx.mlperf.loadgen.harness_config import EngineSettings, HarnessConfig, HarnessResult
 from cmx.mlperf.loadgen.log import read_loadgen_run
+from cmx.mlperf.loadgen.run_record import ACCURACY_LOG
 from cmx.mlperf.loadgen.userconf import ShortProfile, user_conf
 from cmx.mlperf.rounds import load_round
 from tests.conftest import needs_vllm

@@ -14,9 +14,8 @@ import pytest
 
 from cmx.mlperf.loadgen import test01, test06, test07, test09
 from cmx.mlperf.loadgen.compliance import compliance_test
-from cmx.mlperf.loadgen.harness import RESULT_JSON
-from cmx.mlperf.loadgen.harness_config import FAILED, HarnessResult
-from cmx.mlperf.loadgen.run_record import run_failures
+from cmx.mlperf.loadgen.harness_config import HarnessResult
+from cmx.mlperf.loadgen.run_record import FAILED, RESULT_JSON, run_failures
 from tests.conftest import REPO
 
 LOGS = REPO / "tests" / "data" / "loadgen"

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+from cmx.mlperf.backends.endpoint import EndpointBackend
+from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from cmx.mlperf.pareto.record import Probe
 from cmx.mlperf.pareto.runner import PointFailed, PointProgress, PointRun, request_builder, run_point
 from cmx.mlperf.pareto.step import ERROR_CHARS, ParetoError, knee, require_answers

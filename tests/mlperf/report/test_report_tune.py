@@ -97,7 +97,8 @@ def test_an_offline_tune_is_drawn_against_the_target_alone_with_no_latency_limit
     from cmx.mlperf.tune.process import TuneOutcome
     from cmx.mlperf.tune.record import write_tune_results
     from cmx.mlperf.tune.search import Probe
-    from cmx.mlperf.tune.step import TuneTarget, tune_record
+    from cmx.mlperf.tune.step import tune_record
+    from cmx.mlperf.tune.target import TuneTarget
     from tests.mlperf.test_app_run import app_config
 
     # Offline probes as the tune writes them: no token latencies; a second probe at the first's measured rate

@@ -15,7 +15,8 @@ from cmx.mlperf.loadgen.harness_config import HarnessResult
 from cmx.mlperf.tune.process import TuneOutcome, confirm_folder
 from cmx.mlperf.tune.record import write_tune_results
 from cmx.mlperf.tune.search import Probe
-from cmx.mlperf.tune.step import TuneTarget, tune_record
+from cmx.mlperf.tune.step import tune_record
+from cmx.mlperf.tune.target import TuneTarget
 from tests.mlperf.report.test_report import write_samples
 from tests.mlperf.test_app_run import Recorded, app_config
 

@@ -19,7 +19,7 @@ import pytest
 
 from cmx.api import Settings, tune
 from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
-from cmx.mlperf.loadgen.harness import HarnessConfig
+from cmx.mlperf.loadgen.harness_config import HarnessConfig
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.rounds import LatencyLimits, load_round
 from cmx.mlperf.tune.probe import Length, ProbeSpec, probe_settings
@@ -164,7 +164,7 @@ def test_a_recipe_that_is_no_benchmark_app_is_refused(settings: Settings):
 
 
 def test_a_server_search_with_no_start_measures_it_and_a_start_below_zero_is_refused():
-    from cmx.mlperf.tune.step import scenario_target
+    from cmx.mlperf.tune.target import scenario_target
 
     target = scenario_target("llama2-70b", "llama2-70b-99", "v6.0", "Server", None)
     assert target.start_qps is None and target.has_limits  # tune_step then measures the Offline rate first
@@ -190,7 +190,7 @@ def test_the_cli_prints_a_refusal_as_a_sentence_or_as_json_and_exits_1(home):
 def test_probes_are_the_short_profile_with_short_and_30_s_of_a_600_s_run_without():
     from types import SimpleNamespace
 
-    from cmx.mlperf.tune.step import TuneRequest, TuneTarget, lengths
+    from cmx.mlperf.tune.target import TuneRequest, TuneTarget, lengths
 
     server = TuneTarget(family="llama2-70b", benchmark="llama2-70b-99", round="v6.0", scenario="Server",
                         input_name="target_qps_server", start_qps=20.0, has_limits=True)

@@ -9,7 +9,7 @@ import pytest
 
 from cmx import api
 from cmx.errors import StepFailed
-from cmx.mlperf.tune.step import TuneRequest
+from cmx.mlperf.tune.target import TuneRequest
 from tests.conftest import Home
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from cmx.cli.tune import command, confirms_line, heading, no_target
-from cmx.mlperf.loadgen.harness import HarnessConfig, HarnessResult
+from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
 from cmx.mlperf.report.collect import TuneRecord
 from cmx.mlperf.report.page import _tune
 from cmx.mlperf.tune.probe import Length
 from cmx.mlperf.tune.process import TuneConfig, TuneOutcome, stepped_confirms
 from cmx.mlperf.tune.search import Policy, Probe
-from cmx.mlperf.tune.step import TuneRequest, TuneTarget, tune_record
+from cmx.mlperf.tune.step import tune_record
 from cmx.mlperf.tune.stepdown import (
     CONFIRM_TRIES,
     FAILED_SAMPLES,
@@ -34,6 +34,7 @@ from cmx.mlperf.tune.stepdown import (
     StepDown,
     step_down,
 )
+from cmx.mlperf.tune.target import TuneRequest, TuneTarget
 from cmx.mlperf.tune.verb import TuneAnswer, TuneResult
 
 LOG = logging.getLogger("test-stepdown")

@@ -35,8 +35,7 @@ from cmx.mlperf.submission.check.result import check_result, json_object
 from cmx.mlperf.submission.system_desc import description_problems
 from cmx.mlperf.submission.tree import relative, system_json
 
-__all__ = ["ERROR", "WARNING", "CheckReport", "NotASubmissionTree", "Problem", "ResultRow", "check_tree",
-           "round_of_tree"]
+__all__ = ["NotASubmissionTree", "check_tree", "round_of_tree"]
 
 DIVISIONS = ("closed", "open", "network")
 
