@@ -83,5 +83,4 @@ class StackOptions:
             values.url("--entry-url", self.entry_url)
 
 
-__all__ = ["DYNAMO_IMAGE", "EPP_IMAGE", "GATEWAY_CLASS", "LLMD_FORMS", "ROUTERS", "SCORERS", "STACK_NAMES",
-           "StackOptionError", "StackOptions"]
+__all__ = ["DYNAMO_IMAGE", "EPP_IMAGE", "GATEWAY_CLASS", "ROUTERS", "SCORERS", "StackOptionError", "StackOptions"]

@@ -82,5 +82,5 @@ def all_objects(spec: ServingSpec, stack: ServingStack | None = None) -> tuple[M
 
 objects = all_objects
 
-__all__ = ["STACKS", "Requirement", "all_objects", "check_spec", "job_target", "objects", "refuse_foreign",
+__all__ = ["STACKS", "all_objects", "check_spec", "job_target", "objects", "refuse_foreign",
            "requirements", "serving_objects", "stack_for", "stack_record"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cmx.k8s import stacks
-from cmx.k8s.stack_options import LLMD_FORMS, STACK_NAMES, StackOptions
+from cmx.k8s.stack_options import StackOptions
 from cmx.mlperf import serving_stack
-from cmx.mlperf.serving_stack import KINDS
+from cmx.mlperf.serving_stack import FORMS, KINDS, STACK_NAMES
 from cmx.templates import templates_dir
 from tests.conftest import REPO
 from tests.k8s.conftest import make_spec
@@ -25,7 +25,7 @@ WORDS = {"vllm", "llm-d", "dynamo", "kserve", "pieces"}
 
 def test_every_stack_choice_picks_one_entry_and_every_entry_is_chosen() -> None:
     chosen = []
-    for name, form in product(STACK_NAMES, LLMD_FORMS):
+    for name, form in product(STACK_NAMES, FORMS):
         options = StackOptions(name=name, llmd_form=form)
         matching = [s for s in stacks.STACKS if s.name == name and s.form in ("", form)]
         assert len(matching) == 1, (name, form, matching)
@@ -37,7 +37,7 @@ def test_every_stack_choice_picks_one_entry_and_every_entry_is_chosen() -> None:
 def test_the_registry_holds_one_entry_per_stack_kind_and_the_choices_are_the_kinds_words() -> None:
     assert [s.kind for s in stacks.STACKS] == list(KINDS)
     assert STACK_NAMES == tuple(dict.fromkeys(k.name for k in KINDS)) == ("vllm", "llm-d", "dynamo")
-    assert LLMD_FORMS == tuple(k.form for k in KINDS if k.form) == ("kserve", "pieces")
+    assert FORMS == tuple(k.form for k in KINDS if k.form) == ("kserve", "pieces")
 
 
 @pytest.mark.parametrize("stack", stacks.STACKS, ids=lambda s: f"{s.name}{'-' + s.form if s.form else ''}")
