@@ -7,8 +7,8 @@ from array import array
 import pytest
 
 from cmx.mlperf.benchmarks.deepseek_r1.accuracy import evaluate
-from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import Problem
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord
+from cmx.mlperf.scoring.livecodebench import Problem
 from cmx.mlperf.scoring.sandbox import Program, SandboxUnavailable, run_program
 
 TEXTS = {0: "<think>\nhmm</think>\\boxed{42}", 1: "ANSWER: B", 2: "so \\boxed{\\frac12}", 3: "it is a",

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.benchmarks.deepseek_r1.accuracy import evaluate, reference_decoder
+from cmx.mlperf.benchmarks.deepseek_r1.accuracy import evaluate
 from cmx.mlperf.benchmarks.deepseek_r1.dataset import load_deepseek
 from cmx.mlperf.benchmarks.deepseek_r1.livecodebench import load_tests
 from cmx.mlperf.benchmarks.deepseek_r1.prompts import PromptError, chat_tokenizer
 from cmx.mlperf.benchmarks.deepseek_r1.tiny import make_tiny_dataset, make_tiny_deepseek, weight_shapes
 from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord
+from cmx.mlperf.scoring.decode import reference_decoder
 from cmx.mlperf.scoring.sandbox import Program, SandboxUnavailable, run_program
 
 

@@ -20,13 +20,13 @@ from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.llama2_70b.tiny import (
     BOS_ID,
     EOS_ID,
-    HEAD_SIZE,
     OPENORCA_COLUMNS,
     UNK_ID,
     TinyLlama,
     make_tiny_llama,
     make_tiny_openorca,
 )
+from cmx.mlperf.benchmarks.synthetic import HEAD_SIZE
 
 MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "special_tokens_map.json",
                "tokenizer.json", "tokenizer_config.json")

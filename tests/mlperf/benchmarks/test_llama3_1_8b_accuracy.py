@@ -17,12 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.benchmarks.llama3_1_8b.accuracy import (
-    AccuracyResult,
-    clean_up_tokenization,
-    evaluate,
-    reference_decoder,
-)
+from cmx.mlperf.benchmarks.llama3_1_8b.accuracy import AccuracyResult, evaluate
 from cmx.mlperf.loadgen.accuracy_log import (
     AccuracyError,
     AccuracyLogError,
@@ -35,6 +30,7 @@ from cmx.mlperf.scoring.accuracy_txt import (
     meets_targets,
     parse_accuracy_txt,
 )
+from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
 
 EOS = 200
 REFERENCES = ["a b c d", "x y", " cat dog. sun sky. "]

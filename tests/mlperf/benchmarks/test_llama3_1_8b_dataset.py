@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cmx.mlperf.benchmarks.llama3_1_8b.dataset import (
-    COLUMNS,
-    PROMPT_TEMPLATE,
-    SAMPLES,
-    DatasetError,
-    load_cnndm,
-)
+from cmx.mlperf.benchmarks.base import DatasetError
+from cmx.mlperf.benchmarks.llama3_1_8b.dataset import COLUMNS, PROMPT_TEMPLATE, SAMPLES, load_cnndm
 from cmx.mlperf.benchmarks.llama3_1_8b.generation import BOS_TOKEN_ID
 
 ARTICLES = ["(CNN) -- The river rose {fast} overnight.", "LONDON, England -- A quiet day in the city."]

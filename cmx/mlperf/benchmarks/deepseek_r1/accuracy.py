@@ -29,7 +29,7 @@ from cmx.mlperf.benchmarks.deepseek_r1.answers import is_correct, parse
 from cmx.mlperf.benchmarks.deepseek_r1.math_grader import require_dependencies
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
 from cmx.mlperf.scoring.decode import reference_decoder
-from cmx.mlperf.scoring.livecodebench import TEST_TIMEOUT_S, LiveCodeBenchError, Problem, grade
+from cmx.mlperf.scoring.livecodebench import TEST_TIMEOUT_S, Problem, grade
 
 if TYPE_CHECKING:
     from cmx.mlperf.benchmarks.deepseek_r1.dataset import DeepSeekDataset
@@ -147,4 +147,4 @@ def score_log(accuracy_log: Path, dataset: DeepSeekDataset, tokenizer_dir: Path,
                     lambda: load_tests(tests), jobs=jobs)
 
 
-__all__ = ["AccuracyResult", "Graded", "LiveCodeBenchError", "evaluate", "reference_decoder", "score_log"]
+__all__ = ["AccuracyResult", "Graded", "evaluate", "score_log"]

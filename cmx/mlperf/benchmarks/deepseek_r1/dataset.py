@@ -177,7 +177,6 @@ __all__ = [
     "SAMPLES",
     "SUBSETS",
     "TESTS_FILE",
-    "DatasetError",
     "DeepSeekDataset",
     "answers_of",
     "dataset_names",

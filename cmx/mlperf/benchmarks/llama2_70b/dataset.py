@@ -110,4 +110,4 @@ def _check_integers(frame: pd.DataFrame, column: str, path: Path) -> None:
         raise DatasetError(f"{path}: column {column!r} has dtype {dtype}, not integers (int64)", hint=_EDITED)
 
 
-__all__ = ["FACTS", "REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "OpenOrca", "check_openorca_frame", "load_openorca"]
+__all__ = ["FACTS", "REQUIRED_COLUMNS", "SAMPLES", "OpenOrca", "check_openorca_frame", "load_openorca"]

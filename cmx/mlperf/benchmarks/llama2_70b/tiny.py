@@ -34,7 +34,6 @@ from cmx.mlperf.benchmarks.kit.frames import write_frame
 from cmx.mlperf.benchmarks.kit.samples import TinyDataset, check_tiny_rows
 from cmx.mlperf.benchmarks.kit.weights import F16, write_random_weights
 from cmx.mlperf.benchmarks.synthetic import (
-    HEAD_SIZE,
     Lexicon,
     TextSample,
     TinyLlamaFamily,
@@ -337,7 +336,6 @@ def chat_prompt(system_prompt: str, question: str) -> str:
 __all__ = [
     "BOS_ID",
     "EOS_ID",
-    "HEAD_SIZE",
     "OPENORCA_COLUMNS",
     "OPENORCA_ROWS",
     "UNK_ID",

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from cmx.mlperf.benchmarks.kit.accuracy import samples_to_score
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyRecord, read_accuracy_log
-from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
+from cmx.mlperf.scoring.decode import reference_decoder
 from cmx.mlperf.scoring.rouge import rouge_fmeasures, split_sentences
 
 if TYPE_CHECKING:
@@ -153,4 +153,4 @@ def score_log(accuracy_log: Path, dataset: Llama405bDataset, tokenizer_dir: Path
     return evaluate(read_accuracy_log(accuracy_log), references, metrics, reference_decoder(tokenizer_dir), jobs=jobs)
 
 
-__all__ = ["AccuracyResult", "clean_up_tokenization", "evaluate", "niah_em", "qa_em", "reference_decoder", "score_log"]
+__all__ = ["AccuracyResult", "evaluate", "niah_em", "qa_em", "score_log"]

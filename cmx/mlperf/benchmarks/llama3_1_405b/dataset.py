@@ -75,4 +75,4 @@ def load_llama405b(path: Path | str) -> Llama405bDataset:
     return Llama405bDataset(tuple(inputs), token_ids, tuple(references), tuple(metrics), path)
 
 
-__all__ = ["FACTS", "METRICS", "REQUIRED_COLUMNS", "SAMPLES", "DatasetError", "Llama405bDataset", "load_llama405b"]
+__all__ = ["FACTS", "METRICS", "REQUIRED_COLUMNS", "SAMPLES", "Llama405bDataset", "load_llama405b"]

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cmx.mlperf.benchmarks.kit.accuracy import RougeResult, reference_text, samples_to_score
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, AccuracyLogError, AccuracyRecord, read_accuracy_log
-from cmx.mlperf.scoring.decode import clean_up_tokenization, reference_decoder
+from cmx.mlperf.scoring.decode import reference_decoder
 from cmx.mlperf.scoring.rouge import (
     ROUGE_TYPES,
     mean_percent,
@@ -140,5 +140,5 @@ def score_log(accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *, jobs
     return evaluate(read_accuracy_log(accuracy_log), references, reference_decoder(tokenizer_dir), jobs=jobs)
 
 
-__all__ = ["AccuracyResult", "TokenDtype", "clean_up_tokenization", "evaluate", "reference_decoder", "score_log",
+__all__ = ["AccuracyResult", "TokenDtype", "evaluate", "score_log",
            "token_ids"]

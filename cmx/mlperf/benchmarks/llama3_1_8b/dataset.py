@@ -156,4 +156,4 @@ def _checked_template(template: str, where: str) -> str:
     return template
 
 
-__all__ = ["COLUMNS", "FACTS", "PROMPT_TEMPLATE", "SAMPLES", "CnnDailyMail", "DatasetError", "load_cnndm"]
+__all__ = ["COLUMNS", "FACTS", "PROMPT_TEMPLATE", "SAMPLES", "CnnDailyMail", "load_cnndm"]

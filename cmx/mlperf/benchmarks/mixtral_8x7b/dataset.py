@@ -99,7 +99,6 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "SAMPLES",
     "SUBSETS",
-    "DatasetError",
     "MixtralDataset",
     "load_mixtral",
     "mbxp_language",
