@@ -195,9 +195,9 @@ class StepContext:
         StepCancelled). ctx.progress() updates check it by themselves."""
         return self._stop is not None and self._stop.is_set()
 
-    def run_cmd(self, cmd: Sequence[str | os.PathLike | Secret], *, cwd: str | os.PathLike | None = None,
+    def run_cmd(self, cmd: Sequence[str | os.PathLike[str] | Secret], *, cwd: str | os.PathLike[str] | None = None,
                 env: Mapping[str, str | Secret] | None = None, timeout: float | None = None,
-                check: bool = True) -> subprocess.CompletedProcess:
+                check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run a command in `cwd` (default: the step's workdir), streaming its output (stdout
         and stderr together) into the step's log.
 

@@ -74,7 +74,7 @@ class Replay:
 
 # --- answering (the start-up path) ------------------------------------------------------------
 
-def request(query: str, inputs: Mapping[str, str], registry: str, cache: str, runs: str) -> tuple:
+def request(query: str, inputs: Mapping[str, str], registry: str, cache: str, runs: str) -> tuple[object, ...]:
     """What an answer may be reused for: the same words, --input pairs in order, folder and home."""
     # and the same cmx, Python and kernel, which run.json names
     return (query, tuple(inputs.items()), os.getcwd(), registry, cache, runs, __version__, sys.version,
@@ -135,7 +135,7 @@ def _same_environ(read: dict[str, str | None], env: Mapping[str, str]) -> bool:
     return all(env.get(name) == value for name, value in read.items())
 
 
-def _same_facts(fingerprints: list[tuple[_Fields, dict[str, Any]]], paths: list[tuple[str, list]],
+def _same_facts(fingerprints: list[tuple[_Fields, dict[str, Any]]], paths: list[tuple[str, list[Any]]],
                 env: Mapping[str, str]) -> bool:
     """Each fingerprint, and each path input (a folder with its entries), taken again: as keys take them."""
     if not fingerprints and not paths:
@@ -178,7 +178,7 @@ def _record_template(plan: dict[str, Any], results: dict[str, Any]) -> str | Non
     return text if all(text.count(json.dumps(blank)) == 1 for blank in _BLANKS.values()) else None
 
 
-def _memo_path(cache: str, req: tuple) -> str:
+def _memo_path(cache: str, req: tuple[object, ...]) -> str:
     # crc32 only names the file: the request inside is compared whole
     return os.path.join(cache, ".index", "memo", f"{zlib.crc32(repr(req).encode()):08x}.marshal")
 

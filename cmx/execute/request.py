@@ -40,7 +40,7 @@ class RunRequest:
     argv: Sequence[str] | None = None
     rerun_prefix: str = "cmx run"
     install_missing: bool | None = None
-    locked: str | os.PathLike | None = None
+    locked: str | os.PathLike[str] | None = None
     memo: bool = False
 
 
@@ -140,7 +140,8 @@ def root_recipe(query: str | Query, settings: Settings) -> Recipe:
     return select_root(open_index(settings), query)
 
 
-def replay_lock(path: str | os.PathLike, given: Mapping[str, Any], settings: Settings) -> tuple[Lock, frozenset[str]]:
+def replay_lock(path: str | os.PathLike[str], given: Mapping[str, Any],
+                settings: Settings) -> tuple[Lock, frozenset[str]]:
     """The lock at `path`, and the root inputs `given` moves (only where outputs go: LockError otherwise)."""
     from cmx.execute.lockfile import Lock, check_moves
 
@@ -169,7 +170,7 @@ def lock_plan(plan: Plan, settings: Settings, notes: Mapping[str, tuple[str, ...
                    notes={k: list(v) for k, v in said.items()})
 
 
-def lock_runs_in_docker(path: str | os.PathLike) -> bool:
+def lock_runs_in_docker(path: str | os.PathLike[str]) -> bool:
     """Whether `cmx run --locked PATH` starts a container here: the lock was made with --docker, and this process
     is not in a container cmx started (where the lock replays natively, checked against its image)."""
     from cmx.container import container_facts

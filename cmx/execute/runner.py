@@ -127,7 +127,7 @@ class Runner:
         from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
         error: StepFailed | None = None
-        running: dict[Future, str] = {}
+        running: dict[Future[StepResult | StepFailed], str] = {}
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="cmx-step")
         finished = False
         try:

@@ -100,7 +100,7 @@ def _blocks(path: Path, text: str) -> tuple[str, list[int] | None, str]:
     return head, items.item_lines, " " * _indent(lines[items.item_lines[0] - 1])
 
 
-def _items(path: Path, text: str) -> list[dict]:
+def _items(path: Path, text: str) -> list[Mapping[str, object]]:
     from cmx.recipe.yamlload import load_yaml
 
     return list(load_yaml(path, text).get("sources") or [])

@@ -339,7 +339,7 @@ def _stamp_or_missing(path: Path) -> FileStamp:
         return (str(path), 0, -1)  # as stamp_files has a missing file
 
 
-def _code_stamp() -> tuple:
+def _code_stamp() -> tuple[tuple[str, int, int], ...]:
     """The index holds pickled Recipe objects: rebuild it when the code that makes them changes."""
     with os.scandir(_RECIPE_CODE) as it:
         return tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in it if e.name.endswith(".py")))
@@ -357,7 +357,7 @@ def _read_pickle(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write_pickle(path: Path, data: dict) -> None:
+def _write_pickle(path: Path, data: dict[str, object]) -> None:
     import tempfile
 
     try:

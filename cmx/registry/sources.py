@@ -72,7 +72,10 @@ def read_registry(path: Path, repairing: str | None = None) -> tuple[Source, ...
                             hint="fix --registry or CMX_REGISTRY; without either, cmx reads the home's "
                                  "registry.yaml, or the one it ships when the home has none")
     data = load_yaml(path)
-    where = lambda line: f"{path}:{line}"  # noqa: E731 - a one-line helper, used only here
+
+    def where(line: int) -> str:
+        return f"{path}:{line}"
+
     if not isinstance(data, LocDict) or set(data) - {"sources"} or "sources" not in data:
         raise RegistryError("registry.yaml must be a mapping with one key, `sources`", where=where(1))
     items = data["sources"]
@@ -111,7 +114,9 @@ def read_registry(path: Path, repairing: str | None = None) -> tuple[Source, ...
 
 
 def _git_source(path: Path, item: LocDict, name: str, line: int, repairing: str | None) -> Source:
-    where = lambda key: f"{path}:{item.line_of(key)}"  # noqa: E731 - a one-line helper, used only here
+    def where(key: str) -> str:
+        return f"{path}:{item.line_of(key)}"
+
     rev = item.get("rev")
     if name == repairing:
         rev = str(rev)

@@ -48,7 +48,7 @@ def tool(name: str, environ: Mapping[str, str] | None = None) -> str:
     return path
 
 
-def _run(args: list[str], environ: Mapping[str, str] | None, *, check: bool = True) -> subprocess.CompletedProcess:
+def _run(args: list[str], environ: Mapping[str, str] | None, *, check: bool = True) -> subprocess.CompletedProcess[str]:
     exe = tool(args[0], environ)
     try:
         proc = subprocess.run([exe, *args[1:]], capture_output=True, text=True, timeout=_TIMEOUT_S,

@@ -373,7 +373,7 @@ class _StrictTarInfo(tarfile.TarInfo):
         if self.type in _HEADER_TYPES and self.size > _MAX_HEADER:
             raise tarfile.ReadError(f"a header extension of {self.size} bytes (cmx reads at most {_MAX_HEADER}; "
                                     "an honest one holds a name and a few fields)")
-        return super()._proc_member(tarfile_)  # type: ignore[misc]  # tarfile's private hook, not in typeshed
+        return super()._proc_member(tarfile_)  # type: ignore[misc, no-any-return]  # tarfile's private hook, not in typeshed
 
     @classmethod
     def fromtarfile(cls, tar: tarfile.TarFile) -> Self:

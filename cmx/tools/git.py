@@ -239,7 +239,7 @@ def _progress(git: ModuleType, on_progress: ProgressFn | None) -> RemoteProgress
 
     report = on_progress  # mypy keeps the narrowing to ProgressFn for a local, not into a class body
 
-    class _Receiving(git.RemoteProgress):  # type: ignore[name-defined]  # a base off a module object: not static
+    class _Receiving(git.RemoteProgress):  # type: ignore[name-defined, misc]  # a base off a module object: not static
         def update(self, op_code: int, cur_count: str | float, max_count: str | float | None = None,
                    message: str = "") -> None:
             if op_code & self.RECEIVING:

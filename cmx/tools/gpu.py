@@ -279,7 +279,7 @@ class _Unusable(Exception):
 def subprocess_runner(timeout: float = 60) -> Runner:
     """A runner on subprocess.run, for use outside a step. A timeout reads as killed (-9)."""
 
-    def run(argv: Sequence[str]) -> subprocess.CompletedProcess:
+    def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, text=True, errors="replace", timeout=timeout, check=False)
@@ -485,7 +485,7 @@ def _leading_int(text: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def _dict(value: Any) -> dict:
+def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 

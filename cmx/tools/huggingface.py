@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import quote
 
 from cmx.errors import CmxError
@@ -233,7 +233,7 @@ def _check_paths(files: Sequence[RepoFile], repo: str) -> None:
             raise HuggingFaceError(f"{repo} lists a file with an unsafe path: {f.path!r}")
 
 
-def _repo_file(sibling: dict) -> RepoFile:
+def _repo_file(sibling: dict[str, Any]) -> RepoFile:
     lfs = sibling.get("lfs") or {}
     size = lfs.get("size", sibling.get("size"))
     return RepoFile(path=sibling["rfilename"], size=int(size) if size is not None else 0,
@@ -315,7 +315,7 @@ def _check_blob_id(path: Path, f: RepoFile, repo: str) -> None:
                                hint="run again; if it fails again, the server serves another file")
 
 
-def _already_verified(verified: dict, f: RepoFile, path: Path) -> bool:
+def _already_verified(verified: dict[str, object], f: RepoFile, path: Path) -> bool:
     try:
         st = path.stat()
     except OSError:
@@ -323,7 +323,7 @@ def _already_verified(verified: dict, f: RepoFile, path: Path) -> bool:
     return verified.get(f.path) == [st.st_size, st.st_mtime_ns, f.sha256 or f.blob_id]
 
 
-def _read_manifest(path: Path) -> dict:
+def _read_manifest(path: Path) -> dict[str, object]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
         return value if isinstance(value, dict) else {}
@@ -331,7 +331,7 @@ def _read_manifest(path: Path) -> dict:
         return {}
 
 
-def _write_manifest(path: Path, verified: dict) -> None:
+def _write_manifest(path: Path, verified: dict[str, object]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(verified, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)

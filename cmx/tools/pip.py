@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from filelock import FileLock
     from packaging.requirements import Requirement
 
-Runner = Callable[[Sequence[str]], subprocess.CompletedProcess]
+Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 """Runs argv and returns the CompletedProcess with the output in `.stdout`; raises CommandFailed
 (with the last lines of output in `.tail`) when the command fails. `ctx.run_cmd` is one."""
 
@@ -149,7 +149,7 @@ class _Unmet:
         return f"{self.name} {self.found} is installed but {self.wanted} is wanted"
 
 
-def run_subprocess(argv: Sequence[str]) -> subprocess.CompletedProcess:
+def run_subprocess(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     """The default Runner: run argv, capture stdout and stderr together, raise CommandFailed on failure."""
     shown = shlex.join(_abbreviate(a) for a in argv)
     try:

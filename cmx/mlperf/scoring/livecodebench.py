@@ -70,15 +70,16 @@ class _JsonTextOnly(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a LiveCodeBench test pickle may hold text only, not {module}.{name}")
 
 
-def _private_tests(value: str) -> list[dict]:
+def _private_tests(value: str) -> list[dict[str, object]]:
     try:
-        return json.loads(value)
+        tests: list[dict[str, object]] = json.loads(value)
     except ValueError:  # lcb_runner CodeGenerationProblem.__post_init__: the compressed form
         text = _JsonTextOnly(io.BytesIO(zlib.decompress(base64.b64decode(value.encode("utf-8"))))).load()
-        return json.loads(text)
+        tests = json.loads(text)
+    return tests
 
 
-def encode_private_tests(tests: Sequence[dict]) -> str:
+def encode_private_tests(tests: Sequence[Mapping[str, object]]) -> str:
     """The compressed form code_generation_lite stores private tests in (for generated problems)."""
     return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(list(tests))))).decode("ascii")
 

@@ -196,7 +196,7 @@ def _execute(argv: list[str], folder: Path, stdin: str, limits: Limits) -> tuple
             err_path.read_bytes()[:cap].decode("utf-8", "replace"), seconds)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill what the program left behind too (children it forked), then reap it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
