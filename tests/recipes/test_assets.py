@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 import pytest
 
-from cmx.mlperf.benchmarks import benchmark_for
+from cmx.mlperf.benchmarks import all_benchmarks, benchmark_for
 from cmx.mlperf.benchmarks.base import Benchmark
 from cmx.mlperf.benchmarks.kit.model import ModelError
 from cmx.recipe.load import load_recipe
@@ -198,6 +198,12 @@ BENCHMARKS = (
 )
 IDS = [b.family for b in BENCHMARKS]
 each = pytest.mark.parametrize("assets", BENCHMARKS, ids=IDS)
+
+
+def test_every_model_and_dataset_recipe_is_a_row_of_this_table() -> None:
+    recipes = {p.name for p in (REPO / "recipes").glob("get-*") if p.name.startswith(("get-ml-model-", "get-dataset-"))}
+    assert recipes == {name for b in BENCHMARKS for name in (b.model, b.dataset)}
+    assert sorted(IDS) == sorted(b.family for b in all_benchmarks())
 
 
 @pytest.fixture(scope="module")

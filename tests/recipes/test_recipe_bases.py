@@ -97,9 +97,11 @@ def merged(folder: Path) -> Recipe:
     return load_recipe(folder)[0]
 
 
-def test_there_are_eight_of_each_and_every_one_is_pinned_here() -> None:
-    assert [len(folders) for folders in BASES.values()] == [8, 8]
-    assert {name for name, _, _ in KEYS} == {folder.name for _, folder in CHILDREN}
+def test_the_sixteen_recipes_pinned_here_are_still_there() -> None:
+    # a benchmark added later has no key from before the bases to keep: it is not pinned here
+    assert [len(folders) >= 8 for folders in BASES.values()] == [True, True]
+    assert {name for name, _, _ in KEYS} <= {folder.name for _, folder in CHILDREN}
+    assert len({name for name, _, _ in KEYS}) == 16
 
 
 @pytest.mark.parametrize(("base", "folder"), CHILDREN, ids=[f.name for _, f in CHILDREN])
