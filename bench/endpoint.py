@@ -189,7 +189,7 @@ def server_comparison(url: str, model: Path, backend: Any, prompts: Prompts, arg
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from cmx.mlperf.backends.endpoint import DEFAULT_MAX_CONCURRENCY
+    from cmx.mlperf.backends.endpoint_client import DEFAULT_MAX_CONCURRENCY
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
     log = logging.getLogger("bench.endpoint")
-    from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+    from cmx.mlperf.backends.endpoint import EndpointBackend
+    from cmx.mlperf.backends.endpoint_client import EndpointConfig
     from cmx.mlperf.backends.profiles import EngineOptions
     from cmx.mlperf.backends.vllm_server import VllmServer, VllmServerConfig
     from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama
@@ -230,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     samples: dict[str, list[dict[str, Any]]] = {"a": [], "b": [], "c": []}
     config = VllmServerConfig(model=model, options=options, log_path=work / "server.log", max_model_len=MAX_MODEL_LEN)
     with VllmServer(config, log) as server:
+        assert server.info is not None  # set once the server has started
         say(f"server: {server.url}, started in {server.info.start_seconds:.1f} s; engine flags "
             f"{ {k: v for k, v in server.info.engine_kwargs.items()} }")
         with EndpointBackend(EndpointConfig(url=server.url, max_concurrency=args.max_concurrency), log) as backend:

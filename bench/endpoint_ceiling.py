@@ -219,7 +219,8 @@ def cmx_path(scenario: str, workers: int, server: InstantServer, prompts: Any, a
     import mlperf_loadgen
     from harness import fixed_length_sut, run_loadgen
 
-    from cmx.mlperf.backends.endpoint import EndpointBackend, EndpointConfig
+    from cmx.mlperf.backends.endpoint import EndpointBackend
+    from cmx.mlperf.backends.endpoint_client import EndpointConfig
     from cmx.mlperf.loadgen.sut import OfflineSUT, ServerSUT
 
     n, m = len(prompts), args.max_tokens

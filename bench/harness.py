@@ -52,6 +52,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def fixed_length_sut(base: type) -> type:
     max_tokens), and recording the tokens it returned and the samples LoadGen issued."""
     from cmx.mlperf.backends.base import GenRequest, GenResult
 
-    class FixedLength(base):  # type: ignore[misc, valid-type]  # a base chosen at run time: mypy needs a static class
+    class FixedLength(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.tokens = 0
@@ -231,7 +232,7 @@ def offline_runs(args: argparse.Namespace, backend: Any, dataset: Any, work: Pat
                 "tokens_per_second_from_duration": sut.tokens / duration if duration else None,
                 "validity": r.validity, "samples_per_second": r.samples_per_second}
 
-    paths = {"a": direct, "b": loadgen, "c": reference}
+    paths: dict[str, Callable[..., dict]] = {"a": direct, "b": loadgen, "c": reference}
     for key in ("a", "b", "c"):  # one untimed warm-up of each path: the first full batch allocates
         paths[key]("warmup") if key == "b" else paths[key]()
     samples: dict[str, list[dict]] = {"a": [], "b": [], "c": []}

@@ -227,7 +227,7 @@ GROUPS: list[tuple[str, list[tuple[str, str | None, object, dict]]]] = [
     ("source", [("prebuilt", None, None, {}), ("from-src", "branch", "main", {}), ("wheel", "branch", "release", {})]),
 ]
 
-NOISE_INPUTS = {  # name -> (type, default)
+NOISE_INPUTS: dict[str, tuple[str, object]] = {  # name -> (type, default)
     "samples": ("int", 24576),
     "scale": ("float", 1.0),
     "version": ("str", "latest"),
@@ -321,8 +321,8 @@ def noise_recipes(count: int, rng: random.Random) -> list[tuple[Noise, str, str 
             dep = [f"  - tags: {target.tags[0]} {target.name}"]
             passable = [(k, v) for k, v in target.inputs.items() if v[0] in ("int", "str", "bool")]
             if passable and rng.random() < 0.6:
-                k, (typ, default) = rng.choice(passable)
-                dep.append(f"    with: {{{k}: {q(default)}}}")
+                passed, (_, value) = rng.choice(passable)
+                dep.append(f"    with: {{{passed}: {q(value)}}}")
             if ctx_keys and rng.random() < 0.4:
                 dep.append(f"    when: {q(ctx_keys[0] + ' != ' + q('none'))}")
             elif "verbose" in rec.inputs and rng.random() < 0.3:

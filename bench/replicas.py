@@ -56,11 +56,14 @@ def make_requests(root: Path, prompts: int, max_tokens: int) -> tuple[Path, list
     from cmx.mlperf.backends.base import GenRequest
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.benchmarks.llama2_70b.tiny import make_tiny_llama, make_tiny_openorca
+    from cmx.mlperf.samples import PromptSource
 
     model = make_tiny_llama(root / "model")
-    dataset = benchmark_for("llama2-70b").load_dataset(make_tiny_openorca(root / "openorca.pkl", model.path,
-                                                                          rows=prompts).path)
-    return model.path, [GenRequest(id=i, prompt_ids=dataset.prompt_ids(i), max_tokens=max_tokens,
+    bench = benchmark_for("llama2-70b")
+    dataset = bench.load_dataset(make_tiny_openorca(root / "openorca.pkl", model.path, rows=prompts).path)
+    source = bench.prompt_source(dataset, model.path)
+    assert isinstance(source, PromptSource)  # llama2's samples are token ids, not conversations
+    return model.path, [GenRequest(id=i, prompt_ids=source.prompt_ids(i), max_tokens=max_tokens,
                                    min_tokens=max_tokens) for i in range(len(dataset))]
 
 

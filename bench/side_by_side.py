@@ -17,6 +17,7 @@ import resource
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,7 +175,7 @@ def time_rounds(commands: list[Command], runs: int) -> list[dict]:
 
 
 def compare(cmx: str, python: str, root: Path, tmp: Path, base_env: dict[str, str], chain: Command,
-            tools: list[tuple[Tool, Path, Path]], runs: int, say) -> dict:
+            tools: list[tuple[Tool, Path, Path]], runs: int, say: Callable[[str], None]) -> dict:
     """Check every side's cached run, time them side by side, and return the rows and the ratios to each tool.
 
     tools: (CM or MLC, its executable, its home)."""
