@@ -62,7 +62,7 @@ test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -q -m "not e2e"
 
 # pyproject.toml holds both configurations: ruff over the whole tree, mypy over cmx/ and the recipes' Python files
-# (through their links in recipes-mypy/)
+# (through their links in tests/typecheck/recipes/)
 lint: $(STAMP)  ## ruff and mypy; fails on any finding
 	$(VENV)/bin/ruff check
 	$(VENV)/bin/mypy --config-file pyproject.toml

@@ -1,1 +1,0 @@
-../recipes/app-mlperf-inference/run.py

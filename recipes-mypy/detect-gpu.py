@@ -1,1 +1,0 @@
-../recipes/detect-gpu/run.py

@@ -1,1 +1,0 @@
-../recipes/detect-python/run.py

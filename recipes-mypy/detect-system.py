@@ -1,1 +1,0 @@
-../recipes/detect-system/run.py

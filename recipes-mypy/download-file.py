@@ -1,1 +1,0 @@
-../recipes/download-file/run.py

@@ -1,1 +1,0 @@
-../recipes/extract-archive/run.py

@@ -1,1 +1,0 @@
-../recipes/generate-mlperf-submission/run.py

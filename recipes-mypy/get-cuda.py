@@ -1,1 +1,0 @@
-../recipes/get-cuda/run.py

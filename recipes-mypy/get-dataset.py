@@ -1,1 +1,0 @@
-../recipes/get-dataset/run.py

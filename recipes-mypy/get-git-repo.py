@@ -1,1 +1,0 @@
-../recipes/get-git-repo/run.py

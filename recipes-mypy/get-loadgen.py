@@ -1,1 +1,0 @@
-../recipes/get-loadgen/run.py

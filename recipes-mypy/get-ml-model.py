@@ -1,1 +1,0 @@
-../recipes/get-ml-model/run.py

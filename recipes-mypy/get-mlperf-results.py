@@ -1,1 +1,0 @@
-../recipes/get-mlperf-results/run.py

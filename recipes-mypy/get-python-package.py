@@ -1,1 +1,0 @@
-../recipes/get-python-package/run.py

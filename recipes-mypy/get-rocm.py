@@ -1,1 +1,0 @@
-../recipes/get-rocm/run.py

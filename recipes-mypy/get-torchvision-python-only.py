@@ -1,1 +1,0 @@
-../recipes/get-torchvision-python-only/run.py

@@ -1,1 +1,0 @@
-../recipes/get-vllm/run.py

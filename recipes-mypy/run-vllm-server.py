@@ -1,1 +1,0 @@
-../recipes/run-vllm-server/run.py

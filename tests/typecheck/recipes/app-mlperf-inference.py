@@ -1,0 +1,1 @@
+../../../recipes/app-mlperf-inference/run.py

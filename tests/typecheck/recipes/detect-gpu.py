@@ -1,0 +1,1 @@
+../../../recipes/detect-gpu/run.py

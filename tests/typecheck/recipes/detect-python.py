@@ -1,0 +1,1 @@
+../../../recipes/detect-python/run.py

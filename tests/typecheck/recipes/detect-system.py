@@ -1,0 +1,1 @@
+../../../recipes/detect-system/run.py

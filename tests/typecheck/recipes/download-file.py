@@ -1,0 +1,1 @@
+../../../recipes/download-file/run.py

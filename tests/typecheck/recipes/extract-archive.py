@@ -1,0 +1,1 @@
+../../../recipes/extract-archive/run.py

@@ -1,0 +1,1 @@
+../../../recipes/generate-mlperf-submission/run.py

@@ -1,0 +1,1 @@
+../../../recipes/get-cuda/run.py

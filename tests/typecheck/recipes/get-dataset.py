@@ -1,0 +1,1 @@
+../../../recipes/get-dataset/run.py

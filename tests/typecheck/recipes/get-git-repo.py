@@ -1,0 +1,1 @@
+../../../recipes/get-git-repo/run.py

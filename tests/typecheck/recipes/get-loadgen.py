@@ -1,0 +1,1 @@
+../../../recipes/get-loadgen/run.py

@@ -1,0 +1,1 @@
+../../../recipes/get-ml-model/run.py

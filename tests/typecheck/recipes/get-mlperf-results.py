@@ -1,0 +1,1 @@
+../../../recipes/get-mlperf-results/run.py

@@ -1,0 +1,1 @@
+../../../recipes/get-python-package/run.py

@@ -1,0 +1,1 @@
+../../../recipes/get-rocm/run.py

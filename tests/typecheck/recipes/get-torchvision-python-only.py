@@ -1,0 +1,1 @@
+../../../recipes/get-torchvision-python-only/run.py

@@ -1,0 +1,1 @@
+../../../recipes/get-vllm/run.py

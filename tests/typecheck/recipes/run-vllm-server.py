@@ -1,0 +1,1 @@
+../../../recipes/run-vllm-server/run.py
