@@ -1,4 +1,4 @@
-"""mypy checks every recipe's Python file, through tests/typecheck/recipes/: one link per file, named after its recipe."""
+"""mypy checks every recipe's Python file through tests/typecheck/recipes/: one link per file, named for its recipe."""
 
 from __future__ import annotations
 
