@@ -32,6 +32,7 @@ CHECKER_PATTERNS: dict[str, str] = {
     "mbxp": r".*'mbxp':\s([\d.]+).*",    # ACC_PATTERN mbxp_accuracy
     "accuracy": r"Word Error Rate\:.*, accuracy=([0-9\.]+)%",  # ACC_PATTERN ACCURACY (whisper)
     "f1": r'\{.*"f1":\s*([\d\.]+).*\}',  # ACC_PATTERN F1_HIERARCHICAL (qwen3-vl-235b-a22b)
+    "vbench_score": r".*'vbench_score':\s([\d.]+).*",  # ACC_PATTERN vbench_score (cmx.mlperf.scoring.vbench)
 }
 # not read by the checker; the same shape, so that accuracy.txt round-trips
 _COUNT_PATTERNS: dict[str, str] = {
@@ -48,11 +49,12 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
                  "gen_len": "GEN_LEN", "tokens_per_sample": "TOKENS_PER_SAMPLE",
                  "exact_match": "exact_match", "gsm8k": "gsm8k_accuracy", "mbxp": "mbxp_accuracy",
-                 "accuracy": "ACCURACY", "f1": "F1_HIERARCHICAL"}
+                 "accuracy": "ACCURACY", "f1": "F1_HIERARCHICAL", "vbench_score": "vbench_score"}
 LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum",
           "gen_len": "generated length (characters)", "tokens_per_sample": "tokens per sample",
           "exact_match": "exact match (%)", "gsm8k": "GSM8K exact match (%)", "mbxp": "MBXP pass@1 (%)",
-          "accuracy": "100 - word error rate (%)", "f1": "category hierarchical F1"}
+          "accuracy": "100 - word error rate (%)", "f1": "category hierarchical F1",
+          "vbench_score": "VBench score (mean of its dimensions, %)"}
 
 
 class BoundLike(Protocol):
@@ -102,8 +104,8 @@ def parse_accuracy_txt(text: str) -> dict[str, float | int | str]:
 
     Lines are split as `open().readlines()` splits them and matched with the checker's
     patterns; the first line that matches a key gives its value. Keys: rouge1, rouge2, rougeL,
-    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp, accuracy and wer (floats), gen_len, gen_num,
-    gen_tok_len (ints) and hash (str); a key the text lacks is absent.
+    rougeLsum, tokens_per_sample, exact_match, gsm8k, mbxp, accuracy, vbench_score and wer (floats),
+    gen_len, gen_num, gen_tok_len (ints) and hash (str); a key the text lacks is absent.
     """
     found: dict[str, float | int | str] = {}
     patterns = {**CHECKER_PATTERNS, **_COUNT_PATTERNS}
