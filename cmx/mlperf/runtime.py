@@ -14,6 +14,9 @@ pin, and the vLLM build for the device. Checked with cmx.tools.pip; installed on
   next run imports again only after a pip install or uninstall there.
 - rocm: there is no ROCm vLLM on PyPI; it must come with the environment (AMD's vLLM image). cmx
   only checks that `import vllm` works and that torch is a ROCm (HIP) build.
+- A tool whose pins clash with the run's environment (VBench pins transformers 4.33.2 and numpy below 2) gets a
+  virtual environment of its own holding a pinned set (`cached_venv`): a cache entry keyed by the set's text, pip's
+  arguments and the interpreter it is made from, built once and run as ENTRY/venv/bin/python.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from cmx.tools.pip import (
     ensure,
     install_to_folder,
     installed_versions,
+    make_venv,
     parse_requirement,
+    read_pins,
     run_subprocess,
 )
 
@@ -69,6 +74,14 @@ print(json.dumps({"implementation": sys.implementation.cache_tag or sys.implemen
 """
 
 
+# the interpreter a venv made from `python` links to (a venv's own Python makes venvs from its base): the venv
+# holds that path, so a cached venv serves only the same interpreter at the same place
+_BASE_PROBE = r"""
+import json, os, sys
+print(json.dumps({"base": os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)}))
+"""
+
+
 class RuntimeMissing(StepError):
     """The interpreter lacks a package the run needs, in a way cmx cannot install (ROCm vLLM)."""
 
@@ -80,6 +93,16 @@ class VllmInfo:
     version: str
     installed_now: bool
     removed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VenvFound:
+    """A pinned set in a virtual environment of its own, in a cache entry."""
+
+    python: Path                 # ENTRY/venv/bin/python: run it by this path (or `-m` a module), not by its scripts
+    packages: dict[str, str]     # each pinned distribution and the version installed
+    key: str                     # the cache entry's key
+    built_now: bool = False      # this call made the environment
 
 
 @dataclass(frozen=True)
@@ -165,6 +188,78 @@ def _build_loadgen(requirement: str, abi: dict[str, str], key: str, *, python: s
                             hint=f"see the step log; remove the build with `rm -rf {build}`") from None
         meta = EntryMeta(recipe=LOADGEN_ARTEFACT, key=key, inputs={"requirement": requirement, **abi},
                          outputs={"version": version, "requirement": requirement, "path": str(site)},
+                         created=now_iso(), duration=round(time.monotonic() - started, 3))
+        return store.publish(build, meta)
+    except BaseException:
+        store.discard(build)
+        raise
+
+
+def cached_venv(artefact: str, requirements: Path, *, python: str, store: Store, run: Runner = run_subprocess,
+                extra_args: Sequence[str] = ()) -> VenvFound:
+    """The cache entry `cache/<artefact>/KEY/` holding a virtual environment made from `python` with the pinned set
+    `requirements` (cmx.tools.pip.make_venv), keyed by the set's text, `extra_args` (pip's index) and the
+    interpreter (its ABI and the real path of the base interpreter the venv links to); built once, under the entry's
+    lock, and published whole. Nothing is installed into `python`."""
+    requirements = Path(requirements)
+    text = _read_set(requirements)
+    key, interpreter = _venv_identity(text, python, run, extra_args)
+    entry, built = store.lookup(artefact, key), False
+    if entry is None:
+        with store.lock(artefact, key):
+            entry = store.lookup(artefact, key)  # another process may have built it meanwhile
+            if entry is None:
+                entry, built = _build_venv(artefact, key, requirements, text, interpreter, python=python,
+                                           store=store, run=run, extra_args=extra_args), True
+    return VenvFound(Path(entry.outputs["python"]), dict(entry.outputs["packages"]), key, built)
+
+
+def venv_key(requirements: Path, *, python: str, run: Runner = run_subprocess, extra_args: Sequence[str] = ()) -> str:
+    """The key of `cached_venv`'s entry: a sha256 of the set's text, pip's arguments and the interpreter's facts."""
+    return _venv_identity(_read_set(Path(requirements)), python, run, extra_args)[0]
+
+
+def _read_set(requirements: Path) -> bytes:
+    """The set's text, once every line of it is checked to be a pin (an unpinned set is refused before anything
+    runs)."""
+    read_pins(requirements)
+    return requirements.read_bytes()
+
+
+def _venv_identity(text: bytes, python: str, run: Runner, extra_args: Sequence[str]) -> tuple[str, dict[str, str]]:
+    interpreter = {**python_abi(python, run), "base": _base_interpreter(python, run)}
+    digest = hashlib.sha256(text).hexdigest()
+    key = hashlib.sha256(json.dumps({"requirements": digest, "pip_args": list(extra_args), **interpreter},
+                                    sort_keys=True).encode()).hexdigest()
+    return key, interpreter
+
+
+def _base_interpreter(python: str, run: Runner) -> str:
+    try:
+        done = run([python, "-c", _BASE_PROBE])
+    except CommandFailed as err:
+        raise StepError(f"{python} could not say its base interpreter: {err.message}",
+                        hint="give the path of a Python 3 interpreter (--input python=...)") from None
+    found = _last_json(done.stdout.splitlines())
+    if found is None or not isinstance(found.get("base"), str):
+        raise StepError(f"{python} did not say its base interpreter", hint="see the step log for what it printed")
+    return str(found["base"])
+
+
+def _build_venv(artefact: str, key: str, requirements: Path, text: bytes, interpreter: dict[str, str], *,
+                python: str, store: Store, run: Runner, extra_args: Sequence[str]) -> Entry:
+    from cmx.cache.store import EntryMeta, now_iso
+
+    started = time.monotonic()
+    build = store.new_build_dir(artefact, key)
+    try:
+        (build / "requirements.txt").write_bytes(text)  # the set the entry holds, beside it
+        packages = make_venv(build / "venv", build / "requirements.txt", python=python, run=run,
+                             extra_args=extra_args)
+        meta = EntryMeta(recipe=artefact, key=key,
+                         inputs={"requirements": str(requirements), "pip_args": list(extra_args), **interpreter},
+                         outputs={"python": str(build / "venv" / "bin" / "python"), "packages": packages,
+                                  "requirements": str(build / "requirements.txt")},
                          created=now_iso(), duration=round(time.monotonic() - started, 3))
         return store.publish(build, meta)
     except BaseException:

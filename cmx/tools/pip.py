@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -370,6 +371,87 @@ def install_to_folder(requirement: str, folder: Path, *, python: str = sys.execu
         raise PipInstallFailed(f"pip could not install {text!r} into {folder}: {exc.message}", tail=exc.tail,
                                hint=f"pip's last lines say why; after fixing it, `{shlex.join(argv)}` is the "
                                     "command") from None
+
+
+def read_pins(requirements: Path) -> dict[str, str]:
+    """Each `name==version` of a pip requirements file, by name: the pinned set a `make_venv` environment must hold.
+
+    Comments, option lines (`--index-url ...`) and each line's `--hash` options are set aside, as pip reads them;
+    a requirement that is not one exact `==` pin (a range, a wildcard, a URL, a marker) is refused, since the set
+    would not say what the environment holds."""
+    try:
+        text = Path(requirements).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StepError(f"cannot read the pinned set {requirements}: {exc.strerror or exc}",
+                        hint="give the path of a pip requirements file (--input requirements=...)") from None
+    pins: dict[str, str] = {}
+    for number, line in _logical_lines(text):
+        spec = re.split(r"\s--hash", line, maxsplit=1)[0].strip()
+        if not spec or spec.startswith("-"):
+            continue
+        req = parse_requirement(spec)
+        exact = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+        if len(exact) != 1 or len(req.specifier) != 1:
+            raise BadRequirement(f"{requirements}:{number}: {spec!r} is not pinned to one version",
+                                 hint="write every requirement of the set as NAME==VERSION")
+        pins[req.name] = exact[0].version
+    if not pins:
+        raise BadRequirement(f"{requirements} pins no package", hint="list the set as NAME==VERSION lines")
+    return pins
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """The requirements file's lines as pip joins them (a trailing backslash continues a line), comments dropped,
+    each with the number of its first physical line."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw)  # pip's comment rule
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append((start, (pending + line).strip()))
+        pending = ""
+    if pending:
+        out.append((start, pending.strip()))
+    return out
+
+
+def make_venv(folder: Path, requirements: Path, *, python: str, run: Runner = run_subprocess,
+              extra_args: Sequence[str] = ()) -> dict[str, str]:
+    """A virtual environment at `folder`, made by `python -m venv` from `python`, holding the pinned set
+    `requirements` installed by its own pip (`pip install -r`, hash-checked where the file gives hashes), and
+    checked to hold each pin; returns the pins as found installed. Nothing is installed into `python`.
+
+    Run its interpreter as `FOLDER/bin/python` (or `-m` a module): a venv moved after it is made (a cache entry is
+    built beside its final place and renamed) keeps working that way, while its console scripts keep the build
+    path in their first line."""
+    pins = read_pins(requirements)
+    try:
+        run([python, "-m", "venv", str(folder)])
+    except CommandFailed as exc:
+        raise PipInstallFailed(f"{python} could not make a virtual environment in {folder}: {exc.message}",
+                               tail=exc.tail, hint="the interpreter needs its venv and ensurepip modules "
+                                                   "(Debian: apt install python3-venv)") from None
+    env_python = str(folder / "bin" / "python")
+    argv = [env_python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *extra_args,
+            "-r", str(requirements)]
+    try:
+        run(argv)
+    except CommandFailed as exc:
+        raise PipInstallFailed(f"pip could not install the pinned set {requirements}: {exc.message}", tail=exc.tail,
+                               hint=f"pip's last lines say why; after fixing it, `{shlex.join(argv)}` is the "
+                                    "command") from None
+    found = installed_versions(list(pins), python=env_python, run=run)
+    wrong = [f"{name} {found[name] or '(absent)'} instead of {version}" for name, version in pins.items()
+             if found[name] is None or not _accepts(parse_requirement(f"{name}=={version}"), found[name] or "")]
+    if wrong:
+        raise PackageMissing(f"after pip install -r {requirements}, the environment holds " + "; ".join(wrong),
+                             hint="pip_args may point pip at another index, or a pin's name differs from the "
+                                  "distribution's; see the step log")
+    return {name: version for name, version in found.items() if version is not None}
 
 
 def _install_lock(prefix: str) -> FileLock:
