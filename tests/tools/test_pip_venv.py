@@ -133,12 +133,27 @@ def test_a_set_that_is_not_all_exact_pins_is_refused(tmp_path: Path, line: str, 
         read_pins(lock)
 
 
-def test_the_recipes_own_set_is_vbench_0_1_5_with_its_pins(tmp_path: Path) -> None:
-    pins = read_pins(REPO / "recipes" / "get-vbench-env" / "requirements.txt")
+def test_the_recipes_own_set_is_vbench_0_1_5_with_its_pins() -> None:
+    pins = read_pins(REPO / "recipes" / "get-vbench-env" / "pins.txt")
     # vbench 0.1.5's METADATA: Requires-Dist transformers==4.33.2 and numpy<2.0.0, timm>=0.9,<=1.0.12
     assert (pins["vbench"], pins["transformers"], pins["numpy"], pins["timm"]) == ("0.1.5", "4.33.2", "1.26.4",
                                                                                    "1.0.12")
     assert (pins["torch"], pins["torchvision"]) == ("2.5.1", "0.20.1")  # the reference image's
+
+
+def test_the_cuda_set_resolves_every_pin_and_hashes_every_file() -> None:
+    folder = REPO / "recipes" / "get-vbench-env"
+    pins, resolved = read_pins(folder / "pins.txt"), read_pins(folder / "cuda-cp311.txt")
+
+    def canonical(name: str) -> str:
+        return name.lower().replace("_", "-").replace(".", "-")
+
+    assert {canonical(n): v for n, v in pins.items()}.items() <= {canonical(n): v for n, v in resolved.items()}.items()
+    text = (folder / "cuda-cp311.txt").read_text(encoding="utf-8")
+    assert text.count("--hash=sha256:") == len(resolved) == 104
+    # vbench 0.1.5's wheel on PyPI, as `pip download vbench==0.1.5 --no-deps` fetched it
+    wheel = "13266ed4715d91a7669ab58484b9e010bc91bb96e129d414fb512d4937890023"
+    assert f"vbench==0.1.5 \\\n    --hash=sha256:{wheel}" in text
 
 
 # --- the environment, made by pip from the index --------------------------------------------------------------
