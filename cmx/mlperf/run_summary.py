@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cmx.mlperf.loadgen.harness_config import recorded_validity
+from cmx.mlperf.loadgen.harness_config import latency_phrase, recorded_validity
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class RunSummary:
     loadgen_validity: str | None = None
     latency_p99_ms: float | None = None  # a Server test judged on whole answers (Qwen3-VL): LoadGen's p99
     samples_per_second: float | None = None
+    # a SingleStream test's result, in its unit (HarnessResult.latency)
+    latency: float | None = None
+    latency_unit: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -77,4 +80,11 @@ def format_table(runs: Sequence[RunSummary], *, short: bool = False, notes: Sequ
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     if short:
         lines.append("NOT COMPLIANT: a short and/or tiny run (see cmx_run.json of each scenario)")
-    return "\n".join([*lines, *notes])
+    return "\n".join([*lines, *latency_notes(runs), *notes])
+
+
+def latency_notes(runs: Sequence[RunSummary]) -> tuple[str, ...]:
+    """A line per SingleStream performance test: its result is a latency, which the table's throughput columns do
+    not hold ("SingleStream performance: 90th percentile latency 12.5 s (early stopping)")."""
+    return tuple(f"{r.scenario} {r.mode}: {latency_phrase(r.latency, r.latency_unit)}" for r in runs
+                 if r.latency is not None)

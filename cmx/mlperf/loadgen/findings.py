@@ -189,7 +189,8 @@ def _early_stopping_problems(run: LoggedRun) -> list[str]:
     if met:
         return []
     verdicts = [(label, text) for label, text in (("TTFT", r.early_stopping_ttft), ("TPOT", r.early_stopping_tpot),
-                                                  ("latency", r.early_stopping)) if text and "unsuccessful" in text]
+                                                  ("latency", r.early_stopping))
+                if text and ("unsuccessful" in text or _TOO_FEW.search(text))]
     counts = "; ".join(f"{label}: {_early_stopping_counts(text)}" for label, text in verdicts)
     if not counts:
         counts = "LoadGen's own early-stopping lines do not say why: was the log edited?"
@@ -198,10 +199,15 @@ def _early_stopping_problems(run: LoggedRun) -> list[str]:
 
 _PROCESSED = re.compile(r"Processed (\d+) queries")
 _NEEDED = re.compile(r"at least (\d+) more queries")
+# SingleStream's (and MultiStream's) message when too few queries ran for any estimate (results.cc EarlyStopping)
+_TOO_FEW = re.compile(r"Only processed (\d+) queries.*?at least (\d+) queries", re.DOTALL)
 
 
 def _early_stopping_counts(text: str) -> str:
     """LoadGen's bulleted early-stopping message as its numbers: 'processed 592 queries, needs at least 64491 more'."""
+    if too_few := _TOO_FEW.search(text):
+        return (f"processed {too_few.group(1)} queries, and an estimate needs at least {too_few.group(2)}: raise "
+                "min_query_count")
     processed, needed = _PROCESSED.search(text), _NEEDED.search(text)
     if processed and needed:
         return (f"processed {processed.group(1)} queries, would need at least {needed.group(1)} more with every one "
@@ -232,8 +238,9 @@ def _token_problems(run: LoggedRun, bench: Benchmark) -> list[str]:
     elif not r.tokens_per_second:
         out.append("0 tokens/s: LoadGen counted no output tokens (the SUT did not pass n_tokens, or passed < 2); "
                    "the checker would show this result as NoResults.")
-    if run.scenario == "Server" and run.settings.use_token_latencies and (r.ttft is None or r.ttft.p99_ns is None):
-        out.append("the Server log has no first-token latencies: call FirstTokenComplete for every sample.")
+    if run.scenario in ("Server", "SingleStream") and run.settings.use_token_latencies and \
+            (r.ttft is None or r.ttft.p99_ns is None):
+        out.append(f"the {run.scenario} log has no first-token latencies: call FirstTokenComplete for every sample.")
     return out
 
 

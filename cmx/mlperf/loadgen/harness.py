@@ -340,7 +340,9 @@ def judge(config: HarnessConfig, errors: list[Any], completed: int, start_second
     from cmx.mlperf.rounds import load_round
 
     run = read_loadgen_run(config.output)
-    findings = run.findings(load_round(config.round), config.benchmark, compliant=False, scenario=config.scenario,
+    round_ = load_round(config.round)
+    rules = round_.benchmark(config.benchmark).scenario(config.scenario)
+    findings = run.findings(round_, config.benchmark, compliant=False, scenario=config.scenario,
                             compliance_test=config.mode.upper() if config.mode.startswith("test") else None)
     problems = [failed_samples_problem(errors, completed)] if errors else []
     problems += [f.text for f in findings]
@@ -351,7 +353,10 @@ def judge(config: HarnessConfig, errors: list[Any], completed: int, start_second
         loadgen_validity=r.validity, problems=problems,
         samples_per_second=r.samples_per_second, tokens_per_second=r.tokens_per_second,
         ttft_p99_ms=r.ttft.p99_ms if r.ttft else None, tpot_p99_ms=r.tpot.p99_ms if r.tpot else None,
-        latency_p99_ms=r.latency.p99_ms if config.scenario != "Offline" and r.ttft is None else None,
+        latency_p99_ms=r.latency.p99_ms if rules.loadgen_scenario == "Server" and r.ttft is None else None,
+        latency=rules.in_latency_unit(r.early_stopping_latency_ns)
+        if rules.latency_result and r.early_stopping_latency_ns is not None else None,
+        latency_unit=(rules.latency_unit or "ms") if rules.latency_result else None,
         completed_samples=completed, failed_samples=len(errors), start_seconds=round(start_seconds, 3),
         test_seconds=round(test_seconds, 3), details=details)
 

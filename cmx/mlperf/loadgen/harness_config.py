@@ -13,7 +13,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.run_record import FAILED
-from cmx.mlperf.rounds import load_round
+from cmx.mlperf.rounds import SINGLE_STREAM_PERCENTILE, load_round
 from cmx.secrets import Redactor, masked_url
 
 if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to
     from cmx.mlperf.backends.vllm import VllmBackendConfig
 
 MODES = ("performance", "accuracy", *COMPLIANCE_MODES)
-SCENARIOS = ("Offline", "Server", "Interactive")
+SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
 HARNESS_ROUND = "v6.0"  # the round of a harness config, or an accuracy evaluation, that names none
 
 
@@ -219,6 +219,11 @@ def recorded_validity(validity: str | None, problems: bool) -> str | None:
     return FAILED if problems and validity in ("VALID", None) else validity
 
 
+def latency_phrase(latency: float, unit: str | None) -> str:
+    """A SingleStream result as people read it: "90th percentile latency 12.5 s (early stopping)"."""
+    return f"{SINGLE_STREAM_PERCENTILE}th percentile latency {latency:.4g} {unit or 'ms'} (early stopping)"
+
+
 @dataclass(frozen=True)
 class HarnessResult:
     """What one test did, as result.json holds it. `ok` is False when there is any problem.
@@ -241,6 +246,10 @@ class HarnessResult:
     details: dict[str, Any] = field(default_factory=dict)
     loadgen_validity: str | None = None
     latency_p99_ms: float | None = None  # a Server test judged on whole answers (no token latencies): its p99
+    # a SingleStream test's result: LoadGen's early-stopping estimate of its 90th percentile latency (the
+    # checker's early_stopping_latency_ss), in the unit the round reports it in (ms, or s)
+    latency: float | None = None
+    latency_unit: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -254,7 +263,8 @@ class HarnessResult:
         else:
             head = f"{self.scenario} {self.mode}"
             if self.ok:
-                return f"{head}: {self.validity or 'no result'}, OK"
+                result = "" if self.latency is None else f", {latency_phrase(self.latency, self.latency_unit)}"
+                return f"{head}: {self.validity or 'no result'}, OK{result}"
         shown = "INVALID, FAILED" if self.validity == "INVALID" else FAILED
         return f"{head}: {shown}:\n" + "\n".join(f"  - {p}" for p in self.problems)
 

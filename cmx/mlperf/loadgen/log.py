@@ -216,8 +216,16 @@ def _settings(v: dict[str, Any]) -> RunSettings:
     )
 
 
+# where each scenario's throughput is (results.cc, PerformanceSummary::LogDetail): Offline's samples and tokens per
+# second of its one query; Server's completed samples and tokens per second; SingleStream's queries per second with
+# LoadGen's overhead (its result is a latency: early_stopping_latency_ss) and completed tokens per second
+_SAMPLES_PER_SECOND = {"Offline": "result_samples_per_second", "Server": "result_completed_samples_per_sec",
+                       "SingleStream": "result_qps_with_loadgen_overhead"}
+
+
 def _results(v: dict[str, Any]) -> RunResults:
-    server = v.get("effective_scenario") == "Server"
+    scenario = str(v.get("effective_scenario"))
+    completed = scenario in ("Server", "SingleStream")
     return RunResults(
         validity=_str(v.get("result_validity")),
         min_duration_met=_bool(v.get("result_min_duration_met")),
@@ -228,9 +236,10 @@ def _results(v: dict[str, Any]) -> RunResults:
         early_stopping=_str(v.get("early_stopping_result")),
         early_stopping_ttft=_str(v.get("early_stopping_ttft_result")),
         early_stopping_tpot=_str(v.get("early_stopping_tpot_result")),
-        samples_per_second=_float(v.get("result_completed_samples_per_sec" if server else "result_samples_per_second")),
+        samples_per_second=_float(v.get(_SAMPLES_PER_SECOND.get(scenario, "result_samples_per_second"))),
         scheduled_samples_per_second=_float(v.get("result_scheduled_samples_per_sec")),
-        tokens_per_second=_float(v.get("result_completed_tokens_per_second" if server else "result_tokens_per_second")),
+        tokens_per_second=_float(v.get("result_completed_tokens_per_second" if completed
+                                       else "result_tokens_per_second")),
         query_count=_int(v.get("result_query_count")),
         generated_query_count=_int(v.get("generated_query_count")),
         generated_samples_per_query=_int(v.get("generated_samples_per_query")),
@@ -240,6 +249,7 @@ def _results(v: dict[str, Any]) -> RunResults:
                                "result_first_token_max_latency_ns", "result_first_token_{}_percentile_latency_ns"),
         tpot=_logged_latencies(v, "result_time_to_output_token_min", "result_time_to_output_token_mean",
                                "result_time_to_output_token_max", "result_time_per_output_token_{}_percentile_ns"),
+        early_stopping_latency_ns=_int(v.get("early_stopping_latency_ss")),
     )
 
 

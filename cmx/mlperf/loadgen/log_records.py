@@ -86,15 +86,19 @@ class RunResults:
     early_stopping: str | None             # LoadGen's early-stopping verdict without token latencies
     early_stopping_ttft: str | None        # ... and per token latency with them
     early_stopping_tpot: str | None
-    samples_per_second: float | None       # Offline: samples/s; Server: completed samples/s
+    samples_per_second: float | None       # Offline: samples/s; Server: completed samples/s; SingleStream: queries
+    #                                        issued per second, LoadGen's overhead included
     scheduled_samples_per_second: float | None
-    tokens_per_second: float | None        # Offline: tokens/s; Server: completed tokens/s
+    tokens_per_second: float | None        # Offline: tokens/s; Server, SingleStream: completed tokens/s
     query_count: int | None
     generated_query_count: int | None
     generated_samples_per_query: int | None
     latency: Latencies
     ttft: Latencies | None                 # Server with token latencies
     tpot: Latencies | None
+    # SingleStream's result (the checker's RESULT_FIELD_NEW early_stopping_latency_ss): the latency early stopping
+    # bounds its 90th percentile by, at 99 % confidence; 0 where too few queries ran for an estimate
+    early_stopping_latency_ns: int | None = None
 
 
 @dataclass(frozen=True)

@@ -216,8 +216,10 @@ def run_shape(settings: Any, scenario: str, mode: str, total_samples: int) -> Ru
     """The shape LoadGen's TestSettings (after FromConfig) fix for a test: accuracy issues every sample once;
     Server performance runs `max(min_query_count, qps × min_duration)` queries and at least min_duration;
     Offline's query size is known when it is issued. A compliance run's audit.config is not read here. A Server
-    test without token latencies is judged on end-to-end latency: its limit is server_target_latency_ns."""
-    streamed = scenario != "Offline"
+    test without token latencies is judged on end-to-end latency: its limit is server_target_latency_ns. A
+    SingleStream test has no limit, and runs at least min_query_count queries, one at a time, and min_duration."""
+    single = scenario == "SingleStream"
+    streamed = scenario != "Offline" and not single  # the Server-like tests, whose limits LoadGen judges
     ttft = settings.ttft_latency / 1e6 if streamed and settings.use_token_latencies else None
     tpot = settings.tpot_latency / 1e6 if streamed and settings.use_token_latencies else None
     e2e = settings.server_target_latency_ns / 1e6 if streamed and not settings.use_token_latencies else None
@@ -228,7 +230,9 @@ def run_shape(settings: Any, scenario: str, mode: str, total_samples: int) -> Ru
         return RunShape(scenario, mode, ttft_limit_ms=ttft, tpot_limit_ms=tpot, latency_limit_ms=e2e)
     min_duration = settings.min_duration_ms / 1000.0
     expected = None
-    if scenario != "Offline":
+    if single:
+        expected = int(settings.min_query_count)
+    elif scenario != "Offline":
         expected = max(int(settings.min_query_count), math.ceil(settings.server_target_qps * min_duration))
     return RunShape(scenario, mode, expected=expected, min_duration_s=min_duration, ttft_limit_ms=ttft,
                     tpot_limit_ms=tpot, latency_limit_ms=e2e)

@@ -1,4 +1,5 @@
-"""LoadGen's System Under Test and Query Sample Library over a cmx Backend (Offline, Server, Interactive).
+"""LoadGen's System Under Test and Query Sample Library over a cmx Backend (Offline, Server, Interactive,
+SingleStream).
 
 What LoadGen needs, and how these classes give it (see /work/shared/mlperf-rules.md and the
 Backend contract in cmx.mlperf.backends.base):
@@ -7,7 +8,10 @@ Backend contract in cmx.mlperf.backends.base):
   LoadGen's scheduled time: it only hands work on. Offline puts the whole query on a queue for
   the worker thread, which gives it to `Backend.generate` in one call (the engine's scheduler
   batches, not the harness) and completes each sample as the backend yields it. Server and
-  Interactive call `Backend.submit` per sample, which returns at once.
+  Interactive call `Backend.submit` per sample, which returns at once. So does SingleStream, through
+  the same SUT: LoadGen issues its next query only when the last one completed, so one sample is in
+  flight at a time, and its latency (first token included, where LoadGen measures token latencies)
+  is measured as a Server sample's.
 - Every response is what the benchmark's `ResponseEncoder` makes of a result's output (an int32
   array of its token ids, unless the benchmark answers otherwise: Whisper sends its transcript's
   labels as int64) with `n_tokens` = all the generated tokens (LoadGen needs >= 2 for TPOT); the array lives
@@ -61,6 +65,7 @@ from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
 STOP_GRACE_S = 1.0
 MAX_LOGGED_FAILURES = 20  # failed samples logged one by one; the harness's result counts them all
 MAX_EMPTY_ANSWERS = 10_000  # lost Offline samples answered empty (about 3 MB of LoadGen's log); more stop the test
+STREAMED_SCENARIOS = ("Server", "Interactive", "SingleStream")  # each sample to Backend.submit (ServerSUT)
 
 
 class SutError(CmxError):
@@ -411,8 +416,8 @@ class OfflineSUT(_BaseSUT):
 
 
 class ServerSUT(_BaseSUT):
-    """Server and Interactive: each sample to `Backend.submit` at once; this object is the sink. Once the
-    backend is dead, samples are failed here and never reach it.
+    """Server, Interactive and SingleStream: each sample to `Backend.submit` at once; this object is the sink.
+    Once the backend is dead, samples are failed here and never reach it.
 
     `first_tokens`: LoadGen measures token latencies (use_token_latencies). Then every sample needs its
     FirstTokenComplete before its completion, a failed one too: an accuracy run's log reads each sample's
@@ -532,11 +537,11 @@ class LoadgenTest:
 def make_sut(scenario: str, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
              logger: logging.Logger | None = None, clock: SampleClock | None = None,
              encode: ResponseEncoder | None = None, *, first_tokens: bool = True) -> OfflineSUT | ServerSUT:
-    """The SUT for a benchmark scenario (Offline; Server and Interactive stream); `encode` is the benchmark's
-    answer to LoadGen (int32 token ids unless it says otherwise); `first_tokens`: LoadGen measures token
-    latencies (ServerSUT)."""
+    """The SUT for a benchmark scenario (Offline; Server, Interactive and SingleStream stream, SingleStream one
+    sample at a time as LoadGen issues it); `encode` is the benchmark's answer to LoadGen (int32 token ids unless
+    it says otherwise); `first_tokens`: LoadGen measures token latencies (ServerSUT)."""
     if scenario == "Offline":
         return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock, encode)
-    if scenario in ("Server", "Interactive"):
+    if scenario in STREAMED_SCENARIOS:
         return ServerSUT(lg, backend, qsl, max_tokens, logger, clock, encode, first_tokens=first_tokens)
-    raise SutError(f"unknown scenario {scenario!r}", hint="Offline, Server or Interactive")
+    raise SutError(f"unknown scenario {scenario!r}", hint="Offline, Server, Interactive or SingleStream")

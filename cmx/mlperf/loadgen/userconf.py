@@ -105,7 +105,11 @@ def user_conf(round_: Round, benchmark: Benchmark | str, scenario: str, *,
     """The user.conf for one scenario of a benchmark in a round.
 
     `target_qps` is what LoadGen plans with (Offline: samples in the query; Server: the
-    schedule) and is required for Offline, Server and Interactive. `mode`, when given, pins the
+    schedule) and is required for Offline, Server and Interactive. SingleStream has no target_qps
+    (LoadGen issues the next query when the last one completes): `target_latency_ms` is there the
+    latency you expect, from which LoadGen pre-generates enough queries for min_duration (none:
+    mlperf.conf's *.SingleStream.target_latency, 10 ms, which over-generates for a slower SUT and
+    costs nothing else). `mode`, when given, pins the
     test mode in the file (LoadGen's `mode` key); otherwise the harness sets it. `short` adds
     a smoke-test profile; `overrides` (bare key -> value) come last and win. Seeds and keys
     LoadGen does not read from user.conf are refused with a UserConfError.
@@ -114,11 +118,12 @@ def user_conf(round_: Round, benchmark: Benchmark | str, scenario: str, *,
     rules = bench.scenario(scenario)
     model, lg_scenario = rules.loadgen_model, rules.loadgen_scenario
     values: dict[str, Value] = {}
-    if target_qps is None:
+    if target_qps is None and not rules.latency_result:
         raise UserConfError(f"{bench.name} {scenario}: target_qps is required",
                             hint="LoadGen sizes the Offline query and schedules Server queries from it; "
                                  "give the throughput you expect (samples/s)")
-    values["target_qps"] = _checked_value("target_qps", target_qps, round_)
+    if target_qps is not None:
+        values["target_qps"] = _checked_value("target_qps", target_qps, round_)
     if target_latency_ms is not None:
         values["target_latency"] = _checked_value("target_latency", target_latency_ms, round_)
     if mode is not None:

@@ -10,7 +10,7 @@ from cmx.mlperf.loadgen.userconf_keys import (
     MLPERF_CONF_ONLY_KEYS,
     USER_CONF_KEYS,
 )
-from cmx.mlperf.rounds import Benchmark, Round, ScenarioRules
+from cmx.mlperf.rounds import SINGLE_STREAM_PERCENTILE, Benchmark, Round, ScenarioRules
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,9 @@ def _judge(key: str, value: float, round_: Round, bench: Benchmark, rules: Scena
                 "(end to end, p99)")
     if key == "target_latency_percentile" and rules.loadgen_scenario == "Server" and value != 99:
         return f"target_latency_percentile = {value:g}: the Server percentile is 99 (open-only key)"
+    if key == "target_latency_percentile" and rules.latency_result and value != SINGLE_STREAM_PERCENTILE:
+        return (f"target_latency_percentile = {value:g}: a SingleStream result is the {SINGLE_STREAM_PERCENTILE}th "
+                "percentile latency (open-only key)")
     return None
 
 

@@ -21,8 +21,14 @@ from cmx.errors import CmxError
 
 ROUNDS_DIR = Path(__file__).resolve().parent
 ENDPOINTS_V1_FILE = ROUNDS_DIR / "endpoints-v1.0.yaml"  # not a round: `known_rounds` reads v*.yaml only
-SCENARIOS = ("Offline", "Server", "Interactive")
-LOADGEN_SCENARIOS = ("Offline", "Server")
+SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
+LOADGEN_SCENARIOS = ("Offline", "Server", "SingleStream")
+# the units the checker reports a SingleStream result in: constants.py UNIT_DICT ("Latency (ms)") and, per benchmark,
+# SPECIAL_UNIT_DICT (wan-2.2-t2v-a14b: "Latency (s)"); performance_check.py divides the nanoseconds to match
+LATENCY_UNITS = {"ms": 1e6, "s": 1e9}
+# the percentile a SingleStream result is, and early stopping estimates (mlperf.conf *.SingleStream.
+# target_latency_percentile = 90; only pointpainting, an edge benchmark, says 99.9)
+SINGLE_STREAM_PERCENTILE = 90
 
 
 class RoundError(CmxError):
@@ -96,9 +102,9 @@ class AccuracyTargets:
 class ScenarioRules:
     """One scenario of a benchmark: what LoadGen calls it, how long it must run, its latency limits."""
 
-    name: str               # Offline, Server, Interactive (the folder name in the tree)
+    name: str               # Offline, Server, Interactive, SingleStream (the folder name in the tree)
     loadgen_model: str      # the model name LoadGen's mlperf.conf and user.conf use
-    loadgen_scenario: str   # Offline or Server (Interactive is a Server run)
+    loadgen_scenario: str   # Offline, Server or SingleStream (Interactive is a Server run)
     min_duration_ms: int
     min_query_count: int | None  # Offline: samples in the one query; None where early stopping decides
     latency: LatencyLimits | None  # None for Offline, and for a Server judged on whole answers
@@ -113,6 +119,18 @@ class ScenarioRules:
     # where the scenario has its own accuracy set (v6.1 Qwen3-VL Interactive: 8,000 rows, F1 >= 0.7878 x 0.99)
     accuracy_sample_count: int | None = None
     accuracy: AccuracyTargets | None = None
+    # a SingleStream result is LoadGen's early-stopping estimate of its 90th percentile latency, reported in this
+    # unit (a key of LATENCY_UNITS: ms, or s where the checker says so); None for the throughput scenarios
+    latency_unit: str | None = None
+
+    @property
+    def latency_result(self) -> bool:
+        """Whether the result is a latency (SingleStream) rather than a throughput."""
+        return self.loadgen_scenario == "SingleStream"
+
+    def in_latency_unit(self, ns: float) -> float:
+        """A latency in nanoseconds in this scenario's reporting unit (ms unless the round says s)."""
+        return ns / LATENCY_UNITS[self.latency_unit or "ms"]
 
 
 @dataclass(frozen=True)
@@ -408,15 +426,31 @@ def _parse_scenario(name: str, s: _Reader, factor: float) -> ScenarioRules:
         accuracy_sample_count=s.get("accuracy_sample_count", int, None),
         accuracy=AccuracyTargets(minimums=_bounds(s.sub("accuracy_minimums"), factor))
         if "accuracy_minimums" in s.data else None,
+        latency_unit=s.get("latency_unit", str, None),
     )
     s.done()
     if rules.loadgen_scenario not in LOADGEN_SCENARIOS:
         raise RoundError(f"{s.where}.loadgen_scenario must be one of {', '.join(LOADGEN_SCENARIOS)}", where=s.path)
+    if rules.latency_result:
+        _check_single_stream(rules, s)
+    elif rules.latency_unit is not None:
+        raise RoundError(f"{s.where}.latency_unit: only a SingleStream result is a latency", where=s.path)
     limits = (rules.latency is not None) + (rules.target_latency_ms is not None)
     if limits != (rules.loadgen_scenario == "Server"):
         raise RoundError(f"{s.where}: a Server-like scenario needs either ttft_p99_ms and tpot_p99_ms or "
                          "target_latency_ms (judged on whole answers), Offline none of them", where=s.path)
     return rules
+
+
+def _check_single_stream(rules: ScenarioRules, s: _Reader) -> None:
+    """A SingleStream scenario: judged by LoadGen's early stopping at its 90th percentile (mlperf.conf), so no
+    minimum query count (the checker's min_query_count_check skips the early-stopping scenarios), and reported in
+    ms or s."""
+    if rules.min_query_count is not None:
+        raise RoundError(f"{s.where}.min_query_count: a SingleStream run's count is early stopping's to decide",
+                         where=s.path)
+    if (rules.latency_unit or "ms") not in LATENCY_UNITS:
+        raise RoundError(f"{s.where}.latency_unit must be one of {', '.join(LATENCY_UNITS)}", where=s.path)
 
 
 def _parse_accuracy(a: _Reader, factor: float) -> AccuracyTargets:
