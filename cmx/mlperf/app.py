@@ -83,6 +83,9 @@ SHORT_PROFILES = {
     "Offline": ShortProfile(min_duration_ms=500, samples=SHORT_SAMPLES, min_query_count=SHORT_SAMPLES),
     "Server": ShortProfile(min_duration_ms=4000, samples=SHORT_SAMPLES, min_query_count=480),
     "Interactive": ShortProfile(min_duration_ms=4000, samples=SHORT_SAMPLES, min_query_count=480),
+    # a SingleStream run's early stopping at p90 with 99 % confidence needs 64 queries with at most one over the
+    # estimate: one query at a time, so a short one asks for that many and no duration
+    "SingleStream": ShortProfile(min_duration_ms=0, samples=SHORT_SAMPLES, min_query_count=SHORT_SAMPLES),
 }
 SHORT_TIMEOUT_S = 900.0
 
@@ -176,7 +179,7 @@ Verifier = Callable[[Path, str, int | None], Path]
 
 def scenario_user_conf(config: AppConfig, round_: Round, scenario: str) -> UserConf:
     qps = config.target_qps.get(scenario)
-    if qps is None:
+    if qps is None and not round_.benchmark(config.benchmark).scenario(scenario).latency_result:
         raise AppConfigError(f"no target_qps for {config.benchmark} {scenario}",
                              hint=f"give --input target_qps_{scenario.lower()}=N: the throughput you expect "
                                   "(samples/s); LoadGen sizes the run from it")
@@ -242,7 +245,8 @@ def score(config: AppConfig, round_: Round, result: HarnessResult, output: Path,
                       tokens_per_second=result.tokens_per_second, ttft_p99_ms=result.ttft_p99_ms,
                       tpot_p99_ms=result.tpot_p99_ms, rouge=rouge, problems=problems, details=dict(result.details),
                       loadgen_validity=result.loadgen_validity, latency_p99_ms=result.latency_p99_ms,
-                      samples_per_second=result.samples_per_second)
+                      samples_per_second=result.samples_per_second, latency=result.latency,
+                      latency_unit=result.latency_unit)
 
 
 def _score_accuracy(config: AppConfig, round_: Round, output: Path,

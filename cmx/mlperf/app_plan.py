@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from cmx.errors import StepError
 from cmx.mlperf.app_targets import named_target, targeted_benchmark
 
-SCENARIOS = ("Offline", "Server", "Interactive")
+SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
 TESTS = ("performance", "accuracy", "compliance", "test01", "test06", "test07", "test09")
 DEFAULT_SCENARIO, DEFAULT_MODE = "offline", "valid"
 
@@ -54,18 +54,24 @@ def listed_names(listed: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in listed.split(",") if n.strip()))
 
 
+def scenario_name(word: str) -> str | None:
+    """A scenario as the rounds spell it, from a variation or a listed name in any case (`singlestream`,
+    `Offline`); None when there is none."""
+    return next((s for s in SCENARIOS if s.lower() == word.lower()), None)
+
+
 def planned_scenarios(step: Choices) -> tuple[str, ...] | None:
     """The scenarios the step will run, by name; None for `_all-scenarios` (the round's table says which)."""
     variation = step.variation("scenario")
     listed = pick(step.inputs["scenarios"], variation, DEFAULT_SCENARIO, group="scenarios", input_name="scenarios")
     if listed is None:
-        return None if variation == "all-scenarios" else (variation.capitalize(),)
+        return None if variation == "all-scenarios" else (scenario_name(variation) or variation.capitalize(),)
     names = listed_names(listed)
-    unknown = [n for n in names if n.capitalize() not in SCENARIOS]
+    unknown = [n for n in names if scenario_name(n) is None]
     if unknown or not names:
         raise AppConfigError(f"unknown scenario {unknown[0] if unknown else '(none)'!r} in scenarios={listed}",
                              hint=f"the scenarios are {', '.join(SCENARIOS)} (comma-separated)")
-    return tuple(n.capitalize() for n in names)
+    return tuple(scenario_name(n) or n for n in names)
 
 
 def check_tests(step: Choices) -> None:
@@ -118,4 +124,5 @@ def check_app_plan(step: Choices) -> list[str]:
     return [plan_line(unset, step.flag("short"))] if unset != () else []
 
 
-__all__ = ["SCENARIOS", "TESTS", "AppConfigError", "Choices", "check_app_plan", "pick", "planned_scenarios"]
+__all__ = ["SCENARIOS", "TESTS", "AppConfigError", "Choices", "check_app_plan", "pick", "planned_scenarios",
+           "scenario_name"]

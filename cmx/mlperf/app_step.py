@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from cmx.execute.context import StepContext, StepProgress
 from cmx.mlperf.app import AppConfig
-from cmx.mlperf.app_plan import AppConfigError, Choices, pick, refuse_half_topology, refuse_workers_without_url
+from cmx.mlperf.app_plan import (
+    AppConfigError,
+    Choices,
+    pick,
+    refuse_half_topology,
+    refuse_workers_without_url,
+    scenario_name,
+)
 from cmx.mlperf.app_targets import named_target, targeted_benchmark
 from cmx.mlperf.backends.base import Sampling, SamplingError
 from cmx.mlperf.loadgen.harness_config import MODES, EndpointSettings, LoadgenSource
@@ -46,7 +53,7 @@ def scenarios_for(choice: str, round_: Round, benchmark: str) -> tuple[str, ...]
     names = bench.loadgen_scenario_names
     if choice == "all-scenarios":
         return names
-    wanted = choice.capitalize()
+    wanted = scenario_name(choice) or choice.capitalize()
     if wanted in bench.scenario_names and wanted not in names:
         raise AppConfigError(f"{benchmark} {wanted} in {round_.name} is measured by MLCommons' endpoint client "
                              "(inference-endpoint), not by LoadGen, so cmx cannot run it",

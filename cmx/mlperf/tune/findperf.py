@@ -63,10 +63,16 @@ class FoundTarget:
                 f"logs {self.folder})")
 
 
+# scenarios with no target to find: LoadGen issues a SingleStream query when the last one completed, so no rate is
+# planned (its expected latency only sizes the queries LoadGen pre-generates; mlperf.conf's default serves)
+TARGETLESS_SCENARIOS = ("SingleStream",)
+
+
 def unset_targets(scenarios: Iterable[str], targets: Mapping[str, Any]) -> tuple[str, ...]:
     """The scenarios (by name: Offline, Server) whose target_qps_<scenario> is None: those find-performance
     measures. Given in any way (command line, inputs file, a variation such as _tiny), a target is used as is."""
-    return tuple(s for s in scenarios if targets.get(f"target_qps_{s.lower()}") is None)
+    return tuple(s for s in scenarios
+                 if s not in TARGETLESS_SCENARIOS and targets.get(f"target_qps_{s.lower()}") is None)
 
 
 def plan_line(scenarios: tuple[str, ...] | None, short: bool) -> str:
@@ -108,5 +114,5 @@ def _rounded(qps: float) -> float:
     return float(f"{qps:.3g}")
 
 
-__all__ = ["FOLDER", "LATENCY_HEADROOM", "OFFLINE_MARGIN", "SERVER_MARGIN", "FoundTarget", "offline_target",
-           "plan_line", "server_measure", "server_target", "unset_targets"]
+__all__ = ["FOLDER", "LATENCY_HEADROOM", "OFFLINE_MARGIN", "SERVER_MARGIN", "TARGETLESS_SCENARIOS", "FoundTarget",
+           "offline_target", "plan_line", "server_measure", "server_target", "unset_targets"]

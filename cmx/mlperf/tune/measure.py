@@ -30,6 +30,7 @@ from cmx.mlperf.tune.findperf import (
     LATENCY_HEADROOM,
     OFFLINE_MARGIN,
     SERVER_MARGIN,
+    TARGETLESS_SCENARIOS,
     FoundTarget,
     offline_target,
     server_measure,
@@ -50,7 +51,7 @@ class NoTargetFound(AppConfigError):
 
 def find_targets(ctx: StepContext, config: AppConfig, family: str) -> AppConfig:
     """`config` with a target for each of its scenarios: the given ones as they are, the others measured."""
-    missing = [s for s in config.scenarios if config.target_qps.get(s) is None]
+    missing = [s for s in config.scenarios if s not in TARGETLESS_SCENARIOS and config.target_qps.get(s) is None]
     if not missing:
         return config
     targets = dict(config.target_qps)
