@@ -199,3 +199,15 @@ def test_the_harness_runs_a_single_stream_performance_and_accuracy_test_on_the_t
     assert accuracy.ok, accuracy.problems
     assert len(read_accuracy_log(tmp_path / "accuracy" / ACCURACY_LOG)) == ROWS
     assert read_loadgen_run(tmp_path / "accuracy").errors == ()
+
+
+def test_the_app_names_single_stream_in_any_case_and_finds_no_target_for_it():
+    from cmx.mlperf.app import short_profile
+    from cmx.mlperf.app_plan import scenario_name
+    from cmx.mlperf.tune.findperf import unset_targets
+
+    assert [scenario_name(w) for w in ("singlestream", "SingleStream", "offline", "multistream")] == \
+        ["SingleStream", "SingleStream", "Offline", None]
+    assert unset_targets(("Offline", "SingleStream"), {"target_qps_offline": None}) == ("Offline",)
+    profile = short_profile("SingleStream", None)
+    assert (profile.min_query_count, profile.min_duration_ms) == (64, 0)  # early stopping's fewest at p90
