@@ -63,7 +63,7 @@ class ResultRow:
     benchmark: str
     scenario: str
     path: str
-    metric: float | None            # tokens/s (Offline), completed tokens/s (Server, Interactive)
+    metric: float | None            # the checker's result in `units`: tokens/s, samples/s, queries/s, a latency
     units: str
     validity: str | None            # LoadGen's VALID / INVALID (see harness)
     accuracy: dict[str, float]      # ROUGE1, ROUGE2, ROUGEL, TOKENS_PER_SAMPLE as found

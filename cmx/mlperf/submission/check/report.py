@@ -47,7 +47,9 @@ def format_table(rows: Sequence[ResultRow]) -> str:
 
 
 def _cells(r: ResultRow) -> tuple[str, ...]:
-    metric = "-" if r.metric is None else f"{r.metric:.1f} {r.units}"
+    # a latency (SingleStream) may be a fraction of its unit: four significant digits, not one decimal
+    digits = ".4g" if r.units.startswith("Latency") else ".1f"
+    metric = "-" if r.metric is None else f"{r.metric:{digits}} {r.units}"
     accuracy = " ".join(f"{k}={v:g}" for k, v in r.accuracy.items()) or "-"
     compliant = "yes" if r.compliant else f"no ({r.problems} problem(s))"
     return (r.division, r.submitter, r.system, r.benchmark, r.scenario, metric, clip(r.validity or "-", 20),

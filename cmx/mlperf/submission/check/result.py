@@ -103,18 +103,28 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
         mine += found if closed else [replace(p, severity=WARNING) for p in found]
     mine = one_finding_per_link(mine)
     problems += mine
-    # the checker's result: tokens/s for the LLMs; samples/s (Offline) or completed queries/s for a benchmark
-    # without token latencies (constants.py RESULT_FIELD_NEW and UNIT_DICT)
-    if round_.benchmark(bench_name).token_latencies:
-        metric, units = (perf.results.tokens_per_second if perf else None), "Tokens/s"
-    else:
-        metric = perf.results.samples_per_second if perf else None
-        units = "Samples/s" if folder.scenario == "Offline" else "Queries/s"
+    metric, units = checker_metric(round_, bench_name, folder.scenario, perf)
     return ResultRow(division=sub.division, submitter=sub.name, system=folder.system, benchmark=folder.benchmark,
                      scenario=folder.scenario, path=relative(folder.path, root), metric=metric, units=units,
                      validity=perf.results.validity if perf else None, accuracy=accuracy,
                      problems=sum(1 for p in mine if p.severity == ERROR), system_facts=system,
                      weight_data_types=str(measured.get("weight_data_types") or ""))
+
+
+def checker_metric(round_: Round, benchmark: str, scenario: str, perf: LoadgenRun | None) -> tuple[float | None, str]:
+    """The checker's result and its units (constants.py RESULT_FIELD_NEW, RESULT_FIELD_BENCHMARK_OVERWRITE, UNIT_DICT
+    and SPECIAL_UNIT_DICT; performance_check.py get_performance_metric_check): SingleStream's early-stopping
+    estimate of its 90th percentile latency, in ms or in the unit the round gives (wan-2.2-t2v-a14b: s); tokens/s
+    for the LLMs' other scenarios; samples/s (Offline) or completed queries/s for a benchmark without token
+    latencies."""
+    rules = round_.benchmark(benchmark).scenario(scenario)
+    r = perf.results if perf else None
+    if rules.latency_result:
+        ns = r.early_stopping_latency_ns if r else None
+        return (None if ns is None else rules.in_latency_unit(ns)), f"Latency ({rules.latency_unit or 'ms'})"
+    if round_.benchmark(benchmark).token_latencies:
+        return (r.tokens_per_second if r else None), "Tokens/s"
+    return (r.samples_per_second if r else None), "Samples/s" if scenario == "Offline" else "Queries/s"
 
 
 def _file_set(folder: Path, required: tuple[str, ...], optional: tuple[str, ...], root: Path,
