@@ -115,6 +115,9 @@ class ResultRow:
     # a Server test judged on whole answers (no token latencies: Qwen3-VL): its end-to-end latency and the limit
     latency: Percentiles | None = None
     latency_limit_ms: float | None = None
+    # a SingleStream test's result: LoadGen's early-stopping estimate of its 90th percentile, in its unit (ms, s)
+    result_latency: float | None = None
+    result_unit: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -272,7 +275,8 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
 
     folder = Path(run["folder"])
     ttft = tpot = latency = None
-    ttft_limit = tpot_limit = latency_limit = samples_per_second = None
+    ttft_limit = tpot_limit = latency_limit = samples_per_second = result_latency = None
+    rules = load_round(facts["round"]).benchmark(facts["benchmark"]).scenario(run["scenario"])
     try:
         log = read_loadgen_run(folder)
     except LoadgenLogError:
@@ -283,7 +287,12 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
         s = log.settings
         ttft_limit = s.ttft_latency_ns / 1e6 if s.ttft_latency_ns and ttft else None
         tpot_limit = s.tpot_latency_ns / 1e6 if s.tpot_latency_ns and tpot else None
-        if ttft is None and run["scenario"] != "Offline" and run["mode"] == "performance" and s.target_latency_ns:
+        performance = run["mode"] == "performance"
+        if rules.latency_result and performance:  # SingleStream: its latencies, and its result among them
+            latency = Percentiles.of(log.results.latency)
+            ns = log.results.early_stopping_latency_ns
+            result_latency = None if ns is None else rules.in_latency_unit(ns)
+        elif ttft is None and rules.loadgen_scenario == "Server" and performance and s.target_latency_ns:
             # a Server test judged on whole answers
             latency, latency_limit = Percentiles.of(log.results.latency), s.target_latency_ns / 1e6
     targets = load_round(facts["round"]).benchmark(facts["benchmark"]).accuracy
@@ -298,4 +307,5 @@ def _record(facts: dict[str, Any], run: dict[str, Any]) -> ResultRow:
         accuracy_minimums={b.metric: b.value for b in targets.minimums if b.metric in accuracy},
         accuracy_maximums={b.metric: b.value for b in targets.maximums if b.metric in accuracy},
         short=bool(facts.get("short")), tiny=bool(facts.get("tiny")), compliant=bool(facts.get("compliant")),
-        samples=SampleTimes.read(folder / SAMPLES_CSV), latency=latency, latency_limit_ms=latency_limit)
+        samples=SampleTimes.read(folder / SAMPLES_CSV), latency=latency, latency_limit_ms=latency_limit,
+        result_latency=result_latency, result_unit=(rules.latency_unit or "ms") if rules.latency_result else None)

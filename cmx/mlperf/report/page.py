@@ -7,9 +7,10 @@ and its styles in the page: it opens from a file with no network.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cmx.mlperf.loadgen.harness_config import latency_phrase
 from cmx.mlperf.pareto.record import LABEL, OFFICIAL_CLIENT_LABEL, AccuracyGate, ParetoRecord, Point
 from cmx.mlperf.published.answer import Costed, Yardstick
 from cmx.mlperf.published.compare import field_of, place, read_runs
@@ -326,7 +327,7 @@ def _cells(r: ResultRow) -> list[Cell]:
             Cell(validity, "ok" if r.ok else "bad"),
             Cell(_num(r.tokens_per_second)), Cell(_num(r.samples_per_second, 2)),
             _latency(r.ttft, r.ttft_limit_ms), _latency(r.tpot, r.tpot_limit_ms),
-            _latency(r.latency, r.latency_limit_ms),
+            _with_result(_latency(r.latency, r.latency_limit_ms), r),
             _accuracy(r), Cell(_flags(r), "" if r.compliant else "warn")]
 
 
@@ -335,6 +336,13 @@ def _latency(p: Percentiles | None, limit: float | None) -> Cell:
         return Cell("-")
     text = " / ".join(_ms(v) for v in (p.p50, p.p90, p.p99)) + (f" (limit {limit:.0f})" if limit else "")
     return Cell(text, "" if not limit or p.p99 is None else "ok" if p.p99 < limit else "bad")
+
+
+def _with_result(cell: Cell, r: ResultRow) -> Cell:
+    """A SingleStream test's latency cell, with its result in the unit the round reports it in."""
+    if r.result_latency is None:
+        return cell
+    return replace(cell, text=f"{cell.text}; result: {latency_phrase(r.result_latency, r.result_unit)}")
 
 
 def _accuracy(r: ResultRow) -> Cell:
