@@ -462,29 +462,46 @@ def registry_remove(name: str, *, settings: Settings | None = None) -> Source:
 # --- reports and submissions ----------------------------------------------------------------------
 
 def report(results: str | os.PathLike, out: str | os.PathLike | None = None, *,
-           other: str | os.PathLike | None = None, published: bool = False, round_name: str = "v6.1",
+           other: str | os.PathLike | None = None, published: bool | None = None, round_name: str = "v6.1",
            summary: str | os.PathLike | None = None, mirror: str | None = None, price: float | None = None,
            users: int | None = None, tokens_per_user: float | None = None, settings: Settings | None = None,
-           environ: Mapping[str, str] | None = None) -> Path:
+           environ: Mapping[str, str] | None = None, emit: Callable[[str], None] | None = None) -> Path:
     """Write one self-contained HTML page for a benchmark's results folder (and, with `other`, B compared with
-    A): cmx.mlperf.report. Default `out`: RESULTS/report.html. With `published` (implied by `summary` or `price`),
-    each performance test is placed among the round's published results (the table `results` reads), priced at
-    `price` per accelerator-hour when given."""
+    A): cmx.mlperf.report. Default `out`: RESULTS/report.html. Each performance test is placed among the round's
+    published results (the table `results` reads): by default when that table is in the cache already (looked up,
+    never fetched; the page says which table, or how to add it); with `published` (implied by `summary` or
+    `price`) fetched first when it is not; never with `published=False`. A price prices it. `emit` is told the
+    page's line about the table."""
     from cmx.extras import require_extra
 
     require_extra("report", "cmx report")
+    from cmx.mlperf.published.compare import has_runs
+    from cmx.mlperf.published.table import PublishedResultsError
     from cmx.mlperf.report.page import write_report
 
-    yardstick = None
-    if published or summary is not None or price is not None:
+    asked = summary is not None or price is not None
+    if published is False and asked:
+        raise PublishedResultsError("--summary and --price-per-accelerator-hour place the run among the published "
+                                    "results, which --no-published leaves out",
+                                    hint="drop --no-published, or the --summary and the price")
+    cost = _cost_ask(price, users, tokens_per_user)
+    folders = [Path(results), *([Path(other)] if other is not None else [])]
+    yardstick, note = None, None
+    if (published or asked) or (published is None and any(has_runs(f) for f in folders)):
         from cmx.mlperf.published.answer import Yardstick
+        from cmx.mlperf.published.text import table_missing, table_read
 
-        cost = _cost_ask(price, users, tokens_per_user)
-        yardstick = Yardstick.read(_published_source(round_name, summary=summary, mirror=mirror, settings=settings,
-                                                     environ=environ), cost)
+        source = _published_source(round_name, summary=summary, mirror=mirror, settings=settings, environ=environ) \
+            if published or asked else _cached_published_source(round_name, settings=settings, environ=environ)
+        if source is not None:
+            yardstick = Yardstick.read(source, cost)
+        note = table_read(source) if source is not None else table_missing(round_name, str(results))
     target = Path(out) if out is not None else Path(results) / "report.html"
-    return write_report(Path(results), target, other=Path(other) if other is not None else None,
-                        published=yardstick)
+    page = write_report(Path(results), target, other=Path(other) if other is not None else None,
+                        published=yardstick, published_note=note)
+    if note is not None and emit is not None:
+        emit(note)
+    return page
 
 
 def check(path: str | os.PathLike, *, round_name: str | None = None) -> CheckReport:
@@ -527,6 +544,29 @@ def _cost_ask(price: float | None, users: int | None, tokens_per_user: float | N
         raise PublishedResultsError("--users and --tokens-per-user are priced at --price-per-accelerator-hour, "
                                     "which was not given", hint="add --price-per-accelerator-hour P, your price")
     return CostAsk(price, users, tokens_per_user) if price is not None else None
+
+
+def _cached_published_source(round_name: str, *, settings: Settings | None = None,
+                             environ: Mapping[str, str] | None = None) -> PublishedSource | None:
+    """The round's table if get-mlperf-results cached it before (`cmx results --round R`, `cmx report --published`),
+    else None. Its step is resolved and looked up in the cache, never run: nothing is fetched. A step that does not
+    resolve (a recipe source not fetched yet) counts as not cached: the report does not need it."""
+    from cmx.cache.store import Store
+    from cmx.errors import CmxError
+    from cmx.mlperf.published.answer import Source as PublishedSource
+
+    s = _settings(settings)
+    try:
+        planned = plan(f"get mlperf-results _{round_name}", settings=s, environ=environ)
+    except CmxError:
+        return None
+    step = planned.plan.root_step
+    entry = Store(s.cache).lookup(step.name, step.key) if planned.cached.get(step.id) else None
+    if entry is None:
+        return None
+    got = entry.outputs
+    return PublishedSource(path=Path(got["path"]), round=got["round"], commit=got["commit"], url=got["url"],
+                           sha256=got["sha256"], verified=got["verified"])
 
 
 def _published_source(round_name: str, *, summary: str | os.PathLike | None = None, commit: str | None = None,

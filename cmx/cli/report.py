@@ -29,15 +29,18 @@ compliant Endpoints submission), its regions, C_min/C_max, power, accuracy gate
 and a row per point. With OTHER, the page holds both and a table of each metric
 of B against A with the ratio B/A; when both hold curves, one chart overlays them.
 
-With --published (or --summary FILE, or a price), each performance test is
-placed among the round's published MLPerf results of its benchmark and
-scenario (the table `cmx results` reads, fetched once by get-mlperf-results):
-a strip chart of every published result per accelerator, the run's
-accelerator highlighted and the run a star; its rank and ratio to the best
-and the median of that accelerator; the rows around it and what differs
-(precision, framework, nodes). --price-per-accelerator-hour P (your price)
-adds what a million tokens cost on the run, and --users N --tokens-per-user U
-what serving N users costs (docs/results.md).
+Each performance test is placed among the round's published MLPerf results
+of its benchmark and scenario (the table `cmx results` reads) when that table
+is in the cmx cache already: the page and the terminal say which table it read
+(round, commit, sha256, verified or not). When it is not, nothing is fetched:
+they say how to add it (`cmx results --round R` once, or --published, which
+fetches it, as --summary FILE and a price do); --no-published leaves it out.
+The section holds a strip chart of every published result per accelerator,
+the run's accelerator highlighted and the run a star; its rank and ratio to
+the best and the median of that accelerator; the rows around it and what
+differs (precision, framework, nodes). --price-per-accelerator-hour P (your
+price) adds what a million tokens cost on the run, and --users N
+--tokens-per-user U what serving N users costs (docs/results.md).
 
 The page needs no network to view: its plots are inline SVG drawn with
 matplotlib (`pip install 'cmx-bench[report]'`), its styles in the page.
@@ -53,8 +56,9 @@ matplotlib (`pip install 'cmx-bench[report]'`), its styles in the page.
 @click.argument("other", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Where the page goes (default: RESULTS/report.html).")
-@click.option("--published", is_flag=True,
-              help="Place each performance test among the round's published results (fetched once, cached).")
+@click.option("--published/--no-published", default=None,
+              help="Place each performance test among the round's published results, fetching the table when "
+                   "it is not cached (default: only when it is), or leave them out.")
 @click.option("--round", "round_name", default="v6.1", show_default=True, metavar="ROUND",
               help="The round whose published results to use.")
 @click.option("--summary", type=click.Path(path_type=Path, dir_okay=False, exists=True), metavar="FILE",
@@ -70,14 +74,15 @@ matplotlib (`pip install 'cmx-bench[report]'`), its styles in the page.
 @click.option("--json", "as_json", is_flag=True, help="Print the page's path as JSON.")
 @registry_option
 @click.pass_context
-def command(ctx: click.Context, results: Path, other: Path | None, out: Path | None, published: bool,
+def command(ctx: click.Context, results: Path, other: Path | None, out: Path | None, published: bool | None,
             round_name: str, summary: Path | None, mirror: str | None, price: float | None, users: int | None,
             tokens_per_user: float | None, as_json: bool) -> None:
     from cmx import api
 
     page = api.report(results, out, other=other, published=published, round_name=round_name, summary=summary,
                       mirror=mirror, price=price, users=users, tokens_per_user=tokens_per_user,
-                      settings=app(ctx).settings())
+                      settings=app(ctx).settings(),
+                      emit=None if as_json else lambda line: click.echo(line, err=True))
     if as_json:
         echo_json({"report": str(page)})
     else:

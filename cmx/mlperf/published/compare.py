@@ -122,6 +122,14 @@ def read_runs(results_dir: Path) -> tuple[RunFigure, ...]:
     return tuple(figures)
 
 
+def has_runs(results_dir: Path) -> bool:
+    """Whether `results_dir` holds a performance test to place among the published results (read_runs finds one)."""
+    try:
+        return bool(read_runs(results_dir))
+    except PublishedResultsError:
+        return False
+
+
 def _figure(facts: dict[str, Any], run: dict[str, Any], folder: Path) -> RunFigure:
     origin = facts.get("origin") or {}
     system = origin.get("system") or {}

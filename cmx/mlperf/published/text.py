@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
-from cmx.mlperf.published.answer import Costed, ResultsAnswer
+from cmx.mlperf.published.answer import Costed, ResultsAnswer, Source
 from cmx.mlperf.published.compare import Placement
 from cmx.mlperf.published.table import PublishedRow
 
@@ -39,6 +39,22 @@ def _source_line(a: ResultsAnswer) -> str:
                                      ("framework", a.filter.framework)) if v is not None]
     return f"MLPerf Inference {s.round} published results ({where}, {check})" + \
         (f": {', '.join(asked)}" if asked else "")
+
+
+def table_read(s: Source) -> str:
+    """Which table a report read, in one line: its round, its commit (or the local copy), its sha256's start and
+    whether that was checked against a pinned one."""
+    copy = unquote(urlsplit(s.url).path) if s.url.startswith("file:") else s.url
+    where = f"{s.path.name} at commit {s.commit[:12]}" if s.commit else f"your copy {copy or s.path}"
+    sha = f"sha256 {s.sha256[:12]}" if s.sha256 else "no sha256"
+    return (f"published results: MLPerf Inference {s.round}'s table ({where}, {sha}, "
+            f"{'verified' if s.verified else 'not verified'})")
+
+
+def table_missing(round_name: str, results: str) -> str:
+    """What a report says when the round's table is not in the cache: how to add it (nothing was fetched)."""
+    return (f"published results: MLPerf Inference {round_name}'s table is not in the cmx cache, so none is shown; "
+            f"add it with `cmx results --round {round_name}` once, or `cmx report {results} --published`")
 
 
 def _rows_text(a: ResultsAnswer) -> list[str]:

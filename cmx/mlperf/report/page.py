@@ -13,9 +13,9 @@ from pathlib import Path
 from cmx.mlperf.loadgen.harness_config import latency_phrase
 from cmx.mlperf.pareto.record import LABEL, OFFICIAL_CLIENT_LABEL, AccuracyGate, ParetoRecord, Point
 from cmx.mlperf.published.answer import Costed, Yardstick
-from cmx.mlperf.published.compare import field_of, place, read_runs
+from cmx.mlperf.published.compare import field_of, has_runs, place, read_runs
 from cmx.mlperf.published.table import PublishedResultsError
-from cmx.mlperf.published.text import cost_lines, standing
+from cmx.mlperf.published.text import cost_lines, standing, table_read
 from cmx.mlperf.report.collect import (
     ParetoCurve,
     Percentiles,
@@ -67,14 +67,16 @@ class Ratio:
     ratio: str
 
 
-def write_report(results: Path, out: Path, *, other: Path | None = None, published: Yardstick | None = None) -> Path:
+def write_report(results: Path, out: Path, *, other: Path | None = None, published: Yardstick | None = None,
+                 published_note: str | None = None) -> Path:
     """Write the page for `results` (and, given `other`, its comparison with it) to `out`; return `out`. With
-    `published`, each performance test is placed among the published results of its benchmark and scenario."""
+    `published`, each performance test is placed among the published results of its benchmark and scenario;
+    `published_note` (which table was read, or how to add one) is shown in each folder that has such a test."""
     a = collect(results)
     b = collect(other) if other is not None else None
     page = render(TEMPLATE, esc=html.escape, header=HEADER, tune_header=TUNE_HEADER, pareto_header=PARETO_HEADER,
                   probe_header=PROBE_HEADER, published_header=PUBLISHED_HEADER, title=_title(a, b),
-                  reports=[_section(r, published) for r in (a, b) if r],
+                  reports=[_section(r, published, published_note) for r in (a, b) if r],
                   pareto_overlay=_pareto_overlay(a, b) if b else [],
                   comparison=_comparison(a, b) if b and (a.tests or b.tests) else None)
     out = Path(out)
@@ -87,8 +89,12 @@ def _title(a: ResultsReport, b: ResultsReport | None) -> str:
     return f"cmx report: {a.path}" + (f" vs {b.path}" if b else "")
 
 
-def _section(report: ResultsReport, published: Yardstick | None = None) -> dict[str, object]:
+def _section(report: ResultsReport, published: Yardstick | None = None,
+             published_note: str | None = None) -> dict[str, object]:
     figures: list[Figure] = []
+    placed = _published(report, published) if published else []
+    if placed and published and not published_note:
+        published_note = table_read(published.source)
     for row in report.tests:
         if row.mode != "performance":
             continue
@@ -102,7 +108,8 @@ def _section(report: ResultsReport, published: Yardstick | None = None) -> dict[
                                                                     for p in r.problems],
             "not_compliant": any(r.short or r.tiny for r in report.tests), "figures": figures,
             "tunes": [_tune(t) for t in report.tunes], "pareto": [_pareto(c) for c in report.pareto],
-            "published": _published(report, published) if published else [],
+            "published": placed,
+            "published_note": published_note if published_note and (placed or has_runs(report.path)) else "",
             "served": [_served(s) for s in served_fractions(report.tests, report.pareto)],
             "published_round": published.source.round if published else ""}
 

@@ -3,6 +3,7 @@ chart with the run's accelerator highlighted and the run marked, rank and ratios
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -15,7 +16,7 @@ from cmx.mlperf.report.page import write_report
 from cmx.mlperf.report.plots import PEER_COLOUR, RUN_COLOUR
 from tests.browser import NO_BROWSER, opened
 from tests.conftest import REPO
-from tests.published_tables import row, rows, write_summary
+from tests.published_tables import COMMIT, raw_path, raw_server, row, rows, sha256, write_summary
 from tests.submission_trees import cmx_results
 
 
@@ -104,4 +105,67 @@ def test_the_published_chart_renders_in_a_real_browser_with_the_run_highlighted(
         assert browser_page.locator("figure.published-chart svg path").count() > 10  # points drawn, not an empty frame
         assert browser_page.locator("td.ok", has_text="this run").count() == 1
         browser_page.locator("section.published").screenshot(path=str(tmp_path / "published.png"))
+    assert errors == []
+
+
+@pytest.fixture
+def cached(home, tmp_path: Path):
+    """The home with the real get-mlperf-results and the generated v6.1 table fetched once into its cache (as
+    `cmx results --round v6.1` leaves it), and a mirror that serves nothing and records what it was asked: every
+    report below is told to fetch from it, so a request would show."""
+    shutil.copytree(REPO / "recipes" / "get-mlperf-results", home.recipes / "get-mlperf-results")
+    with raw_server({raw_path(): table(tmp_path).read_bytes()}) as site:
+        home.cmx("results", "--round", "v6.1", "--mirror", site.url, check=True)
+    with raw_server({}) as empty:
+        yield home, empty
+
+
+def test_a_cached_table_is_every_reports_yardstick_and_nothing_is_fetched(cached, tmp_path: Path) -> None:
+    home, mirror = cached
+    proc = home.cmx("report", str(mi300x_results(tmp_path)), "--mirror", mirror.url, check=True)
+    section = published_section(Path(proc.stdout.split("report: ", 1)[1].strip()).read_text())
+    said = (f"published results: MLPerf Inference v6.1's table (summary.json at commit {COMMIT[:12]}, sha256 "
+            f"{sha256(table(tmp_path))[:12]}, not verified)")
+    assert html.escape(said) in section and said in proc.stderr
+    assert "rank 3 of 4 among the published AMD Instinct MI300X rows" in section
+    assert "per million tokens" not in section  # no price given
+    assert mirror.seen == []
+
+
+def test_an_uncached_table_is_not_fetched_and_the_report_says_how_to_add_it(home, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "recipes" / "get-mlperf-results", home.recipes / "get-mlperf-results")
+    results = mi300x_results(tmp_path)
+    with raw_server({raw_path(): table(tmp_path).read_bytes()}) as mirror:
+        proc = home.cmx("report", str(results), "--mirror", mirror.url, check=True)
+    page = Path(proc.stdout.split("report: ", 1)[1].strip()).read_text()
+    hint = (f"published results: MLPerf Inference v6.1's table is not in the cmx cache, so none is shown; add it "
+            f"with `cmx results --round v6.1` once, or `cmx report {results} --published`")
+    assert hint in proc.stderr and html.escape(hint) in page
+    assert 'class="published"' not in page
+    assert mirror.seen == []
+    assert not list((home.root / "cache").glob("get-mlperf-results*"))
+
+
+def test_no_published_leaves_a_cached_table_out(cached, tmp_path: Path) -> None:
+    home, mirror = cached
+    proc = home.cmx("report", str(mi300x_results(tmp_path)), "--no-published", check=True)
+    page = Path(proc.stdout.split("report: ", 1)[1].strip()).read_text()
+    assert "published results" not in page and "published results" not in proc.stderr
+    assert mirror.seen == []
+    refused = home.cmx("report", str(mi300x_results(tmp_path)), "--no-published", "--price-per-accelerator-hour", "2")
+    assert refused.returncode == 1 and "which --no-published leaves out" in refused.stderr
+
+
+@pytest.mark.skipif(NO_BROWSER is not None, reason=NO_BROWSER or "")
+@pytest.mark.parametrize("price", [None, 2.0])
+def test_the_cached_tables_page_has_no_console_error_with_a_price_or_without(price: float | None,
+                                                                             tmp_path: Path) -> None:
+    summary = table(tmp_path)
+    source = Source(path=summary, round="v6.1", commit=COMMIT, sha256=sha256(summary))
+    page = write_report(mi300x_results(tmp_path), tmp_path / "report.html",
+                        published=Yardstick.read(source, CostAsk(price) if price else None))
+    with opened(page) as (browser_page, errors):
+        assert browser_page.locator("p.published-source").count() == 1
+        assert browser_page.locator("figure.published-chart svg").count() == 1
+        assert browser_page.locator("p.cost").count() == (1 if price else 0)
     assert errors == []
