@@ -19,7 +19,7 @@ venv: $(STAMP)  ## only the set-up: .venv with cmx and every extra the tests use
 # (until 0.2.0 the distribution was named cmx: an old .venv's is removed first, before it shares bin/cmx)
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip uninstall --quiet --yes cmx 2>/dev/null || true
-	$(PY) -m pip install --quiet -e '.[dev,cpu,scale,report]'
+	$(PY) -m pip install --quiet -e '.[dev,cpu,scale,report,video]'
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 

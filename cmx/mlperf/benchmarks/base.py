@@ -24,6 +24,7 @@ from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
+    from cmx.mlperf.backends.diffusion import VideoSettings
 
 
 class DatasetError(CmxError):
@@ -38,12 +39,15 @@ class Generation:
     generation.py cites otherwise); a run uses it unless the user overrides it (cmx_run.json records both).
     `stop_token_ids` are ids besides the tokenizer's EOS that end an answer (Llama 3.1's <|eot_id|>,
     say); `min_tokens` holds them back (LoadGen needs at least 2 tokens to compute TPOT).
+    `video`: a text-to-video benchmark's settings (size, frames, steps, seed, guidance, its fixed latent's file,
+    relative to the dataset folder), which the diffusion engine runs; None for a benchmark that answers in tokens.
     """
 
     max_tokens: int
     min_tokens: int = 2
     stop_token_ids: tuple[int, ...] = ()
     sampling: Sampling = GREEDY
+    video: VideoSettings | None = None
 
 
 class Dataset(Protocol):

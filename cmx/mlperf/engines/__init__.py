@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.app_plan import AppConfigError
-from cmx.mlperf.engines import disaggregated, endpoint, ray, vllm
+from cmx.mlperf.engines import diffusion, disaggregated, endpoint, ray, vllm
 from cmx.mlperf.engines.base import AppRun, Engine
 
 if TYPE_CHECKING:
     from cmx.mlperf.loadgen.harness_config import HarnessConfig
 
 ENGINES: tuple[Engine, ...] = (
+    diffusion,  # before ray and vllm: a diffusers pipeline's folder asks for it whatever else is given
     ray,
     vllm,
     disaggregated,

@@ -1,0 +1,318 @@
+"""A diffusers text-to-video pipeline in the harness process (Wan 2.2's WanPipeline): a prompt in, an mp4 out.
+
+What it does for each `GenRequest` with a `VideoPrompt`, as the reference does for each sample
+(text_to_video/wan-2.2-t2v-a14b/run_mlperf.py and run_inference.py in mlcommons/inference at b66003e):
+the pipeline is called with the prompt, the fixed negative prompt, the size, frame count, steps and the two
+guidance scales of `VideoSettings`, a generator seeded with the settings' seed, and the fixed initial latent
+(the same tensor for every sample); the frames are written with diffusers' `export_to_video` at the settings'
+fps (imageio and its ffmpeg, as the reference's run_inference.py writes the videos VBench scores), under the
+request's file name in the backend's folder; the result carries the file, its frame count and its sha256.
+
+Why LoadGen is answered with the sha256 of the mp4, not the frames (the reference's run_mlperf.py hands LoadGen
+the frames' raw bytes, 81 x 720 x 1280 x 3 = 224 MB a sample, which its accuracy log writes out in hex):
+- TEST04 (compliance/TEST04) compares the performance of a run that issues one sample over and over with the
+  performance run's; it reads LoadGen's summaries, never a response, so what the response holds cannot change its
+  verdict, and a digest costs LoadGen nothing to copy and log.
+- Re-scoring reads the mp4 files (VBench scores videos, not LoadGen's log); the accuracy log's digest of each
+  sample is the sha256 of the file that sample wrote, so anyone re-scoring checks with `sha256sum` that the videos
+  scored are the ones the logged run produced, and a video swapped or re-encoded afterwards no longer matches.
+  What the digest does not give is the frames themselves: a lost mp4 cannot be rebuilt from the log, only
+  generated again (the fixed latent and seed make that reproducible on the same software and device).
+The same seed, latent, prompt and settings give the same frames on the same device and software, and ffmpeg's
+encoder then writes the same bytes, so the digest repeats (tests/mlperf/backends/test_diffusion.py).
+
+Threading (cmx.mlperf.backends.base's contract): one worker thread owns the pipeline and runs one video at a time
+(the reference's batch is one prompt); `submit()` only queues the request (LoadGen's issue thread does nothing
+slow), `generate()` queues a batch and yields each result as the worker finishes it. A video has no first token:
+the sink hears `on_done` (or `on_error`) only, so the SUT that drives it must not wait for a first token
+(SingleStream and Offline measure whole samples). A sample that fails (the pipeline raised) fails alone.
+
+Data parallel over a node's GPUs, not built yet (the reference's run_inference.py launches one process per GPU
+with torch.distributed and gives rank r the prompts r, r + world_size, ...): one pipeline per GPU of the
+options' gpu_ids (each loaded with its device set, as `pipe.to(f"cuda:{i}")`), each with its own worker thread
+pulling from the one request queue, so a batch is spread over the GPUs as they come free and `generate()` yields
+in completion order; the GIL is released inside torch's kernels, so threads suffice where the reference uses
+processes. The device kind's profile gives the dtype (bf16 on CUDA and ROCm, as the reference; float32 on a CPU,
+where the tiny pipeline runs) and the torch device ("cuda" for both CUDA and ROCm builds of torch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmx.extras import require_extra
+from cmx.mlperf.backends.base import (
+    BackendDefaults,
+    BackendError,
+    GenRequest,
+    GenResult,
+    StartInfo,
+    StreamSink,
+    Video,
+)
+
+EXTRA = "video"
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+WARMUP_STEPS = 2  # one step of each expert: the first step is above Wan 2.2's boundary, the second below it
+
+
+@dataclass(frozen=True)
+class VideoSettings:
+    """How every video of a run is generated: the reference's inference_config.yaml (720x1280, 81 frames at 16 fps,
+    20 steps, seed 42, guidance 4.0 for the high-noise expert and 3.0 for the low-noise one, boundary_ratio 0.875,
+    its negative prompt) and the fixed initial `latent` (a torch file; None: the pipeline draws one from the seed).
+    `guidance_scale_2` and `boundary_ratio` are for a pipeline of two experts; None leaves the folder's own."""
+
+    height: int
+    width: int
+    frames: int
+    fps: int
+    steps: int
+    seed: int
+    guidance_scale: float
+    guidance_scale_2: float | None = None
+    boundary_ratio: float | None = None
+    negative_prompt: str = ""
+    latent: Path | None = None
+
+    def __post_init__(self) -> None:
+        # WanPipeline's own rules (check_inputs: sizes divisible by 16; num_frames - 1 divisible by the VAE's 4)
+        if self.height % 16 or self.width % 16 or self.height < 16 or self.width < 16:
+            raise BackendError(f"a video of {self.width}x{self.height} cannot be generated",
+                               hint="width and height are multiples of 16 (the reference's: 1280x720)")
+        if self.frames < 1 or (self.frames - 1) % 4:
+            raise BackendError(f"{self.frames} frames cannot be generated", hint="4k + 1 frames (the reference: 81)")
+        if self.steps < 1 or self.fps < 1:
+            raise BackendError(f"steps ({self.steps}) and fps ({self.fps}) must be at least 1")
+
+
+@dataclass(frozen=True)
+class DiffusionBackendConfig:
+    """The pipeline folder (`model`: a diffusers folder with its model_index.json), the run's `settings`, the
+    folder the videos are written to, and the device kind and precision the engine's profile gave."""
+
+    model: Path
+    settings: VideoSettings
+    videos: Path
+    device: str = "cpu"
+    precision: str | None = None
+    warmup: bool = True
+
+    @property
+    def dtype(self) -> str:
+        """torch's name of the pipeline's dtype: the precision asked for, else bf16 on a GPU (the reference's) and
+        float32 on a CPU. The VAE runs in float32 whatever this is, as the reference loads it."""
+        if self.precision is None:
+            return "float32" if self.device == "cpu" else "bfloat16"
+        if self.precision not in DTYPES:
+            raise BackendError(f"the diffusion pipeline does not run in {self.precision}",
+                               hint=f"one of {', '.join(DTYPES)}")
+        return DTYPES[self.precision]
+
+    @property
+    def torch_device(self) -> str:
+        """torch's device: ROCm's build of torch names its GPUs cuda too."""
+        return "cpu" if self.device == "cpu" else "cuda"
+
+
+def is_pipeline(folder: Path) -> bool:
+    """Whether `folder` is a diffusers pipeline (its model_index.json), not a transformers checkpoint."""
+    return (Path(folder) / "model_index.json").is_file()
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_Job = tuple[GenRequest, StreamSink]
+
+
+@dataclass
+class _Batch:
+    """The sink of one `generate()` call: its results, in the order the worker finished them."""
+
+    results: queue.SimpleQueue[GenResult | BaseException] = field(default_factory=queue.SimpleQueue)
+
+    def on_first_token(self, request_id: int, token_id: int) -> None:
+        """A video has none."""
+
+    def on_done(self, result: GenResult) -> None:
+        self.results.put(result)
+
+    def on_error(self, request_id: int, error: BaseException) -> None:
+        self.results.put(error)
+
+
+class DiffusionBackend(BackendDefaults):
+    """A diffusers pipeline (see the module docstring); nothing is loaded before `start()`."""
+
+    def __init__(self, config: DiffusionBackendConfig, logger: logging.Logger | None = None) -> None:
+        self.config = config
+        self.log = logger or logging.getLogger(__name__)
+        self._pipe: Any = None
+        self._latent: Any = None
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._videos = 0
+        self._seconds = 0.0
+
+    # --- the contract ----------------------------------------------------------------------------------------
+
+    def start(self) -> StartInfo:
+        if self._worker is not None:
+            raise BackendError("the diffusion backend is already started")
+        require_extra(EXTRA, "the diffusion engine")  # accelerate and ftfy too: diffusers fails late without them
+        began = time.perf_counter()
+        self._pipe = self._load()
+        self._latent = self._load_latent()
+        loaded = time.perf_counter() - began
+        warm_began = time.perf_counter()
+        if self.config.warmup:  # kernels chosen and memory taken before LoadGen's timed window, as vLLM's warm-up
+            self._pipe(**{**self._call_args("warm-up"), "num_inference_steps": WARMUP_STEPS, "output_type": "np"})
+        warmed = time.perf_counter() - warm_began
+        self.config.videos.mkdir(parents=True, exist_ok=True)
+        self._worker = threading.Thread(target=self._work, name="cmx-diffusion", daemon=True)
+        self._worker.start()
+        s = self.config.settings
+        engine = {"kind": "diffusers", "pipeline": type(self._pipe).__name__, "model": str(self.config.model),
+                  "device": self.config.torch_device, "dtype": self.config.dtype,
+                  "video": f"{s.width}x{s.height}, {s.frames} frames at {s.fps} fps, {s.steps} steps, seed {s.seed}",
+                  "fixed_latent": str(s.latent) if s.latent else None}
+        return StartInfo(engines=(engine,), start_seconds=loaded, warmup_requests=int(self.config.warmup),
+                         warmup_seconds=warmed)
+
+    def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]:
+        """Each request's video, in the order they are finished; a failed one raises (the SUT fails the rest)."""
+        batch = _Batch()
+        for request in requests:
+            self._enqueue(request, batch)
+        for _ in requests:
+            got = batch.results.get()
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+
+    def submit(self, request: GenRequest, sink: StreamSink) -> None:
+        """Queued for the worker, which calls `sink.on_done` (no first token: a video has none) or `on_error`."""
+        self._enqueue(request, sink)
+
+    def details(self) -> dict[str, Any]:
+        return {"videos": self._videos, "generation_seconds": round(self._seconds, 3)}
+
+    def stop(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._jobs.put(None)
+            worker.join(timeout=600)  # a video being generated ends first (a pipeline call cannot be interrupted)
+        self._pipe = self._latent = None
+
+    # --- the pipeline ----------------------------------------------------------------------------------------
+
+    def _enqueue(self, request: GenRequest, sink: StreamSink) -> None:
+        if self._worker is None:
+            raise BackendError(f"{request.name}: the diffusion backend is not started")
+        if request.video is None:
+            raise BackendError(f"{request.name}: the diffusion pipeline takes a text-to-video prompt, not token ids",
+                               hint="this engine runs a text-to-video benchmark (its model is a diffusers folder)")
+        self._jobs.put((request, sink))
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            request, sink = job
+            try:
+                result = self.video(request)
+            except Exception as exc:  # noqa: BLE001 - the sample fails alone; its sink says so
+                sink.on_error(request.id, exc if isinstance(exc, BackendError)
+                              else BackendError(f"{request.name}: the pipeline failed: {exc}"))
+                continue
+            sink.on_done(result)
+
+    def video(self, request: GenRequest) -> GenResult:
+        """Generate and write one request's video (on the worker thread; callable directly once started)."""
+        import torch
+        from diffusers.utils import export_to_video
+
+        assert request.video is not None
+        began = time.perf_counter()
+        with torch.inference_mode():
+            frames = self._pipe(**self._call_args(request.video.text), output_type="np").frames[0]
+        path = self.config.videos / request.video.file_name
+        partial = path.with_name(f".{path.stem}.partial{path.suffix}")  # a file never has its name half-written
+        export_to_video(list(frames), str(partial), fps=self.config.settings.fps)
+        os.replace(partial, path)
+        self._seconds += time.perf_counter() - began
+        self._videos += 1
+        video = Video(str(path), sha256_of(path), len(frames), self.config.settings.fps)
+        return GenResult(id=request.id, token_ids=[], finish_reason="stop", video=video)
+
+    def _call_args(self, prompt: str) -> dict[str, Any]:
+        import torch
+
+        s = self.config.settings
+        args: dict[str, Any] = dict(prompt=prompt, negative_prompt=s.negative_prompt, height=s.height, width=s.width,
+                                    num_frames=s.frames, guidance_scale=s.guidance_scale, num_inference_steps=s.steps,
+                                    generator=torch.Generator(device=self.config.torch_device).manual_seed(s.seed))
+        if s.guidance_scale_2 is not None:
+            args["guidance_scale_2"] = s.guidance_scale_2
+        if self._latent is not None:  # a copy each time: the pipeline must not change the run's one latent
+            args["latents"] = self._latent.clone()
+        return args
+
+    def _load(self) -> Any:
+        """The pipeline from its folder, as the reference loads it: the VAE in float32, the rest in the dtype."""
+        import diffusers
+        import torch
+
+        folder = self.config.model
+        if not is_pipeline(folder):
+            raise BackendError(f"{folder} is not a diffusers pipeline: it has no model_index.json",
+                               hint="give the model folder as diffusers saves it (Wan-AI/Wan2.2-T2V-A14B-Diffusers)")
+        dtype = getattr(torch, self.config.dtype)
+        extra: dict[str, Any] = {}
+        if self.config.settings.boundary_ratio is not None:
+            extra["boundary_ratio"] = self.config.settings.boundary_ratio
+        try:
+            index = diffusers.DiffusionPipeline.load_config(str(folder))
+            vae_class = getattr(diffusers, index["vae"][1])
+            vae = vae_class.from_pretrained(str(folder), subfolder="vae", torch_dtype=torch.float32)
+            pipe = diffusers.DiffusionPipeline.from_pretrained(str(folder), vae=vae, torch_dtype=dtype, **extra)
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            raise BackendError(f"the diffusion pipeline in {folder} could not be loaded: {exc}",
+                               hint="check the folder is a complete diffusers pipeline") from exc
+        pipe.set_progress_bar_config(disable=True)
+        return pipe.to(self.config.torch_device)
+
+    def _load_latent(self) -> Any:
+        """The fixed initial latent, checked against the shape the pipeline makes for the settings."""
+        import torch
+
+        s = self.config.settings
+        if s.latent is None:
+            return None
+        if not s.latent.is_file():
+            raise BackendError(f"the fixed latent {s.latent} is not there", hint="the dataset step writes it")
+        latent = torch.load(s.latent, map_location=self.config.torch_device, weights_only=True)
+        pipe = self._pipe
+        channels = pipe.transformer.config.in_channels
+        wanted = (1, channels, (s.frames - 1) // pipe.vae_scale_factor_temporal + 1,
+                  s.height // pipe.vae_scale_factor_spatial, s.width // pipe.vae_scale_factor_spatial)
+        if tuple(latent.shape) != wanted:
+            raise BackendError(f"the fixed latent {s.latent} has the shape {tuple(latent.shape)}, and "
+                               f"{s.width}x{s.height} with {s.frames} frames needs {wanted}",
+                               hint="give the latent made for these settings (the reference's: 720x1280, 81 "
+                                    "frames)")
+        return latent
+
