@@ -22,6 +22,9 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "not in": lambda a, b: a not in b,
 }
 _NAMESPACES = ("inputs", "context", "variations")
+# how deeply an expression may nest: far beyond any real `when:`, and far below Python's recursion limit, which
+# a library loaded in the same process may have raised (so that limit alone would not refuse `not not ... x`)
+MAX_DEPTH = 100
 # a compiled node: (kind, operands...), nested; what each operand is depends on the kind (see _convert)
 Tree = tuple[Any, ...]
 
@@ -72,19 +75,23 @@ def compile_expr(source: str) -> Expr:
         raise ExprSyntaxError("the expression is nested too deeply") from None
     names: set[tuple[str, str]] = set()
     try:
-        return Expr(source, _convert(node, names), frozenset(names))
+        return Expr(source, _convert(node, names, 0), frozenset(names))
     except RecursionError:
         raise ExprSyntaxError("the expression is nested too deeply") from None
 
 
-def _convert(node: Any, names: set[tuple[str, str]]) -> Tree:
+def _convert(node: Any, names: set[tuple[str, str]], depth: int) -> Tree:
     import ast
+
+    if depth > MAX_DEPTH:
+        raise ExprSyntaxError(f"the expression is nested too deeply (more than {MAX_DEPTH} levels)")
+    depth += 1
 
     if isinstance(node, ast.BoolOp):
         kind = "and" if isinstance(node.op, ast.And) else "or"
-        return (kind, tuple(_convert(v, names) for v in node.values))
+        return (kind, tuple(_convert(v, names, depth) for v in node.values))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return ("not", _convert(node.operand, names))
+        return ("not", _convert(node.operand, names, depth))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
             and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
         return ("const", -node.operand.value)
@@ -94,14 +101,14 @@ def _convert(node: Any, names: set[tuple[str, str]]) -> Tree:
             op_name = _OP_NAMES.get(type(op).__name__)
             if op_name is None:
                 raise ExprSyntaxError(f"operator {type(op).__name__} is not allowed")
-            ops.append((op_name, _convert(right, names)))
-        return ("cmp", _convert(node.left, names), tuple(ops))
+            ops.append((op_name, _convert(right, names, depth)))
+        return ("cmp", _convert(node.left, names, depth), tuple(ops))
     if isinstance(node, ast.Constant):
         if node.value is None or isinstance(node.value, (str, int, float, bool)):
             return ("const", node.value)
         raise ExprSyntaxError(f"literal {node.value!r} is not allowed")
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items = tuple(_convert(e, names) for e in node.elts)
+        items = tuple(_convert(e, names, depth) for e in node.elts)
         if any(item[0] != "const" for item in items):
             raise ExprSyntaxError("list items must be literals")
         return ("const", tuple(item[1] for item in items))

@@ -177,6 +177,19 @@ def test_deeply_nested_expression_is_a_syntax_error_not_a_crash() -> None:
         compile_expr("not " * 5000 + "x")
 
 
+def test_the_nesting_limit_holds_when_a_library_has_raised_pythons_recursion_limit() -> None:
+    # CI once compiled `not not ... x` without an error: a module loaded before in the same worker had raised the
+    # limit, and only a RecursionError refused it then
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        with pytest.raises(ExprSyntaxError, match="more than 100 levels"):
+            compile_expr("not " * 500 + "x")
+    finally:
+        sys.setrecursionlimit(before)
+    assert compile_expr("not " * 99 + "x").evaluate(lambda ns, name: False) is True
+
+
 def test_side_effect_expression_is_rejected_and_never_runs(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     source = f'__import__("pathlib").Path({str(marker)!r}).touch() or true'
