@@ -24,6 +24,7 @@ from cmx.mlperf import rounds
 from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
 from cmx.mlperf.loadgen.log import LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.sut import QSL, ServerSUT, make_sut
+from tests.mlperf.prompts import Prompts
 
 LOG = logging.getLogger("test-single-stream")
 # (round, benchmark) -> the SingleStream scenario the copy adds: llama2 as an LLM with token latencies, in ms;
@@ -99,19 +100,6 @@ class OneAtATime:
         with self._lock:
             self._held -= 1
         sink.on_done(GenResult(id=request.id, token_ids=tokens))
-
-
-class Prompts:
-    """A PromptSource of `count` prompts; prompt i starts with i."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def prompt_ids(self, i: int) -> list[int]:
-        return [i, 11, 12]
 
 
 def run_single_stream(out: Path, backend: OneAtATime, *, round_name: str = "v6.1", mode: str = "performance",

@@ -73,6 +73,7 @@ from cmx.mlperf.rounds import load_round
 from cmx.mlperf.samples import ResponseEncoder
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from tests.conftest import DATA, needs_vllm
+from tests.mlperf.prompts import Prompts
 
 LOG = logging.getLogger("test-harness")
 V60 = load_round("v6.0")
@@ -139,19 +140,6 @@ class FakeBackend:
             tokens = answer(request)
             sink.on_first_token(request.id, tokens[0])
             sink.on_done(GenResult(id=request.id, token_ids=tokens))
-
-
-class Prompts:
-    """A PromptSource of `count` prompts; prompt i starts with i."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def prompt_ids(self, i: int) -> list[int]:
-        return [i, 11, 12]
 
 
 class Clips(Prompts):

@@ -26,6 +26,7 @@ from cmx.mlperf.tune.probe import Length, ProbeSpec, probe_settings
 from cmx.mlperf.tune.process import TuneConfig, TuneError, search
 from cmx.mlperf.tune.search import Policy, answer
 from tests.conftest import REPO
+from tests.mlperf.prompts import Prompts
 
 LOG = logging.getLogger("test-tune")
 V60 = load_round("v6.0")
@@ -71,17 +72,6 @@ class QueueBackend:
             time.sleep(self.service_s)  # overshoots a little: the capacity is a bit under 1 / service_s
             sink.on_first_token(request.id, 5)
             sink.on_done(GenResult(id=request.id, token_ids=[5, 7, 2]))
-
-
-class Prompts:
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def prompt_ids(self, i: int) -> list[int]:
-        return [i, 11, 12]
 
 
 def spec(length: Length) -> ProbeSpec:
