@@ -147,15 +147,20 @@ def cached_loadgen(requirement: str, *, python: str, store: Store, run: Runner =
 
 def python_abi(python: str, run: Runner = run_subprocess) -> dict[str, str]:
     """The interpreter's implementation and version (cpython-312), its extension ABI and its platform."""
+    return {k: str(v) for k, v in _ask_interpreter(python, _ABI_PROBE, "its ABI", run).items()}
+
+
+def _ask_interpreter(python: str, probe: str, what: str, run: Runner) -> dict[str, object]:
+    """The JSON object the last line `python -c probe` prints; a StepError saying `what` it could not tell."""
     try:
-        done = run([python, "-c", _ABI_PROBE])
+        done = run([python, "-c", probe])
     except CommandFailed as err:
-        raise StepError(f"{python} could not say its ABI: {err.message}",
+        raise StepError(f"{python} could not say {what}: {err.message}",
                         hint="give the path of a Python 3 interpreter (--input python=...)") from None
     facts = _last_json(done.stdout.splitlines())
     if facts is None:
-        raise StepError(f"{python} did not say its ABI", hint="see the step log for what it printed")
-    return {k: str(v) for k, v in facts.items()}
+        raise StepError(f"{python} did not say {what}", hint="see the step log for what it printed")
+    return facts
 
 
 def loadgen_version_in(folder: Path) -> str | None:
@@ -235,13 +240,8 @@ def _venv_identity(text: bytes, python: str, run: Runner, extra_args: Sequence[s
 
 
 def _base_interpreter(python: str, run: Runner) -> str:
-    try:
-        done = run([python, "-c", _BASE_PROBE])
-    except CommandFailed as err:
-        raise StepError(f"{python} could not say its base interpreter: {err.message}",
-                        hint="give the path of a Python 3 interpreter (--input python=...)") from None
-    found = _last_json(done.stdout.splitlines())
-    if found is None or not isinstance(found.get("base"), str):
+    found = _ask_interpreter(python, _BASE_PROBE, "its base interpreter", run)
+    if not isinstance(found.get("base"), str):
         raise StepError(f"{python} did not say its base interpreter", hint="see the step log for what it printed")
     return str(found["base"])
 
