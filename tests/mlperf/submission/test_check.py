@@ -318,8 +318,8 @@ def test_a_real_server_log_that_misses_early_stopping_fails_with_loadgens_number
     assert hits == [f"closed/{SUBMITTER}/results/{SYSTEM}/{BENCHMARK}/Server/performance/run_1/mlperf_log_detail.txt: "
                     "[loadgen.early-stopping] LoadGen's early-stopping condition was not met (TTFT: processed 592 "
                     "queries, would need at least 409 more with every one under the limit); the checker fails it "
-                    "whatever else the log says: run longer (more queries at the same target_qps tighten the p99 "
-                    "bound), or lower target_qps so fewer queries go over the limits"]
+                    "whatever else the log says: run longer (more queries tighten the estimate's bound; in Server "
+                    "at the same target_qps, or at a lower target_qps so fewer queries go over the limits)"]
 
 
 # --- hints that lead to the fix: what is missing first, and never "remove" what a rule requires ---------------

@@ -54,9 +54,9 @@ LOADGEN_FIX = {
     "loadgen.seeds": "run with the LoadGen release the round pins (cmx installs it: get loadgen)",
     "loadgen.audit": "run the compliance test with its audit.config, and the others without one",
     "loadgen.invalid": "the official checker may let an INVALID run through; the review will not: run it again",
-    "loadgen.early-stopping": "the checker fails it whatever else the log says: run longer (more queries at the same "
-                              "target_qps tighten the p99 bound), or lower target_qps so fewer queries go over the "
-                              "limits",
+    "loadgen.early-stopping": "the checker fails it whatever else the log says: run longer (more queries tighten "
+                              "the estimate's bound; in Server at the same target_qps, or at a lower target_qps so "
+                              "fewer queries go over the limits)",
     "loadgen.tokens": "report n_tokens (all output tokens, >= 2) and first tokens from the SUT",
     "loadgen.latency-limit": "lower target_qps until the p99 latencies are within the scenario's limits",
     "loadgen.scenario": "put each run under the scenario folder it was run as",
