@@ -22,8 +22,10 @@ import yaml
 
 from cmx.mlperf import rounds
 from cmx.mlperf.backends.base import GenRequest, GenResult, StartInfo, StreamSink
+from cmx.mlperf.loadgen.harness import remove_empty_trace
 from cmx.mlperf.loadgen.log import LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.sut import QSL, ServerSUT, make_sut
+from tests.mlperf.loadgen_session import run_test
 from tests.mlperf.prompts import Prompts
 
 LOG = logging.getLogger("test-single-stream")
@@ -119,24 +121,10 @@ def run_single_stream(out: Path, backend: OneAtATime, *, round_name: str = "v6.1
     settings.single_stream_expected_latency_ns = 1_000_000
     settings.qsl_rng_seed, settings.sample_index_rng_seed = seeds.qsl_rng_seed, seeds.sample_index_rng_seed
     settings.schedule_rng_seed = seeds.schedule_rng_seed
-    log = lg.LogSettings()
-    log.log_output.outdir = str(out)
-    log.enable_trace = False
     out.mkdir(parents=True, exist_ok=True)
     qsl = QSL(Prompts(samples), samples, LOG)
     sut = make_sut("SingleStream", lg, backend, qsl, max_tokens=16, logger=LOG, first_tokens=token_latencies)
     assert isinstance(sut, ServerSUT)
-    sut.start()
-    qsl.construct(lg)
-    sut.construct()
-    try:
-        lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log, str(out / "no-audit.config"))
-        assert sut.wait_idle(10)
-    finally:
-        sut.stop()
-        sut.destroy()
-        qsl.destroy(lg)
-    trace = out / "mlperf_log_trace.json"
-    if trace.is_file() and not trace.stat().st_size:
-        trace.unlink()
+    run_test(lg, sut, qsl, settings, out)
+    remove_empty_trace(out)
     return sut, read_loadgen_run(out)

@@ -73,6 +73,7 @@ from cmx.mlperf.rounds import load_round
 from cmx.mlperf.samples import ResponseEncoder
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
 from tests.conftest import DATA, needs_vllm
+from tests.mlperf.loadgen_session import run_test
 from tests.mlperf.prompts import Prompts
 
 LOG = logging.getLogger("test-harness")
@@ -173,22 +174,12 @@ def run_loadgen(tmp_path: Path, scenario: str, mode: str, backend: FakeBackend, 
     settings.server_target_qps = 500
     settings.ttft_latency = 2_000_000_000
     settings.tpot_latency = 200_000_000
-    log = lg.LogSettings()
-    log.log_output.outdir = str(tmp_path)
-    log.enable_trace = False
     qsl = QSL(source or Prompts(samples), samples, LOG)
     backend.start()
-    sut = make_sut(scenario, lg, backend, qsl, max_tokens=16, logger=LOG, encode=encode)
-    sut.start()
-    qsl.construct(lg)
-    sut.construct()
     try:
-        lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings, log, str(tmp_path / "no-audit.config"))
-        assert sut.wait_idle(10)
+        sut = make_sut(scenario, lg, backend, qsl, max_tokens=16, logger=LOG, encode=encode)
+        run_test(lg, sut, qsl, settings, tmp_path)
     finally:
-        sut.stop()
-        sut.destroy()
-        qsl.destroy(lg)
         backend.stop()
     return sut, read_loadgen_run(tmp_path)
 
