@@ -174,7 +174,7 @@ def cmx_results(root: Path, scenarios: tuple[str, ...] = SCENARIOS,
         _unpack(acc, folder / "accuracy")
         log = folder / "accuracy" / "mlperf_log_accuracy.json"
         shutil.copyfile(acc / "mlperf_log_accuracy.json", log)  # stands in for the full log: 8 KiB of it
-        from cmx.mlperf.loadgen.accuracy_log import sha256_file
+        from cmx.tools.fs import sha256_file
 
         _text(folder / "accuracy" / "accuracy.txt", format_accuracy_txt(REFERENCE, sha256_file(log)))
         test06 = COMPLIANT / f"test06-{name}"

@@ -23,6 +23,7 @@ from typing import Literal
 from cmx import DISTRIBUTION, __version__
 from cmx.docker import DockerError
 from cmx.settings import CHECKOUT
+from cmx.tools.fs import sha256_file
 
 # a wheel's file name spells the distribution with underscores (cmx-bench: cmx_bench-0.2.0-py3-none-any.whl)
 WHEEL_PREFIX = DISTRIBUTION.replace("-", "_")
@@ -78,12 +79,12 @@ def choose(given: Path | None = None, *, checkout: Path = CHECKOUT,
     """The source of the image's cmx, in the module's order. `checkout`: the folder above the running cmx
     package; `search_path`: where the running distribution's metadata is looked for (default sys.path)."""
     if given is not None:
-        return CmxSource("wheel", file_sha256(given_wheel(given)), given, chosen="given with --cmx-wheel")
+        return CmxSource("wheel", sha256_file(given_wheel(given)), given, chosen="given with --cmx-wheel")
     if is_checkout(checkout):
         return CmxSource("checkout", sources_sha256(checkout), chosen=f"built from the checkout {checkout}")
     recorded = recorded_wheel(search_path)
     if recorded is not None:
-        return CmxSource("wheel", file_sha256(recorded), recorded,
+        return CmxSource("wheel", sha256_file(recorded), recorded,
                          chosen="the wheel the running cmx was installed from")
     return CmxSource("index", chosen=f"neither a checkout nor a recorded wheel: pip installs {DISTRIBUTION} "
                                      f"{__version__} from the package index")
@@ -154,7 +155,7 @@ def recorded_wheel(search_path: list[str] | None = None) -> Path | None:
     if not path.is_file() or not path.name.endswith(".whl"):
         return None
     recorded = str((direct.get("archive_info") or {}).get("hash") or "")
-    if recorded.startswith("sha256=") and recorded[len("sha256="):] != file_sha256(path):
+    if recorded.startswith("sha256=") and recorded[len("sha256="):] != sha256_file(path):
         return None  # rebuilt since: not what runs here
     try:
         return path if wheel_identity(path) == (DISTRIBUTION, __version__) else None
@@ -192,11 +193,3 @@ def tree(folder: Path) -> Iterator[str]:
         for name in sorted(names):
             if not name.endswith(".pyc"):
                 yield (Path(root) / name).relative_to(folder).as_posix()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from cmx import __version__
 from cmx.docker import DockerError, profile_for
-from cmx.docker.cmx_source import WHEEL_NAME, WHEEL_PREFIX, CmxSource, choose, file_sha256, tree
+from cmx.docker.cmx_source import WHEEL_NAME, WHEEL_PREFIX, CmxSource, choose, tree
 from cmx.recipe.model import DockerSpec
 from cmx.resolve.plan import Plan
 from cmx.settings import CHECKOUT, Settings
+from cmx.tools.fs import sha256_file
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def _existing(path: Path, what: str) -> Path:
 
 
 def _file(name: str, source: Path) -> ContextFile:
-    return ContextFile(name, source, source.stat().st_size, file_sha256(source))
+    return ContextFile(name, source, source.stat().st_size, sha256_file(source))
 
 
 def _text_file(name: str, text: str) -> ContextFile:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import NamedTuple
+
+
+def sha256_file(path: Path | str) -> str:
+    """The sha256 of the file at `path`, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def temp_dir_beside(dest: Path) -> Path:

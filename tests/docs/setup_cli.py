@@ -18,8 +18,8 @@ def short_submission(session: Session) -> None:
     Its LoadGen logs are real ones of the short profile (tests/data/loadgen: `offline-perf`, a 2 s Offline
     test, and `accuracy`, 16 samples); accuracy.txt holds the round's reference scores, as
     tests/submission_trees.py writes them, since the tiny SUT's tokens score nothing."""
-    from cmx.mlperf.loadgen.accuracy_log import sha256_file
     from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
+    from cmx.tools.fs import sha256_file
 
     root = build_tree(session.cwd / "submission", division="open", scenarios=())
     folder = result_dir(root, "Offline", division="open")

@@ -38,7 +38,6 @@ where the tiny pipeline runs) and the torch device ("cuda" for both CUDA and ROC
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import queue
@@ -59,6 +58,7 @@ from cmx.mlperf.backends.base import (
     StreamSink,
     Video,
 )
+from cmx.tools.fs import sha256_file
 
 EXTRA = "video"
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
@@ -127,14 +127,6 @@ class DiffusionBackendConfig:
 def is_pipeline(folder: Path) -> bool:
     """Whether `folder` is a diffusers pipeline (its model_index.json), not a transformers checkpoint."""
     return (Path(folder) / "model_index.json").is_file()
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 _Job = tuple[GenRequest, StreamSink]
@@ -255,7 +247,7 @@ class DiffusionBackend(BackendDefaults):
         os.replace(partial, path)
         self._seconds += time.perf_counter() - began
         self._videos += 1
-        video = Video(str(path), sha256_of(path), len(frames), self.config.settings.fps)
+        video = Video(str(path), sha256_file(path), len(frames), self.config.settings.fps)
         return GenResult(id=request.id, token_ids=[], finish_reason="stop", video=video)
 
     def _call_args(self, prompt: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ accuracy.txt. Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
+from cmx.tools.fs import sha256_file
 
 TOKEN_BYTES = 4  # the harness logs int32 token ids
 VIEWABLE_SIZE = 4096  # truncate_accuracy_log.py: characters kept at each end of the log
@@ -175,13 +175,6 @@ def _int32s(data: bytes) -> list[int]:
         values.byteswap()
     return values.tolist()
 
-
-def sha256_file(path: Path | str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def truncate_accuracy_log(path: Path | str, dest: Path | str) -> str:

@@ -517,9 +517,9 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, b
     tokenizer, special tokens skipped) and write accuracy.txt beside it. No `benchmark`: the harness round's
     default_benchmark."""
     from cmx.mlperf.benchmarks import benchmark_for
-    from cmx.mlperf.loadgen.accuracy_log import sha256_file
     from cmx.mlperf.loadgen.harness_config import HARNESS_ROUND
     from cmx.mlperf.rounds import load_round
+    from cmx.tools.fs import sha256_file
 
     bench = benchmark_for(benchmark or load_round(HARNESS_ROUND).default_benchmark)
     log_path = Path(output_dir) / ACCURACY_LOG

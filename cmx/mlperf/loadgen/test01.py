@@ -38,10 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmx.errors import CmxError
-from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log, sha256_file
+from cmx.mlperf.loadgen.accuracy_log import AccuracyRecord, read_accuracy_log
 from cmx.mlperf.loadgen.log import LoadgenRun, read_loadgen_run
 from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, FAIL_REASON, fail_reasons, run_failures
 from cmx.mlperf.loadgen.test06 import AUDIT_HEADER
+from cmx.tools.fs import sha256_file
 
 # compliance/TEST01/<benchmark>/audit.config: the same seed for every benchmark, a sampling target each (the
 # benchmark's declaration states it: test01_sampling_target)

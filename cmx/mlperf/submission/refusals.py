@@ -13,7 +13,6 @@ from pathlib import Path
 
 from cmx.errors import clip
 from cmx.mlperf.app import MODE_FOLDERS
-from cmx.mlperf.loadgen.accuracy_log import sha256_file
 from cmx.mlperf.loadgen.compliance import compliance_test
 from cmx.mlperf.loadgen.log import LoadgenLogError, read_loadgen_run
 from cmx.mlperf.rounds import Round, RoundError
@@ -26,7 +25,7 @@ from cmx.mlperf.submission.tree import (
     ACCURACY_LOG,
     ACCURACY_TXT,
 )
-from cmx.tools.fs import resolves_inside
+from cmx.tools.fs import resolves_inside, sha256_file
 
 UNQUANTIZED = ("bf16", "fp16", "")  # precisions that load the published weights as they are
 

@@ -19,11 +19,11 @@ import pytest
 
 from cmx.mlperf import rounds
 from cmx.mlperf.benchmarks import benchmark_for
-from cmx.mlperf.loadgen.accuracy_log import sha256_file
 from cmx.mlperf.loadgen.log import read_loadgen_run
 from cmx.mlperf.loadgen.userconf import user_conf
 from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report, summary_csv
+from cmx.tools.fs import sha256_file
 from tests.mlperf import single_stream
 from tests.mlperf.single_stream import QWEN, OneAtATime, run_single_stream
 from tests.submission_trees import MEASUREMENTS, SUBMITTER, SYSTEM, SYSTEM_JSON

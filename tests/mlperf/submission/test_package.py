@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from cmx import __version__
-from cmx.mlperf.loadgen.accuracy_log import is_truncated_accuracy_log, sha256_file
+from cmx.mlperf.loadgen.accuracy_log import is_truncated_accuracy_log
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.scoring.accuracy_txt import read_accuracy_txt
@@ -35,6 +35,7 @@ from cmx.mlperf.submission.system_desc import (
     read_user_file,
 )
 from cmx.mlperf.submission.tree import ResultPaths
+from cmx.tools.fs import sha256_file
 from tests.conftest import REPO, Home
 from tests.submission_trees import BENCHMARK, ORIGIN, RUN_RECORD, SYSTEM, USER_SYSTEM, cmx_results
 

@@ -17,7 +17,6 @@ import yaml
 
 from cmx.mlperf import rounds
 from cmx.mlperf.benchmarks import benchmark_for
-from cmx.mlperf.loadgen.accuracy_log import sha256_file
 from cmx.mlperf.loadgen.userconf import user_conf
 from cmx.mlperf.report.collect import collect
 from cmx.mlperf.report.page import write_report
@@ -25,6 +24,7 @@ from cmx.mlperf.submission.check import check_tree
 from cmx.mlperf.submission.check.report import format_report
 from cmx.mlperf.submission.package import package
 from cmx.mlperf.submission.sources import PackageRequest
+from cmx.tools.fs import sha256_file
 from tests.mlperf import single_stream
 from tests.mlperf.single_stream import QWEN, OneAtATime, run_single_stream
 from tests.submission_trees import ORIGIN, RAN, RUN_RECORD, SYSTEM, USER_SYSTEM, builtin_source, write_lock
