@@ -83,8 +83,8 @@ def profile(settings: EngineSettings, device: str) -> EngineOptions:
 
 
 def video_settings(config: HarnessConfig) -> VideoSettings:
-    """The benchmark's video settings, their fixed latent found in the dataset's folder. HarnessError for a
-    benchmark with none."""
+    """The benchmark's video settings, in the run's shape where it gives one (HarnessConfig.video), their fixed latent
+    found in the dataset's folder. HarnessError for a benchmark with none."""
     from dataclasses import replace
 
     from cmx.mlperf.benchmarks import benchmark_for
@@ -93,6 +93,8 @@ def video_settings(config: HarnessConfig) -> VideoSettings:
     if settings is None:
         raise HarnessError(f"{config.benchmark} has no video settings, and the diffusion engine makes videos",
                            hint="give the benchmark's own model, not a diffusers pipeline")
+    if config.video is not None:  # the run's shape (the tiny model's), checked as the reference's is
+        settings = replace(settings, **config.video.given())
     if settings.latent is None or settings.latent.is_absolute():
         return settings
     folder = config.dataset if config.dataset.is_dir() else config.dataset.parent

@@ -140,6 +140,22 @@ class LoadgenSource:
 
 
 @dataclass(frozen=True)
+class VideoShape:
+    """A text-to-video run's shape where it is not the benchmark's reference one (None: the reference's): the
+    frames' size, their count and the denoising steps. The tiny Wan 2.2 makes 5 frames of 32x32 in 2 steps; any
+    other shape than the reference's is never compliant (cmx_run.json records it)."""
+
+    width: int | None = None
+    height: int | None = None
+    frames: int | None = None
+    steps: int | None = None
+
+    def given(self) -> dict[str, int]:
+        """The fields given, as VideoSettings names them."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
 class HarnessConfig:
     """One test: what to run it on, and where its logs go. Written to JSON and read back (`to_json`, `from_json`).
     `sampling` is how the backend chooses tokens (the benchmark reference's, or the user's override)."""
@@ -159,6 +175,7 @@ class HarnessConfig:
     endpoint: EndpointSettings | None = None  # None: vLLM in this process
     sampling: Sampling = GREEDY
     loadgen: LoadgenSource | None = None  # None: the round's pin, found by the harness (binding.import_loadgen)
+    video: VideoShape | None = None  # a text-to-video run's shape, where not the reference's (the tiny model's)
 
     def __post_init__(self) -> None:
         if not self.benchmark:
@@ -187,11 +204,12 @@ class HarnessConfig:
             endpoint = data.pop("endpoint", None)
             sampling = Sampling.from_json(data.pop("sampling", {}))
             loadgen = data.pop("loadgen", None)
+            video = data.pop("video", None)
             model, dataset, user_conf, output = (Path(data.pop(k))
                                                  for k in ("model", "dataset", "user_conf", "output"))
             return cls(**data, model=model, dataset=dataset, user_conf=user_conf, output=output, engine=engine,
                        endpoint=EndpointSettings(**endpoint) if endpoint else None, sampling=sampling,
-                       loadgen=LoadgenSource.from_json(loadgen))
+                       loadgen=LoadgenSource.from_json(loadgen), video=VideoShape(**video) if video else None)
         except (TypeError, KeyError) as err:
             raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
 
