@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
-from cmx.mlperf.backends.base import ChatPrompt, GenResult, Media
+from cmx.mlperf.backends.base import ChatPrompt, GenResult, Media, VideoPrompt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,8 +40,17 @@ class ChatSource(Protocol):
     def chat(self, i: int) -> ChatPrompt: ...
 
 
+class VideoSource(Protocol):
+    """What the QSL reads for a text-to-video benchmark (Wan 2.2's prompts): sample i's prompt as text, with the file
+    name its video is written under; the pipeline tokenizes the text with its own encoder's tokenizer."""
+
+    def __len__(self) -> int: ...
+
+    def video(self, i: int) -> VideoPrompt: ...
+
+
 # the array LoadGen is handed for a sample's result (its n_tokens is the result's, whatever the array holds); a
 # string, so that naming the type imports no numpy
 ResponseEncoder: TypeAlias = "Callable[[GenResult], np.ndarray]"
 
-__all__ = ["ChatSource", "MediaSource", "PromptSource", "ResponseEncoder"]
+__all__ = ["ChatSource", "MediaSource", "PromptSource", "ResponseEncoder", "VideoSource"]

@@ -20,7 +20,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.model import ModelFolder
-from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
+from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder, VideoSource
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -116,9 +116,10 @@ class Benchmark(Protocol):
 
     # --- the samples and the answers: what the harness's QSL and SUT read ------------------------------
 
-    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource:
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource | VideoSource:
         """What the QSL reads for `dataset` (cmx.mlperf.samples.PromptSource: token ids per sample, and media
-        for a MediaSource; a ChatSource's conversations for a chat benchmark), made with the tokenizer in
+        for a MediaSource; a ChatSource's conversations for a chat benchmark; a VideoSource's text-to-video prompts
+        for a benchmark that answers with videos), made with the tokenizer in
         `model_dir` where the dataset holds text or audio."""
         ...
 

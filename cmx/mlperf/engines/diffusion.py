@@ -93,8 +93,10 @@ def video_settings(config: HarnessConfig) -> VideoSettings:
     if settings is None:
         raise HarnessError(f"{config.benchmark} has no video settings, and the diffusion engine makes videos",
                            hint="give the benchmark's own model, not a diffusers pipeline")
-    if config.video is not None:  # the run's shape (the tiny model's), checked as the reference's is
-        settings = replace(settings, **config.video.given())
+    shape = config.video
+    if shape is not None:  # the run's shape (the tiny model's), checked as the reference's is
+        settings = replace(settings, width=shape.width or settings.width, height=shape.height or settings.height,
+                           frames=shape.frames or settings.frames, steps=shape.steps or settings.steps)
     if settings.latent is None or settings.latent.is_absolute():
         return settings
     folder = config.dataset if config.dataset.is_dir() else config.dataset.parent

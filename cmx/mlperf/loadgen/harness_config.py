@@ -150,10 +150,6 @@ class VideoShape:
     frames: int | None = None
     steps: int | None = None
 
-    def given(self) -> dict[str, int]:
-        """The fields given, as VideoSettings names them."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
 
 @dataclass(frozen=True)
 class HarnessConfig:

@@ -56,9 +56,9 @@ from typing import Any
 import numpy as np
 
 from cmx.errors import CmxError
-from cmx.mlperf.backends.base import Backend, BackendDead, ChatPrompt, GenRequest, GenResult, Media
+from cmx.mlperf.backends.base import Backend, BackendDead, ChatPrompt, GenRequest, GenResult, Media, VideoPrompt
 from cmx.mlperf.loadgen.progress import SampleClock
-from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder
+from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder, VideoSource
 
 # Once the backend is dead, LoadGen gets this long to return by itself (it does when its schedule had
 # ended, or for Offline) before the harness stops waiting for it
@@ -74,11 +74,12 @@ class SutError(CmxError):
 
 @dataclass(frozen=True)
 class Sample:
-    """One loaded sample as the SUT sends it: token ids and media, or a chat."""
+    """One loaded sample as the SUT sends it: token ids and media, or a chat, or a text-to-video prompt."""
 
     prompt_ids: list[int]
     media: tuple[Media, ...] = ()
     chat: ChatPrompt | None = None
+    video: VideoPrompt | None = None
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,11 @@ def _address(array: np.ndarray) -> int:
 
 
 class QSL:
-    """LoadGen's QSL over a PromptSource (or a ChatSource). `load_samples` caches the prompts (and media, for a
-    MediaSource; the chats, for a ChatSource) of the samples LoadGen will issue (before its timed window), so
-    `issue_queries` only looks them up."""
+    """LoadGen's QSL over a PromptSource (or a ChatSource, or a VideoSource). `load_samples` caches the prompts (and
+    media, for a MediaSource; the chats, for a ChatSource; the video prompts, for a VideoSource) of the samples
+    LoadGen will issue (before its timed window), so `issue_queries` only looks them up."""
 
-    def __init__(self, source: PromptSource | ChatSource, performance_sample_count: int,
+    def __init__(self, source: PromptSource | ChatSource | VideoSource, performance_sample_count: int,
                  logger: logging.Logger | None = None) -> None:
         if performance_sample_count < 1:
             raise SutError(f"performance_sample_count must be at least 1, not {performance_sample_count}")
@@ -132,6 +133,7 @@ class QSL:
         self._prompts: dict[int, Sample] = {}
         self._media: Callable[[int], Sequence[Media]] | None = getattr(source, "media", None)  # a MediaSource's
         self._chat: Callable[[int], ChatPrompt] | None = getattr(source, "chat", None)  # a ChatSource's
+        self._video: Callable[[int], VideoPrompt] | None = getattr(source, "video", None)  # a VideoSource's
         self.handle: Any = None
 
     def load_samples(self, indices: Sequence[int]) -> None:
@@ -168,6 +170,8 @@ class QSL:
     def _read(self, index: int) -> Sample:
         if self._chat is not None:
             return Sample([], chat=self._chat(index))
+        if self._video is not None:
+            return Sample([], video=self._video(index))
         source: Any = self.source  # a PromptSource: it has no chat
         return Sample(list(source.prompt_ids(index)), tuple(self._media(index)) if self._media is not None else ())
 
@@ -212,7 +216,7 @@ class _BaseSUT:
     def request(self, query_id: int, index: int) -> GenRequest:
         sample = self.qsl.sample(index)
         return GenRequest(id=query_id, prompt_ids=sample.prompt_ids, max_tokens=self.max_tokens, media=sample.media,
-                          chat=sample.chat, sample=index)
+                          chat=sample.chat, video=sample.video, sample=index)
 
     def construct(self) -> Any:
         if self.handle is not None:

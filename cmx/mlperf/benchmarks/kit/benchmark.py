@@ -25,7 +25,7 @@ from cmx.mlperf.samples import PromptSource
 if TYPE_CHECKING:  # base imports this package
     from cmx.execute.context import StepContext
     from cmx.mlperf.benchmarks.base import Dataset, Generation
-    from cmx.mlperf.samples import ChatSource, ResponseEncoder
+    from cmx.mlperf.samples import ChatSource, ResponseEncoder, VideoSource
 
 D = TypeVar("D")
 
@@ -94,7 +94,7 @@ class BenchmarkDefaults(ModelDefaults):
 
         return format_accuracy_txt(values, log_sha256)
 
-    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource:
+    def prompt_source(self, dataset: Dataset, model_dir: Path) -> PromptSource | ChatSource | VideoSource:
         """The dataset itself: a text LLM's prompts are token ids already. A benchmark whose dataset holds no token
         ids (audio, conversations) defines its own."""
         if not isinstance(dataset, PromptSource):
