@@ -51,6 +51,7 @@ from cmx.mlperf.loadgen.harness_config import (
     HarnessConfig,
     HarnessResult,
     LoadgenSource,
+    VideoShape,
     recorded_validity,
 )
 from cmx.mlperf.loadgen.run_record import FAILED
@@ -130,6 +131,7 @@ class AppConfig:
     reference_sampling: Sampling | None = None  # the benchmark reference's (None: the same as `sampling`)
     found: Mapping[str, FoundTarget] = field(default_factory=dict)  # the targets find-performance measured
     loadgen: LoadgenSource | None = None  # get-loadgen's: the round's pin (None: the harness finds it)
+    video: VideoShape | None = None  # a text-to-video run's shape where not the reference's (_tiny's)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -200,7 +202,8 @@ def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> H
     return HarnessConfig(model=config.model, dataset=config.dataset, scenario=scenario, mode=mode, user_conf=conf,
                          output=config.run_dir(scenario, mode), round=config.round, benchmark=config.benchmark,
                          device=config.device, max_tokens=config.max_tokens, rows=config.rows, engine=config.engine,
-                         endpoint=config.endpoint, sampling=config.sampling, loadgen=config.loadgen)
+                         endpoint=config.endpoint, sampling=config.sampling, loadgen=config.loadgen,
+                         video=config.video)
 
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_tests,
@@ -302,6 +305,10 @@ def compliance_problems(config: AppConfig, round_: Round, scenario: str, conf: U
     if config.sampling_overrides:  # the reference's generation is part of the benchmark (mlperf-rules: llama2's greedy)
         reasons.append(f"sampling overridden ({', '.join(config.sampling_overrides)}): the closed division generates "
                        "as the reference does")
+    if config.video is not None:  # the reference's size, frames and steps are part of the benchmark
+        reasons.append("video shape overridden (" + ", ".join(f"{k} {v}" for k, v in asdict(config.video).items()
+                                                              if v is not None) + "): the closed division generates "
+                       "as the reference does")
     reasons += [f"user.conf: {n}" for n in conf.noncompliance]
     done = {r.mode for r in runs}
     needed = ("performance", "accuracy", *modes_of(round_.benchmark(config.benchmark).compliance_tests))
@@ -323,6 +330,7 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "round": config.round, "benchmark": config.benchmark, "scenario": scenario, "system": config.system,
         "device": config.device, "short": config.short, "tiny": config.tiny, "rows": config.rows,
         "max_tokens": config.max_tokens, "target_qps": config.target_qps.get(scenario),
+        "video": asdict(config.video) if config.video else None,
         # how the target was measured when the user gave none (cmx.mlperf.tune.measure); None: it was given
         "find_performance": found.to_json() if (found := config.found.get(scenario)) else None,
         "sampling": config.sampling.to_json(),

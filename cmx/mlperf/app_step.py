@@ -25,7 +25,7 @@ from cmx.mlperf.app_plan import (
 )
 from cmx.mlperf.app_targets import named_target, targeted_benchmark
 from cmx.mlperf.backends.base import Sampling, SamplingError
-from cmx.mlperf.loadgen.harness_config import MODES, EndpointSettings, LoadgenSource
+from cmx.mlperf.loadgen.harness_config import MODES, EndpointSettings, LoadgenSource, VideoShape
 from cmx.mlperf.loadgen.progress import RunProgress
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
@@ -201,7 +201,15 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
         # a vision model's server on a CPU: torchvision without its compiled ops (get-torchvision-python-only)
         server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else (),
         serving_stack=read_stack_file(i["serving_stack"]) if i["serving_stack"] else None,
-        prefill_decode=prefill_decode(i), loadgen=loadgen_source(ctx.deps.loadgen.outputs))
+        prefill_decode=prefill_decode(i), loadgen=loadgen_source(ctx.deps.loadgen.outputs),
+        video=video_shape(i))
+
+
+def video_shape(inputs: Mapping[str, Any]) -> VideoShape | None:
+    """A text-to-video app's video_width, video_height, video_frames and video_steps, where any is given (its
+    `_tiny` gives the tiny pipeline's); None: the reference's (an app without those inputs has none)."""
+    given = {k: inputs.get(f"video_{k}") for k in ("width", "height", "frames", "steps")}
+    return VideoShape(**given) if any(v is not None for v in given.values()) else None
 
 
 class ProgressLines:
