@@ -22,6 +22,7 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # fp8: the checkpoint's own dt
 # the tiny model's seed and sizes, as a model recipe's inputs name them
 TINY_DEFAULTS: Mapping[str, int] = {"seed": 0, "vocab_size": 4096, "hidden_size": 256, "layers": 2, "heads": 4}
 _FOLDER_HINT = "give the folder that holds config.json"
+PIPELINE_INDEX = "model_index.json"  # what makes a folder a diffusers pipeline (its parts in subfolders)
 _OUTPUTS = ("path", "name", "revision", "dtype", "precision", "tokenizer_path", "eos_token_id", "is_tiny")
 
 
@@ -59,11 +60,14 @@ class ModelFolder:
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """The tokenizer files a model folder must hold beside config.json: one of each group (`tokenizer.json` or
-    `tokenizer.model`), and `hint`, how to give a folder of your own what it lacks."""
+    """The tokenizer files a model folder must hold beside its `index` file (config.json): one of each group
+    (`tokenizer.json` or `tokenizer.model`), and `hint`, how to give a folder of your own what it lacks."""
 
     tokenizer: tuple[tuple[str, ...], ...]
     hint: str
+    # the file that makes a folder this benchmark's model: a transformers checkpoint's config.json, or a diffusers
+    # pipeline's model_index.json (wan-2.2-t2v-a14b, whose `tokenizer` groups then name the pipeline's parts)
+    index: str = "config.json"
 
     def missing(self, present: Collection[str]) -> str | None:
         """The first group none of whose files is `present`, named as a message says it; None when none is."""
@@ -104,15 +108,17 @@ def refuse_tiny_inputs(inputs: Mapping[str, object], names: Collection[str] = tu
 
 
 def check_own_folder(folder: Path) -> Path:
-    """`folder` (a user's model_path) when it is a Hugging Face model folder; refused otherwise."""
+    """`folder` (a user's model_path) when it is a Hugging Face model folder (config.json) or a diffusers pipeline
+    folder (model_index.json); refused otherwise. The benchmark's `describe` then refuses the kind it does not run."""
     folder = Path(folder)
     if not folder.exists():
         raise ModelError(f"model_path {folder} does not exist", hint=_FOLDER_HINT)
     if not folder.is_dir():
         raise ModelError(f"model_path {folder} is not a folder", hint=_FOLDER_HINT)
-    if not (folder / "config.json").is_file():
+    if not (folder / "config.json").is_file() and not (folder / PIPELINE_INDEX).is_file():
         raise ModelError(f"{folder} has no config.json: it is not a Hugging Face model folder",
-                         hint="give the folder that holds config.json, the *.safetensors and the tokenizer files")
+                         hint="give the folder that holds config.json, the *.safetensors and the tokenizer files (a "
+                              f"diffusers pipeline's: the folder that holds {PIPELINE_INDEX})")
     return folder
 
 
@@ -128,6 +134,9 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def read_configs(folder: Path, files: ModelFiles) -> tuple[dict[str, Any], dict[str, Any]]:
     """`folder`'s config.json and generation_config.json ({} when it has none), once its tokenizer files are there."""
+    if not (folder / "config.json").is_file():  # a diffusers pipeline's folder passes check_own_folder
+        raise ModelError(f"{folder} has no config.json: it is not a Hugging Face model folder",
+                         hint="give the folder that holds config.json, the *.safetensors and the tokenizer files")
     config = read_json(folder / "config.json")
     lacking = files.missing([n for group in files.tokenizer for n in group if (folder / n).is_file()])
     if lacking is not None:
@@ -250,11 +259,13 @@ class ModelDefaults:
         refuse_tiny_inputs(inputs, self.model.tiny.inputs)
 
     def require_model_files(self, paths: Collection[str], repo: str, revision: str) -> None:
-        """Refuse a choice of files to download that lacks config.json or the tokenizer: before the weights, not
-        after."""
-        if "config.json" not in paths:
-            raise ModelError(f"{repo} at {revision} has no config.json among the files chosen: it is not a Hugging "
-                             "Face model repository, or include leaves it out", hint="check repo and include")
+        """Refuse a choice of files to download that lacks the index file (config.json, a pipeline's
+        model_index.json) or the tokenizer (a pipeline's parts): before the weights, not after."""
+        index = self.model.files.index
+        if index not in paths:
+            kind = "diffusers pipeline" if index == PIPELINE_INDEX else "Hugging Face model"
+            raise ModelError(f"{repo} at {revision} has no {index} among the files chosen: it is not a {kind} "
+                             "repository, or include leaves it out", hint="check repo and include")
         lacking = self.model.files.missing(paths)
         if lacking is not None:
             raise ModelError(f"{repo} at {revision} has no {lacking} among the files chosen",
