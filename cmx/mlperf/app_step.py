@@ -269,7 +269,8 @@ def endpoint_settings(ctx: Choices) -> EndpointSettings | None:
         refuse_workers_without_url(i)
         return None
     return EndpointSettings(url=i["endpoint_url"], model=i["endpoint_model"], request_timeout_s=i["request_timeout_s"],
-                            max_concurrency=i["max_concurrency"], workers=i["client_workers"])
+                            max_concurrency=i["max_concurrency"], workers=i["client_workers"],
+                            video_route=i["video_route"])
 
 
 def prefill_decode(inputs: Mapping[str, Any]) -> PrefillDecode | None:

@@ -91,6 +91,8 @@ class EndpointSettings:
     send_min_tokens: False for a router that copies each request into a one-token prefill request (vLLM's
         disaggregation proxy: vLLM refuses min_tokens above max_tokens there); the answers are still checked
         for the minimum, after the fact.
+    video_route: a text-to-video run's video server, by its name in cmx.mlperf.backends.routes.VIDEO_ROUTES
+        ("vllm-omni": POST /v1/videos/sync; "trtllm-serve": POST /v1/videos/generations); unused by other runs.
     The API key travels in the environment (API_KEY_ENV), never here.
     """
 
@@ -100,6 +102,7 @@ class EndpointSettings:
     max_concurrency: int = 256
     workers: int = 0
     send_min_tokens: bool = True
+    video_route: str = "vllm-omni"
 
 
 API_KEY_ENV = "CMX_ENDPOINT_API_KEY"
