@@ -153,6 +153,9 @@ class Benchmark:
     # the official checker compares an endpoint-client result's accuracy score with the target (closed); it
     # compares no other benchmark's, whose client scale is not accuracy.txt's
     endpoints_accuracy_checked: bool = False
+    # constants.py REQUIRED_ACC_BENCHMARK: files the checker wants in the accuracy folder besides the logs, relative
+    # to it (wan-2.2-t2v-a14b's 10 videos, videos/130.mp4 ...); the benchmark's accuracy_files says where each comes from
+    accuracy_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.accuracy_sample_count:
@@ -398,7 +401,12 @@ def _parse_benchmark(name: str, b: _Reader) -> Benchmark:
         accuracy=_parse_accuracy(acc, factor),
         accuracy_sample_count=b.get("accuracy_sample_count", int, 0),
         endpoints_accuracy_checked=b.get("endpoints_accuracy_checked", bool, False),
+        accuracy_files=tuple(str(f) for f in b.get("accuracy_files", list, [])),
     )
+    outside = [f for f in bench.accuracy_files if f.startswith("/") or ".." in f.split("/") or "\\" in f]
+    if outside:
+        raise RoundError(f"{name}: accuracy_files must be paths inside the accuracy folder: {outside}",
+                         where=b.path)
     for reader in (datacenter, acc, b):
         reader.done()
     names = set(bench.scenario_names)
