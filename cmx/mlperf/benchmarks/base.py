@@ -197,3 +197,10 @@ class Benchmark(Protocol):
         loader reads and the recipe's other outputs (deepseek-r1 adds LiveCodeBench's tests and the prompt ids its
         chat template makes; the kit's default: `path` as it is)."""
         ...
+
+    # the packager's side: what a packaged accuracy folder holds besides the logs and accuracy.txt
+    def accuracy_files(self, accuracy_dir: Path, dataset: Dataset) -> dict[str, Path]:
+        """The files the round wants in the packaged accuracy/ folder (its accuracy_files: constants.py
+        REQUIRED_ACC_BENCHMARK), as paths inside that folder ("videos/130.mp4"), each mapped to the file of the
+        accuracy run in `accuracy_dir` it is copied from; `dataset` is the set that run read. The kit's default: {}."""
+        ...

@@ -88,6 +88,10 @@ class BenchmarkDefaults(ModelDefaults):
         """Nothing after the download or the tiny set: the loader reads `path`."""
         return DatasetMade(path)
 
+    def accuracy_files(self, accuracy_dir: Path, dataset: Dataset) -> dict[str, Path]:
+        """None: the packaged accuracy/ folder holds the logs and accuracy.txt only."""
+        return {}
+
     def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:
         """The text LLMs' accuracy.txt: the reference's result dict, then the hash."""
         from cmx.mlperf.scoring.accuracy_txt import format_accuracy_txt
