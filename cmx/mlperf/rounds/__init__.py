@@ -154,7 +154,7 @@ class Benchmark:
     # compares no other benchmark's, whose client scale is not accuracy.txt's
     endpoints_accuracy_checked: bool = False
     # constants.py REQUIRED_ACC_BENCHMARK: files the checker wants in the accuracy folder besides the logs, relative
-    # to it (wan-2.2-t2v-a14b's 10 videos, videos/130.mp4 ...); the benchmark's accuracy_files says where each comes from
+    # to it (wan-2.2-t2v-a14b's 10 videos, videos/130.mp4 ...); the benchmark's accuracy_files says where each is from
     accuracy_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
