@@ -1,5 +1,5 @@
-"""The compliance tests cmx runs (TEST01, TEST06, TEST07, TEST09): each one's mode, folder, verification files and
-verdict.
+"""The compliance tests cmx runs (TEST01, TEST04, TEST06, TEST07, TEST09): each one's mode, folder, verification files
+and verdict.
 
 The round data lists a benchmark's tests (constants.py models_TEST0x); the harness runs each as a
 performance-mode run with its audit.config, the app verifies it, the packager copies its folder,
@@ -33,6 +33,7 @@ class ComplianceTest:
     judge: Judge
     copies_performance: bool         # run_verification.py copies the run's summary and detail into performance/run_1
     accuracy_files: tuple[str, ...] = ()  # what else goes into accuracy/ when the verification wrote it (Part III)
+    copies_accuracy_log: bool = True  # its accuracy/ holds the run's accuracy log (TEST04's folder has no accuracy/)
 
     @property
     def mode(self) -> str:
@@ -45,7 +46,7 @@ class ComplianceTest:
 
 
 def _says_pass(file: str, passes: Callable[[str], bool]) -> Judge:
-    """The verdict of a test that one verification file decides (TEST06, TEST07, TEST09)."""
+    """The verdict of a test that one verification file decides (TEST04, TEST06, TEST07, TEST09)."""
     def judge(folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
         path = folder / file
         if not path.is_file():
@@ -75,6 +76,12 @@ def _test09_passes(text: str) -> bool:
     return passes(text)
 
 
+def _test04_passes(text: str) -> bool:
+    from cmx.mlperf.loadgen.test04 import passes
+
+    return passes(text)
+
+
 def _test01(folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
     from cmx.mlperf.loadgen.test01 import checker_failures
 
@@ -84,6 +91,8 @@ def _test01(folder: Path, benchmark: str, metrics: Sequence[str]) -> list[str]:
 TESTS: dict[str, ComplianceTest] = {
     "TEST01": ComplianceTest("TEST01", ("verify_accuracy.txt", "verify_performance.txt"), _test01, True,
                              ("accuracy.txt", "baseline_accuracy.txt", "compliance_accuracy.txt")),
+    "TEST04": ComplianceTest("TEST04", ("verify_performance.txt",),
+                             _says_pass("verify_performance.txt", _test04_passes), True, copies_accuracy_log=False),
     "TEST06": ComplianceTest("TEST06", ("verify_accuracy.txt",), _says_pass("verify_accuracy.txt", _test06_passes),
                              False),
     "TEST07": ComplianceTest("TEST07", ("verify_accuracy.txt",), _says_pass("verify_accuracy.txt", _test07_passes),
@@ -123,6 +132,10 @@ def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
         from cmx.mlperf.loadgen.test01 import audit_config as test01_audit
 
         text = test01_audit(benchmark)
+    elif mode == "test04":
+        from cmx.mlperf.loadgen.test04 import audit_config as test04_audit
+
+        text = test04_audit()
     else:
         from cmx.mlperf.loadgen.test07 import audit_config
 

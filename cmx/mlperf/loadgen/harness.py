@@ -20,7 +20,7 @@ Callers use `run_tests(...)` (or `run_test` for one), which starts that process 
 `HarnessResult`; they never call FromConfig themselves. The process builds and warms up the backend
 before LoadGen's first timed window, runs each test with tracing off, writes its `result.json` into
 its output folder as soon as it ends, prints one verdict line per test, and exits non-zero when any
-test has problems (INVALID, errors in the detail log, failed samples). A compliance test (TEST06,
+test has problems (INVALID, errors in the detail log, failed samples). A compliance test (TEST01, TEST04, TEST06,
 TEST07, TEST09) writes its audit.config into its output folder for its run only and removes it
 afterwards; LoadGen applies it to that test's copy of the settings. `evaluate_accuracy` and
 `verify_test06` turn an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from cmx.mlperf.backends.base import Backend
     from cmx.mlperf.loadgen.progress import RunProgress
     from cmx.mlperf.loadgen.sut import OfflineSUT, ServerSUT
+    from cmx.mlperf.rounds import ScenarioRules
 
 HARNESS_LOG = "harness.log"
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -151,6 +152,31 @@ def audit_config_path(config: HarnessConfig) -> Path:
     from cmx.mlperf.loadgen.test06 import AUDIT_CONFIG_NAME
 
     return config.output / AUDIT_CONFIG_NAME
+
+
+@contextlib.contextmanager
+def audit_query_count(settings: Any, config: HarnessConfig, rules: ScenarioRules,
+                      logger: logging.Logger) -> Iterator[None]:
+    """A TEST04 run's min_query_count from its audit.config's line for this model and scenario, which LoadGen (reading
+    the file with the model "*") skips and the reference's SUT applies (cmx.mlperf.loadgen.test04); the shared
+    settings get their own count back afterwards, for the scenario's later tests."""
+    from cmx.mlperf.loadgen.test04 import audit_min_query_count, run_min_query_count
+
+    audit = audit_config_path(config)
+    count = (audit_min_query_count(audit.read_text(encoding="utf-8"), rules.loadgen_model, rules.loadgen_scenario)
+             if config.mode == "test04" and audit.is_file() else None)
+    if count is None:
+        yield
+        return
+    own = int(settings.min_query_count)
+    settings.min_query_count = run_min_query_count(count, own,
+                                                   full_duration=settings.min_duration_ms >= rules.min_duration_ms)
+    logger.info("TEST04: min_query_count %d (the audit.config's %d for %s %s; user.conf's %d)",
+                settings.min_query_count, count, rules.loadgen_model, rules.loadgen_scenario, own)
+    try:
+        yield
+    finally:
+        settings.min_query_count = own
 
 
 def harness_redactor(environ: Mapping[str, str]) -> Redactor:
@@ -270,7 +296,8 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
             if config.mode.startswith("test"):
                 write_audit_config(config.mode, config.output, config.benchmark)
             logger.info("LoadGen %s %s test starts", config.scenario, config.mode)
-            ended = test.run(sut)  # False: the SUT stopped the test (the backend died) and LoadGen runs on
+            with audit_query_count(settings, config, bench.scenario(config.scenario), logger):
+                ended = test.run(sut)  # False: the SUT stopped the test (the backend died) and LoadGen runs on
             if ended and not sut.wait_idle(IDLE_TIMEOUT_S):
                 logger.error("samples still outstanding %.0f s after LoadGen returned", IDLE_TIMEOUT_S)
         finally:

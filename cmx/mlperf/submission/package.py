@@ -190,15 +190,16 @@ def _write_result(root: Path, round_: Round, request: PackageRequest, source: So
 
 def _copy_compliance(source: SourceResult, paths: ResultPaths, name: str) -> None:
     """A compliance run's folder as its run_verification.py lays it out: the verification files, the accuracy log
-    in accuracy/ (with TEST01's Part III scores where its outputs differed), and (TEST01, TEST07, TEST09) the run's
-    summary and detail in performance/run_1."""
+    in accuracy/ (with TEST01's Part III scores where its outputs differed; TEST04 has none), and (TEST01, TEST04,
+    TEST07, TEST09) the run's summary and detail in performance/run_1."""
     from cmx.mlperf.loadgen.compliance import compliance_test
 
     test = compliance_test(name)
     run = source.run_dir(test.mode)
     _copy_files(run, paths.compliance(name), test.verify_files)
-    _copy_files(run, paths.compliance(name) / "accuracy",
-                (ACCURACY_LOG, *(f for f in test.accuracy_files if (run / f).is_file())))
+    if test.copies_accuracy_log:
+        _copy_files(run, paths.compliance(name) / "accuracy",
+                    (ACCURACY_LOG, *(f for f in test.accuracy_files if (run / f).is_file())))
     if test.copies_performance:
         _copy_files(run, paths.compliance(name) / "performance" / "run_1",
                     ("mlperf_log_summary.txt", "mlperf_log_detail.txt"))

@@ -260,8 +260,9 @@ def _accuracy(paths: ResultPaths, root: Path, round_: Round, benchmark: str, clo
 
 def _compliance_verdict(paths: ResultPaths, root: Path, out: list[Problem], name: str, benchmark: str,
                         metrics: Sequence[str]) -> None:
-    """TEST01, TEST07, TEST09 as compliance_check.py checks them: the folder, its accuracy log, the performance logs
-    of a test that verifies performance (TEST01), and the verdict of its verification files."""
+    """TEST01, TEST04, TEST07, TEST09 as compliance_check.py checks them: the folder, its accuracy log (not TEST04's),
+    the performance logs of a test that verifies performance (TEST01, TEST04), and the verdict of its verification
+    files."""
     from cmx.mlperf.loadgen.compliance import compliance_test
 
     test, folder = compliance_test(name), paths.compliance(name)
@@ -273,7 +274,7 @@ def _compliance_verdict(paths: ResultPaths, root: Path, out: list[Problem], name
                            f"the closed division needs {name} for this benchmark: run _compliance"))
         return
     log = folder / "accuracy" / ACCURACY_LOG
-    if not log.is_file():
+    if test.copies_accuracy_log and not log.is_file():
         out.append(Problem(relative(log, root), f"{rule}.missing", "missing",
                            f"copy the {name} run's mlperf_log_accuracy.json back (cmx's packager and the official "
                            "run_verification.py put it there)"))
