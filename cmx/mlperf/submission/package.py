@@ -4,7 +4,8 @@ The source is what `cmx.mlperf.app` writes: `<results>/<system>/<benchmark>/<Sce
 cmx_run.json, user.conf and the LoadGen logs of each test. Every reason not to package is
 collected before anything is written (INVALID runs, errors in a log, seeds of another round,
 short or tiny results or missed accuracy targets into closed, a missing scenario or test, an
-incomplete system description, a run's lockfile missing or a recipe changed since it ran), so one
+incomplete system description, a run's lockfile missing or a recipe changed since it ran, a file the round wants
+in accuracy/ that the accuracy run did not write: cmx.mlperf.submission.accuracy_files), so one
 attempt shows the whole list. Nothing is invented: a
 field no one supplied is a refusal, never a placeholder. The tree is built in a temporary
 folder beside its destination and moved into place whole.
@@ -26,6 +27,7 @@ from typing import Any
 from cmx.mlperf.loadgen.accuracy_log import truncate_accuracy_log
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
+from cmx.mlperf.submission.accuracy_files import accuracy_files
 from cmx.mlperf.submission.code import plan_code, write_code
 from cmx.mlperf.submission.refusals import (
     UNQUANTIZED,
@@ -98,6 +100,8 @@ def package(request: PackageRequest) -> Packaged:
     for system, desc in descriptions.items():
         reasons += [f"systems/{system}.json: {p}" for p in description_problems(desc, round_)]
     reasons += calibration_refusals(request, results)
+    extras = {r.name: accuracy_files(r, round_) for r in results}  # the round's files in accuracy/ (wan's videos)
+    reasons += [f"{name}: {why}" for name, found in extras.items() for why in found.refusals]
     code, code_reasons = plan_code(results)  # src/: the recipes that ran, as the runs' lockfiles pin them
     reasons += code_reasons
     measured = {r.name: measurements(r, request) for r in results}
@@ -112,7 +116,8 @@ def package(request: PackageRequest) -> Packaged:
     request.out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".cmx-package-", dir=request.out_dir))
     try:
-        packaged = [_write_result(staging, round_, request, r, measured[r.name]) for r in results]
+        packaged = [_write_result(staging, round_, request, r, measured[r.name], extras[r.name].files)
+                    for r in results]
         for system, desc in descriptions.items():
             write_description(desc, system_json(staging, system))
         write_code(staging / round_.layout.code_dir, code)
@@ -170,11 +175,14 @@ def _detected(results: Sequence[SourceResult], system: str) -> dict[str, str]:
 
 
 def _write_result(root: Path, round_: Round, request: PackageRequest, source: SourceResult,
-                  measured: Mapping[str, str]) -> PackagedResult:
+                  measured: Mapping[str, str], accuracy_extras: Mapping[str, Path]) -> PackagedResult:
     paths = ResultPaths(root, round_.layout, source.system, source.benchmark, source.scenario)
     _copy_files(source.run_dir("performance"), paths.performance, PERFORMANCE_FILES)
     acc = source.run_dir("accuracy")
     _copy_files(acc, paths.accuracy, ("mlperf_log_detail.txt", "mlperf_log_summary.txt", ACCURACY_TXT))
+    for inside, src in accuracy_extras.items():  # accuracy/videos/130.mp4 ...: checked to exist before writing
+        (paths.accuracy / inside).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, paths.accuracy / inside)
     digest = truncate_accuracy_log(acc / ACCURACY_LOG, paths.accuracy / ACCURACY_LOG)
     for name in round_.benchmark(source.benchmark).compliance_tests:  # closed needs them; open keeps those run
         if request.division == "closed" or source.has(name.lower()):

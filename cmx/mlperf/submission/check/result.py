@@ -85,6 +85,7 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
                             "run the official checker for the power rules (cmx neither measures nor packages power)",
                             WARNING))
     _file_set(paths.accuracy, ACCURACY_FILES, (), root, mine)
+    _accuracy_extras(paths, root, round_.benchmark(bench_name).accuracy_files, mine)
     measured = measurement_files(paths, root, round_, mine)
     perf = _loadgen(paths.performance, root, round_, bench_name, folder.scenario, mine)
     if perf is not None:
@@ -125,6 +126,19 @@ def checker_metric(round_: Round, benchmark: str, scenario: str, perf: LoadgenRu
     if round_.benchmark(benchmark).token_latencies:
         return (r.tokens_per_second if r else None), "Tokens/s"
     return (r.samples_per_second if r else None), "Samples/s" if scenario == "Offline" else "Queries/s"
+
+
+def _accuracy_extras(paths: ResultPaths, root: Path, required: Sequence[str], out: list[Problem]) -> None:
+    """accuracy_check.py extra_files_check: the files the round wants in accuracy/ besides the logs (constants.py
+    REQUIRED_ACC_BENCHMARK: wan-2.2-t2v-a14b's 10 videos), in every division."""
+    for name in required:
+        path = paths.accuracy / name
+        if refused_link(path, root, out):
+            continue
+        if not regular_file(path):
+            out.append(Problem(relative(path, root), "accuracy.extra-files", "missing",
+                               "the checker wants it in accuracy/: cmx's packager copies it from the accuracy run's "
+                               "folder (the benchmark's accuracy_files); package the results again"))
 
 
 def _file_set(folder: Path, required: tuple[str, ...], optional: tuple[str, ...], root: Path,
