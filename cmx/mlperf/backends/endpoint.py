@@ -15,7 +15,14 @@ instead, Offline only: the clip as a WAV file, the prompt's language, streamed s
 with its token count; its result is the text with that count (openai_api's module docstring says why).
 The model folder (`EndpointConfig.tokenizer`) tells a speech model from a text one (its config.json).
 
-These four ways (completions, streamed completions, transcriptions, chats) are `routes.Route` values, which
+A text-to-video prompt (a request with a `video`: Wan 2.2's) is one non-streaming POST to the video server the run
+names (EndpointConfig.video_route: vllm-omni's /v1/videos/sync or trtllm-serve's /v1/videos/generations), with the
+run's video settings; its answer is the mp4, written under the request's file name in the run's videos folder and
+answered with its sha256, as the in-process diffusion engine answers (video_api's module docstring says what each
+server takes; the fixed initial latent is not among it, and StartInfo.details says so). Its warm-up is one video of
+two steps on each path, checked (frames asked for, an mp4) and not kept.
+
+These ways (completions, streamed completions, transcriptions, chats, videos) are `routes.Route` values, which
 `routes.route_for` picks from the request; each goes through the one post path of `endpoint_client.EndpointClient`
 (the same in the worker processes of `endpoint_workers`), so no route has failures of its own.
 
@@ -73,18 +80,28 @@ from cmx.mlperf.backends.base import (
     GenResult,
     StartInfo,
     StreamSink,
+    VideoPrompt,
 )
 from cmx.mlperf.backends.batching import QueueSink, audio_warmup_requests, longest_first, warmup_requests
 from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
 from cmx.mlperf.backends.endpoint_workers import WorkerPool, WorkerSetup
 from cmx.mlperf.backends.loop_thread import LoopThread
 from cmx.mlperf.backends.openai_api import TextTokens, http_error, malformed, server_root, unreachable_error
-from cmx.mlperf.backends.routes import CHAT, IDS_PROBE, TRANSCRIPTIONS, Route, ServerSendsNoIds, route_for
+from cmx.mlperf.backends.routes import (
+    CHAT,
+    IDS_PROBE,
+    TRANSCRIPTIONS,
+    VIDEO_ROUTES,
+    Route,
+    ServerSendsNoIds,
+    route_for,
+)
 from cmx.secrets import public_url
 
 CLOSE_TIMEOUT_S = 30.0  # for closing the session when the backend stops
 DEFAULT_MAX_MODEL_LEN = 2048  # for sizing warm-up prompts when /v1/models does not say
 WARMUP_CHAT = ChatPrompt(({"role": "user", "content": "Name three colours."},), max_tokens=8)
+WARMUP_VIDEO = VideoPrompt("A red ball rolls across a wooden table.", "warm-up.mp4")  # the file is never written
 
 
 # --- the backend ---------------------------------------------------------------------------------------
@@ -113,6 +130,8 @@ class EndpointBackend(BackendDefaults):
         self._loop: LoopThread | None = None
         self._client = EndpointClient(config, self.log)  # the session and every route's post, on the loop only
         self._pool: WorkerPool | None = None  # config.workers > 0: the worker processes, once started
+        # a text-to-video run's route (its server, by config.video_route); None for a run answered in tokens
+        self._video_route = VIDEO_ROUTES[config.video_route] if config.video is not None else None
 
     @property
     def url(self) -> str:
@@ -148,7 +167,7 @@ class EndpointBackend(BackendDefaults):
             self.stop()
             raise
         warmed = time.monotonic()
-        output = (f"{route.answers}, with the server's token count" if (route := self._text_route) is not None
+        output = (route.answers if (route := self._text_route) is not None
                   else f"token ids from the {self.token_ids_source}")
         self.log.info("endpoint %s: model %s on %s %s; output as %s; warm-up: %d requests in %.1f s",
                       public_url(self.url), self.model, server["software"] or "an unnamed server",
@@ -165,7 +184,17 @@ class EndpointBackend(BackendDefaults):
                                   "server_software": server["software"], "server_version": server["version"],
                                   "server_max_model_len": max_model_len,
                                   "server_lists_models": server.get("lists_models", True),
-                                  "token_ids_source": self.token_ids_source})
+                                  "token_ids_source": self.token_ids_source, **self._video_details()})
+
+    def _video_details(self) -> dict[str, Any]:
+        """A text-to-video run's route and what it could not send: the fixed initial latent (no video route carries
+        one), so the server's own latent (from the seed, or one it was configured to load) made the videos."""
+        if self._video_route is None or self.config.video is None:
+            return {}
+        latent = self.config.video.latent
+        return {"video_route": self.config.video_route, "video_path": self._video_route.path,
+                "fixed_latent": str(latent) if latent else None,
+                "fixed_latent_sent": False}
 
     async def _probe(self) -> tuple[dict[str, Any], int | None]:
         """Check that the server answers and serves the model; what it says it is, and the
@@ -227,6 +256,11 @@ class EndpointBackend(BackendDefaults):
         A speech model's: transcriptions of a second of silence, the only path it takes, in the
         vocabulary's first language (Whisper's <|en|>, after <|startoftranscript|>): a server left to detect
         the language of silence may fail (vLLM's asserts that a random model's guess is a language)."""
+        if self._video_route is not None:  # text-to-video prompts only, on both paths; each answer an mp4
+            assert self.config.videos is not None
+            self.config.videos.mkdir(parents=True, exist_ok=True)
+            self._use_text_route(self._video_route)
+            return self._on_both_paths([GenRequest(id=-1, prompt_ids=[], video=WARMUP_VIDEO)])
         if self.config.chat:  # conversations only, on both paths; their answers are text with the server's count
             self._use_text_route(CHAT)
             return self._on_both_paths([GenRequest(id=-(i + 1), prompt_ids=[], chat=WARMUP_CHAT)
@@ -329,7 +363,8 @@ class EndpointBackend(BackendDefaults):
             for request in pending:
                 batch.sent += 1
                 try:
-                    result = await self._client.post(route_for(request, streamed=False), request)
+                    result = await self._client.post(route_for(request, streamed=False, video=self._video_route),
+                                                     request)
                 except BackendError as exc:
                     if batch.failed is None:
                         batch.failed = exc
@@ -373,7 +408,7 @@ class EndpointBackend(BackendDefaults):
 
     async def _stream(self, request: GenRequest, sink: StreamSink) -> None:
         try:  # a chat is not streamed: no first token, the whole answer at once
-            route = route_for(request, streamed=True)
+            route = route_for(request, streamed=True, video=self._video_route)
             result = await self._client.post(route, request, sink if route.streams else None)
         except BackendError as exc:
             self.log.error("%s", exc.message)

@@ -7,6 +7,9 @@ worker process (`endpoint_workers`), so bodies, parsing, checks, messages and th
 - an HTTP status other than 200 is `openai_api.http_error` (but a status the route answers empty, `Route.refused`,
   for a sample, not a warm-up: counted in `refused` and logged);
 - an answer that is not what the route sends is `openai_api.malformed`;
+- a video route's answer (`Route.raw`) is read as bytes: its mp4 is written under the request's file name in the run's
+  videos folder (a warm-up's is checked and not kept), and the result carries the file, its sha256 (the one
+  cmx.tools.fs.sha256_file the in-process diffusion engine answers with), frame count and fps;
 - a request with no complete answer (a timeout, a lost or refused connection) is `openai_api.transport_error`,
   after the dead-server policy: when the connection was lost or refused, a fresh GET /models on a connection of its
   own asks whether the server is gone (refused, no route to the host, reset before any answer). When it is, the
@@ -21,13 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import json
 import logging
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cmx.mlperf.backends.base import GREEDY, BackendDead, BackendError, GenRequest, GenResult, Sampling, StreamSink
+from cmx.mlperf.backends.base import (
+    GREEDY,
+    BackendDead,
+    BackendError,
+    GenRequest,
+    GenResult,
+    Sampling,
+    StreamSink,
+    Video,
+)
 from cmx.mlperf.backends.openai_api import (
     SseBuffer,
     TextTokens,
@@ -37,8 +51,12 @@ from cmx.mlperf.backends.openai_api import (
     refuse_two_credentials,
     transport_error,
 )
-from cmx.mlperf.backends.routes import Payload, Route, RouteContext
+from cmx.mlperf.backends.routes import DEFAULT_VIDEO_ROUTE, VIDEO_ROUTES, Payload, Route, RouteContext, VideoAnswer
 from cmx.secrets import Secret, public_url
+from cmx.tools.fs import sha256_file
+
+if TYPE_CHECKING:
+    from cmx.mlperf.backends.diffusion import VideoSettings
 
 # Offline: requests in flight at once. Enough to keep any one server's batch full (vLLM's
 # max_num_seqs is 256 to 1024 in the published MLPerf set-ups); requests beyond the server's
@@ -56,6 +74,9 @@ DEAD_PROBE_TIMEOUT_S = 5.0
 GONE_ERRNOS = {errno.ECONNREFUSED: "connection refused", errno.EHOSTUNREACH: "no route to the host",
                errno.ENETUNREACH: "network unreachable", errno.ECONNRESET: "connection reset"}
 TOKEN_IDS_SOURCES = ("auto", "server", "tokenizer")
+# a video warm-up's denoising steps: one of each of Wan 2.2's experts (the in-process engine's WARMUP_STEPS), so that
+# a warm-up costs two steps of the server's time, not a whole video's
+VIDEO_WARMUP_STEPS = 2
 JSON = {"Content-Type": "application/json"}
 
 
@@ -78,6 +99,9 @@ class EndpointConfig:
     send_min_tokens: False leaves min_tokens out of the request body (for vLLM's disaggregation proxy, which
         copies it into a max_tokens=1 prefill request that vLLM refuses); an answer shorter than the request's
         min_tokens still fails its sample.
+    video: a text-to-video run's settings (the benchmark's, in the run's shape), sent with every prompt; None for a
+        run whose answers are tokens. videos: the folder each video is written to (the run's <output>/videos).
+    video_route: the video server's route, a name in routes.VIDEO_ROUTES ("vllm-omni" or "trtllm-serve").
     """
 
     url: str
@@ -92,6 +116,9 @@ class EndpointConfig:
     chat: bool = False
     workers: int = 0
     send_min_tokens: bool = True
+    video: VideoSettings | None = None
+    videos: Path | None = None
+    video_route: str = DEFAULT_VIDEO_ROUTE
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -110,6 +137,11 @@ class EndpointConfig:
         if self.token_ids == "tokenizer" and self.tokenizer is None:
             raise BackendError("token_ids='tokenizer' needs the model's tokenizer folder",
                                hint="give EndpointConfig(tokenizer=MODEL_DIR)")
+        if self.video_route not in VIDEO_ROUTES:
+            raise BackendError(f"unknown video route {self.video_route!r}", hint=" or ".join(VIDEO_ROUTES))
+        if self.video is not None and self.videos is None:
+            raise BackendError("a text-to-video run needs the folder its videos are written to",
+                               hint="give EndpointConfig(videos=OUTPUT/videos)")
 
 
 def lost_connection(exc: BaseException) -> bool:
@@ -170,22 +202,30 @@ class EndpointClient:
         async with self.session.get(url) as response:
             return response.status, await response.text(), response.headers
 
-    def context(self) -> RouteContext:
+    def context(self, request: GenRequest | None = None) -> RouteContext:
+        """What every body and reader needs; a video warm-up's settings take VIDEO_WARMUP_STEPS steps."""
+        video = self.config.video
+        if video is not None and request is not None and request.id < 0:
+            video = replace(video, steps=min(video.steps, VIDEO_WARMUP_STEPS))
         return RouteContext(model=self.model or "", sampling=self.config.sampling, tokens=self.tokens,
-                            speech=self.speech, min_tokens=self.config.send_min_tokens)
+                            speech=self.speech, min_tokens=self.config.send_min_tokens, video=video,
+                            save_video=self._save_video)
 
     async def post(self, route: Route, request: GenRequest, sink: StreamSink | None = None) -> GenResult:
         """One request through `route`; a streamed answer's first token to `sink` (None: nobody waits for it)."""
         import aiohttp
 
-        url, what, context = f"{self.url}{route.path}", route.what(request), self.context()
+        url, what, context = f"{self.url}{route.path}", route.what(request), self.context(request)
         payload, reader = route.body(request, context), route.reader(request, context, url)
         self._in_flight += 1
         try:
             async with self.session.post(url, **self._sent(payload)) as response:
                 if response.status != 200:
                     return self._refused(route, request, response.status, await response.text(), url, what)
-                if route.streams:
+                if route.raw:
+                    assert isinstance(reader, VideoAnswer), "a raw route's reader takes the body's bytes"
+                    reader.add_body(await response.read(), response.headers.get("Content-Type", ""))
+                elif route.streams:
                     events = SseBuffer()
                     async for chunk in response.content.iter_any():
                         for event in events.feed(chunk):
@@ -195,7 +235,7 @@ class EndpointClient:
                     reader.add(await response.text())
             return reader.result()
         except ValueError as exc:
-            raise malformed(what, url, str(exc)) from None
+            raise malformed(what, url, str(exc), hint=route.hint) from None
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             await self._raise_if_dead(exc)
             error = transport_error(exc, url=url, what=what, timeout_s=self.config.request_timeout_s)
@@ -213,13 +253,30 @@ class EndpointClient:
 
         if payload.json is not None:
             return {"data": json.dumps(payload.json), "headers": JSON}
-        form = aiohttp.FormData()
+        form = aiohttp.FormData(default_to_multipart=True)  # multipart even without a file: the servers' forms are
         for name, value in (payload.fields or {}).items():
             form.add_field(name, value)
         if payload.file is not None:
             form.add_field("file", payload.file.data, filename=payload.file.name,
                            content_type=payload.file.content_type)
         return {"data": form}
+
+    def _save_video(self, request: GenRequest, mp4: bytes, frames: int) -> GenResult:
+        """`request`'s video: its mp4 written as request.video.file_name in the videos folder (never half-written
+        under its name), answered with its sha256; a warm-up's is not kept (its path is empty)."""
+        video = self.config.video
+        assert request.video is not None and video is not None and self.config.videos is not None
+        path: Path | None = None
+        if request.id >= 0:
+            path = self.config.videos / request.video.file_name
+            partial = path.with_name(f".{path.stem}.partial{path.suffix}")
+            partial.write_bytes(mp4)
+            os.replace(partial, path)
+            digest = sha256_file(path)
+        else:
+            digest = hashlib.sha256(mp4).hexdigest()
+        return GenResult(id=request.id, token_ids=[], finish_reason="stop",
+                         video=Video(str(path) if path is not None else "", digest, frames, video.fps))
 
     def _refused(self, route: Route, request: GenRequest, status: int, body: str, url: str, what: str) -> GenResult:
         """The empty answer to a sample the server will not serve (a status in `route.refused`, as the benchmark's

@@ -205,7 +205,8 @@ class Answer:
 
 
 def server_error_text(data: Any) -> str | None:
-    """The message of an error object ({"error": {"message": ...}}, {"error": "..."}, {"message": ...})."""
+    """The message of an error object ({"error": {"message": ...}}, {"error": "..."}, {"message": ...}, or FastAPI's
+    {"detail": "..."}, which vllm-omni's video routes raise)."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")
@@ -215,6 +216,8 @@ def server_error_text(data: Any) -> str | None:
         return str(error)
     if "message" in data and "choices" not in data:
         return str(data["message"])
+    if isinstance(data.get("detail"), str):
+        return str(data["detail"])
     return None
 
 
@@ -586,7 +589,8 @@ def transport_error(exc: BaseException, *, url: str, what: str, timeout_s: float
     return BackendError(f"{what} failed: {type(exc).__name__}: {exc}", where=where, hint=NO_RETRY)
 
 
-def malformed(what: str, url: str, problem: str) -> BackendError:
-    """The error for an answer that is not what /v1/completions sends."""
+def malformed(what: str, url: str, problem: str, hint: str | None = None) -> BackendError:
+    """The error for an answer that is not what the route sends (`hint`: what to check; by default, that the server
+    speaks OpenAI's /v1/completions)."""
     return BackendError(f"the server's answer to {what} is malformed: {problem}", where=public_url(url),
-                        hint="the endpoint must speak OpenAI's /v1/completions")
+                        hint=hint or "the endpoint must speak OpenAI's /v1/completions")

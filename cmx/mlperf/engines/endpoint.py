@@ -1,5 +1,6 @@
 """An OpenAI-compatible server over HTTP (cmx.mlperf.backends.endpoint): the one endpoint_url names, or a
-`vllm serve` of the model that cmx starts for the run and stops after it."""
+`vllm serve` of the model that cmx starts for the run and stops after it. A text-to-video benchmark's server is a video
+server (vllm-omni or trtllm-serve, EndpointSettings.video_route) that endpoint_url must name: cmx starts none."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ name = "endpoint"
 backend = "endpoint"
 modules: tuple[str, ...] = ()  # the HTTP client is cmx's own dependency; vllm serve, when cmx starts it, is vllm's
 preflight = no_preflight
-check = refuse_replicas
 refuse = takes_any_benchmark
 profile = vllm_profile  # the vllm serve cmx starts (a server behind endpoint_url brings its own)
 SERVED_MODEL_NAME = "cmx-sut"  # what the vllm serve cmx starts calls the model
@@ -37,6 +37,25 @@ def asked(run: AppRun) -> bool:
 
 def asked_by(config: HarnessConfig) -> bool:
     return config.endpoint is not None
+
+
+def check(run: AppRun) -> None:
+    """No Ray replicas; a text-to-video benchmark only with the URL of its video server."""
+    refuse_replicas(run)
+    refuse_video_without_url(run)
+
+
+def refuse_video_without_url(run: AppRun) -> None:
+    """cmx starts `vllm serve` for a model, which serves no video route: vllm-omni's (`vllm serve MODEL --omni`) is
+    not installed here and has no CPU platform, and trtllm-serve is NVIDIA's; the user starts either and names it."""
+    from cmx.mlperf.benchmarks import benchmark_for
+
+    if run.endpoint is None and benchmark_for(run.benchmark).generation.video is not None:
+        raise AppConfigError(f"{run.benchmark} with _endpoint needs a video server's URL: cmx starts vllm serve, which "
+                             "has no video route",
+                             hint="start `vllm serve MODEL --omni` (vllm-omni; --input video_route=vllm-omni) or "
+                                  "trtllm-serve (--input video_route=trtllm-serve) and pass --input "
+                                  "endpoint_url=http://HOST:PORT/v1")
 
 
 def server_config(run: AppRun, tokenizer: bool, options: EngineOptions) -> VllmServerConfig:
@@ -96,12 +115,19 @@ def build(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, s
     e = config.endpoint
     assert e is not None, "asked_by chose this engine for a config with an endpoint"
     key = environ.get(API_KEY_ENV)
+    bench = benchmark_for(config.benchmark)
+    video = videos = None
+    if bench.generation.video is not None:  # the settings the in-process engine would run, sent with every prompt
+        from cmx.mlperf.engines.diffusion import VIDEOS, video_settings
+
+        video, videos = video_settings(config), config.output / VIDEOS
     return EndpointBackend(EndpointConfig(url=endpoint_url(e, environ), model=e.model,
                                           api_key=Secret(key) if key else None,
                                           request_timeout_s=e.request_timeout_s,
                                           max_concurrency=e.max_concurrency, workers=e.workers,
                                           send_min_tokens=e.send_min_tokens, tokenizer=config.model,
-                                          sampling=config.sampling, chat=benchmark_for(config.benchmark).chat),
+                                          sampling=config.sampling, chat=bench.chat, video=video, videos=videos,
+                                          video_route=e.video_route),
                            logger)
 
 
@@ -109,6 +135,9 @@ def record(run: AppRun, runs: Sequence[RunSummary]) -> dict[str, Any]:
     """The server's software and version as the server reported them."""
     details = next((r.details for r in runs if r.details.get("transport") == "http"), {})
     keys = ("url", "model", "server_software", "server_version", "server_max_model_len", "token_ids_source")
+    # a video run's route and whether the reference's fixed latent reached the server (no route carries it)
+    video: dict[str, Any] = {k: details[k] for k in ("video_route", "video_path", "fixed_latent", "fixed_latent_sent")
+                             if k in details}
     return {"kind": "endpoint", "transport": "http", **{k: details.get(k) for k in keys},
             "started_by_cmx": run.server_log is not None,
             "server_log": str(run.server_log) if run.server_log else None,
@@ -116,7 +145,7 @@ def record(run: AppRun, runs: Sequence[RunSummary]) -> dict[str, Any]:
             # a server with no GET /v1/models (vLLM's disaggregation proxy): the model is the one named, and the facts
             # a listing gives (software, max_model_len) are unknown; a topology cmx started has its instances' facts
             **({"server_lists_models": False} if details.get("server_lists_models") is False else {}),
-            **({"topology": run.topology().to_json()} if run.topology else {}),
+            **({"topology": run.topology().to_json()} if run.topology else {}), **video,
             **({"min_tokens_sent": False} if run.endpoint is not None and not run.endpoint.send_min_tokens
                else {})}
 
