@@ -59,9 +59,9 @@ def test_the_cpu_and_mlperf_extras_install_the_loadgen_of_the_default_round() ->
 def test_v6_1_drops_llama2_70b_99_and_keeps_99_9() -> None:
     assert load_round("v6.0").benchmark_names == ("llama2-70b-99", "llama2-70b-99.9", "llama3.1-8b", "llama3.1-405b",
                                                   "gpt-oss-120b", "mixtral-8x7b", "deepseek-r1", "whisper",
-                                                  "qwen3-vl-235b-a22b")
+                                                  "qwen3-vl-235b-a22b", "wan-2.2-t2v-a14b")
     assert load_round("v6.1").benchmark_names == ("llama2-70b-99.9", "llama3.1-8b", "deepseek-r1", "gpt-oss-120b",
-                                                  "whisper", "qwen3-vl-235b-a22b")
+                                                  "whisper", "qwen3-vl-235b-a22b", "wan-2.2-t2v-a14b")
 
 
 def test_qwen3_vl_is_judged_on_whole_answers_with_the_checkers_target_and_no_compliance_test() -> None:
@@ -93,6 +93,21 @@ def test_whisper_is_offline_only_with_test01_and_the_checkers_accuracy_target() 
         # constants.py: ("ACCURACY", (100.0 - 2.0671) * 0.99)
         assert [(b.metric, b.value) for b in whisper.accuracy.minimums] == [("accuracy", (100.0 - 2.0671) * 0.99)]
 
+
+
+def test_wan_2_2_runs_offline_and_singlestream_in_seconds_with_test04_and_the_checkers_videos() -> None:
+    # constants.py MODEL_CONFIG[round], SPECIAL_UNIT_DICT, REQUIRED_ACC_BENCHMARK and loadgen/mlperf.conf at b66003e
+    videos = {"v6.0": ("130", "106", "84", "59", "12", "31", "86", "122", "233", "96"),
+              "v6.1": ("130", "106", "84", "59", "12", "123", "43", "22", "238", "32")}
+    for name, ids in videos.items():
+        wan = load_round(name).benchmark("wan-2.2-t2v-a14b")
+        assert wan.loadgen_scenario_names == ("Offline", "SingleStream") == wan.required_scenarios
+        assert wan.compliance_tests == ("TEST04",) and not wan.token_latencies and not wan.equal_issue
+        single = wan.scenario("SingleStream")
+        assert (single.latency_unit, single.min_query_count, single.latency_result) == ("s", None, True)
+        assert wan.scenario("Offline").min_query_count == 248 and wan.scenario("Offline").latency_unit is None
+        assert [(b.metric, b.value) for b in wan.accuracy.minimums] == [("vbench_score", 70.48 * 0.99)]
+        assert wan.accuracy_files == tuple(f"videos/{i}.mp4" for i in ids)
 
 @pytest.mark.parametrize("round_", ["v6.0", "v6.1"])
 def test_gpt_oss_120b_has_the_checkers_targets_sample_counts_and_compliance_tests(round_: str) -> None:
