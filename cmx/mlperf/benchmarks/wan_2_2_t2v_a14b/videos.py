@@ -10,6 +10,8 @@ for TEST04 and for re-scoring: cmx.mlperf.backends.diffusion).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cmx.mlperf.backends.base import GenRequest, GenResult, VideoPrompt
@@ -26,6 +28,12 @@ def vbench_name(prompt: str, iteration: int = 0) -> str:
 def sample_name(index: int) -> str:
     """The name the submission checker wants for sample `index`'s video under accuracy/videos/."""
     return f"{index}.mp4"
+
+
+def packaged_videos(accuracy_dir: Path, prompts: Sequence[str]) -> dict[str, Path]:
+    """Each sample's path in the packaged accuracy/ folder (videos/<i>.mp4) and the file the accuracy run in
+    `accuracy_dir` wrote for it (videos/<prompt>-0.mp4: cmx.mlperf.engines.diffusion.VIDEOS)."""
+    return {f"videos/{sample_name(i)}": Path(accuracy_dir) / "videos" / vbench_name(p) for i, p in enumerate(prompts)}
 
 
 def video_request(request_id: int, index: int, prompt: str) -> GenRequest:
