@@ -178,3 +178,22 @@ def test_cmx_check_reads_test04_where_run_verification_puts_it_and_wants_no_accu
     _compliance_verdict(paths, tmp_path, found, "TEST04", "wan-2.2-t2v-a14b", ())
     assert found == [] and not (folder / "accuracy").exists()
     assert json.loads(json.dumps(TESTS["TEST04"].verify_files)) == ["verify_performance.txt"]
+
+
+def test_the_packager_lays_test04_out_as_run_verification_does_with_no_accuracy_folder(tmp_path: Path):
+    from cmx.mlperf.submission.package import _copy_compliance
+    from cmx.mlperf.submission.sources import SourceResult
+
+    scenario = tmp_path / "results" / "box" / "wan-2.2-t2v-a14b" / "SingleStream"
+    run = scenario / "TEST04"
+    run.mkdir(parents=True)
+    for name in ("verify_performance.txt", "mlperf_log_accuracy.json", "mlperf_log_summary.txt",
+                 "mlperf_log_detail.txt", "harness.log", "result.json"):
+        (run / name).write_text(name)
+    source = SourceResult(scenario, "box", "wan-2.2-t2v-a14b", "SingleStream", {})
+    paths = ResultPaths(tmp_path / "tree", load_round("v6.1").layout, "box", "wan-2.2-t2v-a14b", "SingleStream")
+    _copy_compliance(source, paths, "TEST04")
+    folder = paths.compliance("TEST04")
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt",
+        "verify_performance.txt"]

@@ -97,6 +97,13 @@ def _test01_folder(f: Path, accuracy: str = "TEST PASS\n\n", performance: str = 
         (f / "performance" / "run_1" / log).write_text(":::MLLOG {}\n")
 
 
+def _test04_folder(f: Path, performance: str = "TEST PASS\n") -> None:
+    (f / "verify_performance.txt").write_text(f"Verifying performance.\n{performance}")
+    (f / "performance" / "run_1").mkdir(parents=True)
+    for log in ("mlperf_log_summary.txt", "mlperf_log_detail.txt"):
+        (f / "performance" / "run_1" / log).write_text(":::MLLOG {}\n")
+
+
 # (test, benchmark, how its folder is made (None: no folder), the rule cmx check breaks, None when it passes);
 # tests/mlperf/submission/test_check.py counts these rules as caught
 VERDICT_CASES = [
@@ -112,6 +119,10 @@ VERDICT_CASES = [
     ("TEST01", "whisper", lambda f: (f / "verify_accuracy.txt").write_text("TEST PASS\n"), "test01.missing"),
     ("TEST01", "whisper", lambda f: _test01_folder(f, performance="TEST FAIL: Test score invalid\n"), "test01.check"),
     ("TEST01", "whisper", lambda f: _test01_folder(f, accuracy="TEST FAIL\n"), "test01.check"),
+    ("TEST04", "whisper", _test04_folder, None),
+    ("TEST04", "whisper", None, "test04.missing"),
+    ("TEST04", "whisper", lambda f: (f / "verify_performance.txt").write_text("TEST PASS\n"), "test04.missing"),
+    ("TEST04", "whisper", lambda f: _test04_folder(f, performance="TEST FAIL: Test score invalid\n"), "test04.check"),
 ]
 
 
