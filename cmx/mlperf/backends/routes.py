@@ -41,7 +41,7 @@ from cmx.mlperf.backends.openai_api import (
     transcription_language,
     wav_bytes,
 )
-from cmx.mlperf.backends.video_api import mp4_frames, omni_form, omni_video, trtllm_body, trtllm_video
+from cmx.mlperf.backends.video_api import mp4_video, omni_form, omni_video, trtllm_body, trtllm_video
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.diffusion import VideoSettings
@@ -143,7 +143,8 @@ class ServerSendsNoIds(Exception):
 
 class VideoAnswer:
     """A video route's answer: its body's bytes, read by `read` (ValueError when it carries no mp4), its frames counted
-    and checked against the frames asked for, then saved by the context's save function."""
+    and its size read and both checked against the run's (a server that ignored a field made another video than the
+    run's), then saved by the context's save function."""
 
     def __init__(self, request: GenRequest, ctx: RouteContext, read: Callable[[bytes, str], bytes]) -> None:
         self._request, self._ctx, self._read = request, ctx, read
@@ -158,10 +159,13 @@ class VideoAnswer:
     def result(self) -> GenResult:
         ctx = self._ctx
         assert self._mp4 is not None and ctx.video is not None and ctx.save_video is not None
-        frames = mp4_frames(self._mp4)
-        if frames != ctx.video.frames:  # a server that ignored num_frames made another video than the run's
-            raise ValueError(f"the mp4 has {frames} frames, and {ctx.video.frames} were asked for")
-        return ctx.save_video(self._request, self._mp4, frames)
+        got, want = mp4_video(self._mp4), ctx.video
+        if got.frames != want.frames:
+            raise ValueError(f"the mp4 has {got.frames} frames, and {want.frames} were asked for")
+        if (got.width, got.height) != (want.width, want.height):
+            raise ValueError(f"the mp4's frames are {got.width}x{got.height} (width x height), and {want.width}x"
+                             f"{want.height} were asked for")
+        return ctx.save_video(self._request, self._mp4, got.frames)
 
 
 def _completion_body(stream: bool) -> Callable[[GenRequest, RouteContext], Payload]:

@@ -33,7 +33,7 @@ import base64
 import binascii
 import json
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from cmx.mlperf.backends.diffusion import VideoSettings
@@ -118,16 +118,28 @@ def describe(body: bytes, content_type: str) -> str:
     return f"{content_type or 'no content type'}, {len(body)} bytes: {' '.join(head.split())!r}"
 
 
-def mp4_frames(data: bytes) -> int:
-    """The frame count of an mp4's video track: the sample count of its sample table (ISO/IEC 14496-12: moov > trak >
-    mdia > minf > stbl > stsz). ValueError: no video track, or a file that is not a complete mp4."""
+class Mp4Video(NamedTuple):
+    """What an mp4's video track says of itself: its frame count and its frames' size in pixels."""
+
+    frames: int
+    width: int
+    height: int
+
+
+def mp4_video(data: bytes) -> Mp4Video:
+    """The video track of an mp4 (ISO/IEC 14496-12): its frame count, the sample count of its sample table (moov >
+    trak > mdia > minf > stbl > stsz), and its size, the track header's (tkhd) last two 16.16 fixed-point fields.
+    ValueError: no video track, or a file that is not a complete mp4."""
     for trak in _children(data, 0, len(data), b"moov", b"trak"):
-        if _handler(data, trak) == b"vide":
-            for start, end in _children(data, trak[0], trak[1], b"mdia", b"minf", b"stbl", b"stsz"):
-                if end - start < 12:
-                    break
-                return int(struct.unpack(">I", data[start + 8:start + 12])[0])
-    raise ValueError("the mp4 has no video track with a sample table (stsz)")
+        if _handler(data, trak) != b"vide":
+            continue
+        tables = [s for s in _children(data, trak[0], trak[1], b"mdia", b"minf", b"stbl", b"stsz") if s[1] - s[0] >= 12]
+        headers = [s for s in _children(data, trak[0], trak[1], b"tkhd") if s[1] - s[0] >= 84]
+        if tables and headers:
+            frames = struct.unpack(">I", data[tables[0][0] + 8:tables[0][0] + 12])[0]
+            width, height = struct.unpack(">II", data[headers[0][1] - 8:headers[0][1]])
+            return Mp4Video(int(frames), int(width) >> 16, int(height) >> 16)
+    raise ValueError("the mp4 has no video track with a header (tkhd) and a sample table (stsz)")
 
 
 def _boxes(data: bytes, start: int, end: int) -> list[tuple[bytes, int, int]]:

@@ -25,7 +25,7 @@ from cmx.mlperf.backends.diffusion import VideoSettings
 from cmx.mlperf.backends.endpoint import EndpointBackend
 from cmx.mlperf.backends.endpoint_client import EndpointConfig
 from cmx.mlperf.backends.routes import VIDEO_GENERATIONS, VIDEO_ROUTES, VIDEOS_SYNC, route_for
-from cmx.mlperf.backends.video_api import mp4_frames
+from cmx.mlperf.backends.video_api import Mp4Video, mp4_video
 from tests.fake_openai import script_server
 from tests.mlperf.backends.test_endpoint import CollectingSink
 
@@ -35,11 +35,12 @@ import struct
 def box(kind, payload):
     return struct.pack(">I4s", 8 + len(payload), kind) + payload
 
-def fake_mp4(frames, handler=b"vide"):
-    """An ISO media file whose one track (of `handler`) has `frames` samples in its sample table."""
+def fake_mp4(frames, width=48, height=32, handler=b"vide"):
+    """An ISO media file whose one track (of `handler`) has `frames` samples of width x height."""
+    tkhd = box(b"tkhd", bytes(76) + struct.pack(">II", width << 16, height << 16))
     hdlr = box(b"hdlr", bytes(8) + handler + bytes(12) + b"\0")
     stsz = box(b"stsz", bytes(4) + struct.pack(">II", 0, frames) + bytes(4 * frames))
-    trak = box(b"trak", box(b"mdia", box(b"mdhd", bytes(24)) + hdlr + box(b"minf", box(b"stbl", stsz))))
+    trak = box(b"trak", tkhd + box(b"mdia", box(b"mdhd", bytes(24)) + hdlr + box(b"minf", box(b"stbl", stsz))))
     return box(b"ftyp", b"isom" + bytes(4) + b"isomiso2") + box(b"moov", box(b"mvhd", bytes(100)) + trak)
 '''
 namespace: dict[str, Any] = {}
@@ -58,6 +59,12 @@ def record(request, fields):
 async def answer(request, fields, trtllm):
     record(request, fields)
     prompt, frames = fields["prompt"], int(fields["num_frames"])
+    if "size" in fields:
+        width, height = (int(v) for v in fields["size"].split("x"))
+    else:
+        width, height = int(fields["width"]), int(fields["height"])
+    if "TALL" in prompt:
+        width, height = height, width
     if "HOLD" in prompt:
         print("holding", flush=True)
         await asyncio.sleep(3600)
@@ -67,7 +74,7 @@ async def answer(request, fields, trtllm):
         return web.Response(text="<html>a proxy's page</html>", content_type="text/html")
     if "PATH" in prompt:
         return web.json_response({"video_id": "video_1", "video_path": "/lustre/videos/video_1.mp4"})
-    mp4 = fake_mp4(frames - 1 if "FEW" in prompt else frames)
+    mp4 = fake_mp4(frames - 1 if "FEW" in prompt else frames, width, height)
     if trtllm and fields.get("response_format") == "video_bytes":
         return web.json_response({"video_id": "video_1", "video_bytes": base64.b64encode(mp4).decode()})
     return web.Response(body=mp4, content_type="video/mp4", headers={"X-Request-Id": "video_sync-1"})
@@ -143,7 +150,7 @@ def test_vllm_omni_route_sends_the_run_settings_as_form_fields_and_keeps_the_mp4
     assert info.warmup_requests == 2 and info.details["token_ids_source"] == "video"
     video = result.video
     assert result.id == 103 and video is not None and Path(video.path) == path
-    assert path.read_bytes() == fake_mp4(5)
+    assert path.read_bytes() == fake_mp4(5, 48, 32)
     assert (video.sha256, video.frames, video.fps) == (hashlib.sha256(fake_mp4(5)).hexdigest(), 5, 16)
 
 
@@ -172,6 +179,8 @@ def test_trtllm_route_sends_mlcommons_json_and_reads_the_base64_video(server: An
              r"memory"),
     ("FEW", r"the server's answer to generating the video of sample 7 is malformed: the mp4 has 4 frames, and 5 were "
             r"asked for"),
+    ("TALL", r"the server's answer to generating the video of sample 7 is malformed: the mp4's frames are 32x48 "
+             r"\(width x height\), and 48x32 were asked for"),
 ])
 def test_an_answer_that_is_not_the_video_asked_for_fails_its_sample_naming_it(route: str, prompt: str, message: str,
                                                                               server: Any, tmp_path: Path) -> None:
@@ -231,23 +240,21 @@ def test_video_routes_are_named_as_the_app_input_offers_them() -> None:
         EndpointConfig(url="http://127.0.0.1:1/v1", video_route="sglang")
 
 
-def test_mp4_frames_counts_the_video_track_and_refuses_what_is_not_a_whole_mp4() -> None:
-    assert mp4_frames(fake_mp4(81)) == 81
+def test_mp4_video_reads_the_video_tracks_frames_and_size_and_refuses_what_is_not_a_whole_mp4() -> None:
+    assert mp4_video(fake_mp4(81, 1280, 720)) == Mp4Video(81, 1280, 720)
     with pytest.raises(ValueError, match="no video track"):
-        mp4_frames(fake_mp4(81, handler=b"soun"))
+        mp4_video(fake_mp4(81, handler=b"soun"))
     with pytest.raises(ValueError, match="runs past the file's end"):
-        mp4_frames(fake_mp4(81)[:-40])
+        mp4_video(fake_mp4(81)[:-40])
 
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("route", list(VIDEO_ROUTES))
-def test_endpoint_against_the_stand_in_video_server_gives_the_in_process_videos_byte_for_byte(
-        route: str, tmp_path: Path) -> None:
-    """_endpoint on the tiny Wan 2.2: each prompt's mp4 from the stand-in server (tests/mlperf/video_server.py, a
-    process of its own) has the sha256 of the in-process DiffusionBackend's for the same prompt and settings. No route
-    carries the fixed latent, so the stand-in loads the same latent file (--latent), as a real server would have to be
-    configured to."""
+def test_endpoint_against_the_stand_in_video_server_gives_the_in_process_videos_byte_for_byte(tmp_path: Path) -> None:
+    """_endpoint on the tiny Wan 2.2, on both routes: each prompt's mp4 from the stand-in server
+    (tests/mlperf/video_server.py, a process of its own) has the sha256 of the in-process DiffusionBackend's for the
+    same prompt and settings. No route carries the fixed latent, so the stand-in loads the same latent file
+    (--latent), as a real server would have to be configured to."""
     import importlib.util
     import logging
     import subprocess
@@ -264,26 +271,30 @@ def test_endpoint_against_the_stand_in_video_server_gives_the_in_process_videos_
                              guidance_scale=4.0, guidance_scale_2=3.0, boundary_ratio=0.875, negative_prompt=NEGATIVE,
                              latent=tiny.latent)
     samples = [sample(i, p) for i, p in enumerate(prompts)]
-    with DiffusionBackend(DiffusionBackendConfig(model=tiny.path, settings=settings, videos=tmp_path / "in-process",
-                                                 warmup=False), logging.getLogger("t")) as local:
-        expected = {r.id: r.video for r in local.generate(samples)}
     server = subprocess.Popen([sys.executable, "-m", "tests.mlperf.video_server", "--model", str(tiny.path),
                                "--latent", str(tiny.latent)], stdout=subprocess.PIPE, text=True,
                               cwd=Path(__file__).parents[3])
-    try:
+    try:  # the server loads while the in-process backend generates
+        with DiffusionBackend(DiffusionBackendConfig(model=tiny.path, settings=settings,
+                                                     videos=tmp_path / "in-process", warmup=False),
+                              logging.getLogger("t")) as local:
+            expected = {r.id: r.video for r in local.generate(samples)}
         assert server.stdout is not None
         port = int(server.stdout.readline().split()[-1])
-        with EndpointBackend(EndpointConfig(url=f"http://127.0.0.1:{port}/v1", video=settings,
-                                            videos=tmp_path / "served", video_route=route)) as backend:
-            served = {r.id: r.video for r in backend.generate(samples)}
+        served = {}
+        for route in VIDEO_ROUTES:
+            with EndpointBackend(EndpointConfig(url=f"http://127.0.0.1:{port}/v1", video=settings,
+                                                videos=tmp_path / route, video_route=route, warmup_requests=1)) as b:
+                served[route] = {r.id: r.video for r in b.generate(samples)}
     finally:
         server.kill()
         server.wait()
-    assert sorted(served) == sorted(expected) == [100, 101]
-    for i, video in served.items():
-        local_video = expected[i]
-        assert video is not None and local_video is not None
-        assert (video.sha256, video.frames, video.fps) == (local_video.sha256, local_video.frames, local_video.fps)
-        assert Path(video.path).read_bytes() == Path(local_video.path).read_bytes()
-        assert Path(video.path).parent == tmp_path / "served" and Path(video.path).name == Path(local_video.path).name
-    assert served[100].sha256 != served[101].sha256  # two prompts, two videos: the comparison can fail
+    for route, videos in served.items():
+        assert sorted(videos) == sorted(expected) == [100, 101], route
+        for i, video in videos.items():
+            local_video = expected[i]
+            assert video is not None and local_video is not None
+            assert (video.sha256, video.frames, video.fps) == (local_video.sha256, 5, 16), (route, i)
+            assert Path(video.path).read_bytes() == Path(local_video.path).read_bytes()
+            assert Path(video.path) == tmp_path / route / Path(local_video.path).name
+    assert expected[100].sha256 != expected[101].sha256  # two prompts, two videos: the comparison can fail
