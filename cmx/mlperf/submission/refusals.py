@@ -77,6 +77,10 @@ def result_refusals(result: SourceResult, round_: Round, *, closed: bool) -> lis
             out.append(f"its SUT sent the samples over HTTP to a server on another host ({backend.get('url')}): the "
                        "closed division measures the system described, with LoadGen on it, and cmx does not make "
                        "network-division results; package it for open")
+        if backend.get("kind") == "endpoint" and backend.get("fixed_latent_sent") is False:
+            out.append(f"its videos came from a server's {backend.get('video_route')} route, which carries no "
+                       "initial latent: they did not start from the reference's fixed latent as far as cmx can tell; "
+                       "package it for open")
     compliance = [compliance_test(t) for t in bench.compliance_tests] if closed else []
     modes = ("performance", "accuracy", *(t.mode for t in compliance))
     for mode in modes:

@@ -272,6 +272,21 @@ def test_a_run_against_a_remote_endpoint_is_refused_for_closed_and_named_in_open
     assert "over HTTP: vLLM 0.32.0 at `http://gateway:8000/v1`" in readme
 
 
+def test_a_served_video_run_without_the_fixed_latent_is_refused_for_closed(tmp_path: Path, results: Path):
+    served = {"kind": "endpoint", "transport": "http", "url": "http://127.0.0.1:8000/v1", "model": "wan",
+              "server_software": None, "server_version": None, "token_ids_source": "video", "video_route": "vllm-omni", "video_path": "/videos/sync", "fixed_latent": "/data/fixed_latent.pt",
+              "fixed_latent_sent": False, "started_by_cmx": False}
+    set_facts(results, "Offline", backend=served)
+    text = refusal(request(tmp_path, results))
+    assert f"{SYSTEM}/{BENCHMARK}/Offline: its videos came from a server's vllm-omni route, which carries no initial " \
+           "latent" in text and "Server: its videos" not in text
+    done = package(request(tmp_path, results, division="open"))
+    readme = (done.tree / "results" / SYSTEM / BENCHMARK / "Offline" / "README.md").read_text()
+    assert "Each sample was one `POST /v1/videos/sync` (vllm-omni) with the prompt and the run's video settings; " \
+           "the mp4 it answered was kept, and LoadGen answered with its sha256. The reference's fixed initial " \
+           "latent was not sent." in readme
+
+
 def test_an_endpoint_readme_names_the_servers_vllm_not_the_one_beside_the_harness(tmp_path: Path, results: Path):
     assert ORIGIN["software"]["vllm"] == "0.9.2"  # the harness's own, which served nothing over HTTP
     set_facts(results, "Server", backend={**REMOTE, "server_version": "0.11.1"})
