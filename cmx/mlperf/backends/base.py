@@ -39,6 +39,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from cmx.errors import CmxError
@@ -154,14 +155,19 @@ class ChatPrompt:
             raise ValueError(f"a chat prompt's max_tokens must be at least 1, not {self.max_tokens}")
 
 
+VIDEO_FOLDER = "videos"  # where a test's videos go, in its output folder (the harness's SUT names it per request)
+
+
 @dataclass(frozen=True)
 class VideoPrompt:
     """A text-to-video request: the prompt's `text`, as the model reads it (no token ids: the pipeline tokenizes it
-    with its own text encoder's tokenizer), and `file_name`, what its video is written as in the backend's folder
-    (the benchmark's name for it: VBench reads each video's prompt from its file name)."""
+    with its own text encoder's tokenizer), `file_name`, what its video is written as (the benchmark's name for it:
+    VBench reads each video's prompt from its file name), and `folder`, where (the test's videos folder: one backend
+    serves a scenario's tests in turn, each writing into its own; None: the backend's own folder)."""
 
     text: str
     file_name: str
+    folder: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.text.strip():

@@ -241,7 +241,9 @@ class DiffusionBackend(BackendDefaults):
         began = time.perf_counter()
         with torch.inference_mode():
             frames = self._pipe(**self._call_args(request.video.text), output_type="np").frames[0]
-        path = self.config.videos / request.video.file_name
+        folder = request.video.folder or self.config.videos
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / request.video.file_name
         partial = path.with_name(f".{path.stem}.partial{path.suffix}")  # a file never has its name half-written
         export_to_video(list(frames), str(partial), fps=self.config.settings.fps)
         os.replace(partial, path)

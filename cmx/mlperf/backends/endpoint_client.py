@@ -268,7 +268,9 @@ class EndpointClient:
         assert request.video is not None and video is not None and self.config.videos is not None
         path: Path | None = None
         if request.id >= 0:
-            path = self.config.videos / request.video.file_name
+            folder = request.video.folder or self.config.videos  # the test's, which the SUT names
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / request.video.file_name
             partial = path.with_name(f".{path.stem}.partial{path.suffix}")
             partial.write_bytes(mp4)
             os.replace(partial, path)

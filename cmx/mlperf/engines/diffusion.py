@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmx.mlperf.app_plan import AppConfigError
+from cmx.mlperf.backends.base import VIDEO_FOLDER
 from cmx.mlperf.engines.base import AppRun, no_server, refuse_endpoint_url
 from cmx.mlperf.loadgen.harness_config import HarnessError
 
@@ -31,7 +32,7 @@ name = "diffusion"
 backend = "vllm"  # the app's in-process backend: the pipeline runs in the harness process
 modules: tuple[str, ...] = ("torch", "diffusers", "accelerate", "ftfy", "imageio", "imageio_ffmpeg")
 serve = no_server
-VIDEOS = "videos"  # the folder of a test's output that holds its mp4s
+VIDEOS = VIDEO_FOLDER  # the folder of a test's output that holds its mp4s
 
 
 def _is_pipeline(folder: Path) -> bool:

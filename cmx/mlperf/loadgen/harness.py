@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cmx.errors import CmxError
+from cmx.mlperf.backends.base import VIDEO_FOLDER
 from cmx.mlperf.loadgen.harness_config import (
     PERFORMANCE_RULES,
     URL_ENV,
@@ -285,7 +286,8 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
         before = dict(backend.details())
         qsl = QSL(plugin.prompt_source(dataset, config.model), bench.performance_sample_count, logger)
         sut = make_sut(config.scenario, lg, backend, qsl, config.max_tokens, logger, clock,
-                       plugin.response_encoder(config.model), first_tokens=bool(settings.use_token_latencies))
+                       plugin.response_encoder(config.model), first_tokens=bool(settings.use_token_latencies),
+                       videos=config.output / VIDEO_FOLDER)
         test = LoadgenTest(lambda: lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings,
                                                                log_settings(lg, config.output), str(audit)))
         began = time.monotonic()

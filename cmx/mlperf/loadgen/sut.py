@@ -50,7 +50,8 @@ import queue
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,8 +195,9 @@ class _BaseSUT:
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
                  logger: logging.Logger | None = None, clock: SampleClock | None = None,
-                 encode: ResponseEncoder | None = None) -> None:
+                 encode: ResponseEncoder | None = None, videos: Path | None = None) -> None:
         self.lg = lg
+        self.videos = videos  # the test's videos folder, which each video request names (None: the backend's)
         self.clock = clock or SampleClock()
         self.backend = backend
         self.qsl = qsl
@@ -215,8 +217,11 @@ class _BaseSUT:
 
     def request(self, query_id: int, index: int) -> GenRequest:
         sample = self.qsl.sample(index)
+        video = sample.video
+        if video is not None and self.videos is not None:
+            video = replace(video, folder=self.videos)
         return GenRequest(id=query_id, prompt_ids=sample.prompt_ids, max_tokens=self.max_tokens, media=sample.media,
-                          chat=sample.chat, video=sample.video, sample=index)
+                          chat=sample.chat, video=video, sample=index)
 
     def construct(self) -> Any:
         if self.handle is not None:
@@ -348,8 +353,8 @@ class OfflineSUT(_BaseSUT):
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
                  logger: logging.Logger | None = None, clock: SampleClock | None = None,
-                 encode: ResponseEncoder | None = None) -> None:
-        super().__init__(lg, backend, qsl, max_tokens, logger, clock, encode)
+                 encode: ResponseEncoder | None = None, videos: Path | None = None) -> None:
+        super().__init__(lg, backend, qsl, max_tokens, logger, clock, encode, videos)
         self._queue: queue.SimpleQueue[list[tuple[int, int]] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
@@ -430,8 +435,9 @@ class ServerSUT(_BaseSUT):
 
     def __init__(self, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
                  logger: logging.Logger | None = None, clock: SampleClock | None = None,
-                 encode: ResponseEncoder | None = None, *, first_tokens: bool = True) -> None:
-        super().__init__(lg, backend, qsl, max_tokens, logger, clock, encode)
+                 encode: ResponseEncoder | None = None, videos: Path | None = None, *,
+                 first_tokens: bool = True) -> None:
+        super().__init__(lg, backend, qsl, max_tokens, logger, clock, encode, videos)
         self.first_tokens = first_tokens
         self._first_sent: set[int] = set()  # in flight, with their first token given to LoadGen (under the lock)
 
@@ -540,12 +546,14 @@ class LoadgenTest:
 
 def make_sut(scenario: str, lg: Any, backend: Backend, qsl: QSL, max_tokens: int,
              logger: logging.Logger | None = None, clock: SampleClock | None = None,
-             encode: ResponseEncoder | None = None, *, first_tokens: bool = True) -> OfflineSUT | ServerSUT:
+             encode: ResponseEncoder | None = None, *, first_tokens: bool = True,
+             videos: Path | None = None) -> OfflineSUT | ServerSUT:
     """The SUT for a benchmark scenario (Offline; Server, Interactive and SingleStream stream, SingleStream one
     sample at a time as LoadGen issues it); `encode` is the benchmark's answer to LoadGen (int32 token ids unless
-    it says otherwise); `first_tokens`: LoadGen measures token latencies (ServerSUT)."""
+    it says otherwise); `first_tokens`: LoadGen measures token latencies (ServerSUT); `videos`: the test's videos
+    folder, which its video requests name."""
     if scenario == "Offline":
-        return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock, encode)
+        return OfflineSUT(lg, backend, qsl, max_tokens, logger, clock, encode, videos)
     if scenario in STREAMED_SCENARIOS:
-        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock, encode, first_tokens=first_tokens)
+        return ServerSUT(lg, backend, qsl, max_tokens, logger, clock, encode, videos, first_tokens=first_tokens)
     raise SutError(f"unknown scenario {scenario!r}", hint="Offline, Server, Interactive or SingleStream")
