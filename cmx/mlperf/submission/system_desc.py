@@ -178,8 +178,11 @@ def endpoint_note(backend: Mapping[str, Any]) -> str:
     where = "remote" if endpoint_is_remote(str(backend.get("url") or "")) else "local"
     server = " ".join(p for p in served_software(backend) if p) or "unknown"
     started = ", started by cmx" if backend.get("started_by_cmx") else ""
-    return (f"SUT over HTTP: a {where} OpenAI-compatible server ({server}{started}); LoadGen's SUT sends each "
-            "sample to POST /v1/completions as token ids, token ids back from the "
+    head = f"SUT over HTTP: a {where} OpenAI-compatible server ({server}{started}); LoadGen's SUT sends each "
+    if backend.get("video_route"):  # a text-to-video run: a prompt out, an mp4 back (no tokens either way)
+        return (f"{head}prompt to POST /v1{backend.get('video_path')} ({backend.get('video_route')}) and keeps the mp4 "
+                "it answers")
+    return (f"{head}sample to POST /v1/completions as token ids, token ids back from the "
             f"{backend.get('token_ids_source') or 'server'}")
 
 

@@ -274,8 +274,9 @@ def test_a_run_against_a_remote_endpoint_is_refused_for_closed_and_named_in_open
 
 def test_a_served_video_run_without_the_fixed_latent_is_refused_for_closed(tmp_path: Path, results: Path):
     served = {"kind": "endpoint", "transport": "http", "url": "http://127.0.0.1:8000/v1", "model": "wan",
-              "server_software": None, "server_version": None, "token_ids_source": "video", "video_route": "vllm-omni", "video_path": "/videos/sync", "fixed_latent": "/data/fixed_latent.pt",
-              "fixed_latent_sent": False, "started_by_cmx": False}
+              "server_software": None, "server_version": None, "token_ids_source": "video", "video_route": "vllm-omni",
+              "video_path": "/videos/sync", "fixed_latent": "/data/fixed_latent.pt", "fixed_latent_sent": False,
+              "started_by_cmx": False}
     set_facts(results, "Offline", backend=served)
     text = refusal(request(tmp_path, results))
     assert f"{SYSTEM}/{BENCHMARK}/Offline: its videos came from a server's vllm-omni route, which carries no initial " \
@@ -285,6 +286,10 @@ def test_a_served_video_run_without_the_fixed_latent_is_refused_for_closed(tmp_p
     assert "Each sample was one `POST /v1/videos/sync` (vllm-omni) with the prompt and the run's video settings; " \
            "the mp4 it answered was kept, and LoadGen answered with its sha256. The reference's fixed initial " \
            "latent was not sent." in readme
+    system = json.loads((done.tree / "systems" / f"{SYSTEM}.json").read_text())
+    assert system["sw_notes"].startswith("SUT over HTTP: a local OpenAI-compatible server (") and \
+        system["sw_notes"].endswith("LoadGen's SUT sends each prompt to POST /v1/videos/sync (vllm-omni) and keeps "
+                                    "the mp4 it answers")
 
 
 def test_an_endpoint_readme_names_the_servers_vllm_not_the_one_beside_the_harness(tmp_path: Path, results: Path):
