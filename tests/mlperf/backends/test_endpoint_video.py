@@ -298,3 +298,20 @@ def test_endpoint_against_the_stand_in_video_server_gives_the_in_process_videos_
             assert Path(video.path).read_bytes() == Path(local_video.path).read_bytes()
             assert Path(video.path) == tmp_path / route / Path(local_video.path).name
     assert expected[100].sha256 != expected[101].sha256  # two prompts, two videos: the comparison can fail
+
+
+def test_a_video_benchmark_with_endpoint_and_no_url_is_refused_saying_which_server_to_start(tmp_path: Path) -> None:
+    """cmx starts vllm serve for _endpoint without a URL, which has no video route: refused before anything runs."""
+    from cmx.mlperf.app import AppConfig
+    from cmx.mlperf.app_plan import AppConfigError
+    from cmx.mlperf.loadgen.harness_config import EndpointSettings
+
+    base: dict[str, Any] = dict(round="v6.1", benchmark="wan-2.2-t2v-a14b", device="cpu", scenarios=("Offline",),
+                                modes=("performance",), model=tmp_path, tokenizer=tmp_path, dataset=tmp_path,
+                                results_dir=tmp_path / "r", system="box", target_qps={"Offline": 1.0},
+                                backend="endpoint")
+    with pytest.raises(AppConfigError, match="wan-2.2-t2v-a14b with _endpoint needs a video server's URL") as info:
+        AppConfig(**base)
+    assert "vllm serve MODEL --omni" in (info.value.hint or "") and "--input endpoint_url=" in (info.value.hint or "")
+    given = AppConfig(**base, endpoint=EndpointSettings(url="http://127.0.0.1:8000/v1", video_route="trtllm-serve"))
+    assert given.chosen_engine.name == "endpoint"
