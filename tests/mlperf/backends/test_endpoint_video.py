@@ -310,7 +310,7 @@ def test_a_video_benchmark_with_endpoint_and_no_url_is_refused_saying_which_serv
                                 modes=("performance",), model=tmp_path, tokenizer=tmp_path, dataset=tmp_path,
                                 results_dir=tmp_path / "r", system="box", target_qps={"Offline": 1.0},
                                 backend="endpoint")
-    with pytest.raises(AppConfigError, match="wan-2.2-t2v-a14b with _endpoint needs a video server's URL") as info:
+    with pytest.raises(AppConfigError, match=r"wan-2\.2-t2v-a14b with _endpoint needs a video server's URL") as info:
         AppConfig(**base)
     assert "vllm serve MODEL --omni" in (info.value.hint or "") and "--input endpoint_url=" in (info.value.hint or "")
     given = AppConfig(**base, endpoint=EndpointSettings(url="http://127.0.0.1:8000/v1", video_route="trtllm-serve"))
