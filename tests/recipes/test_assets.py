@@ -116,6 +116,10 @@ class Assets:
     dataset: str
     described: dict[str, object]  # the tiny model's outputs besides path, name, revision and is_tiny
     duplicate: str  # a weight file in a format vLLM does not need, which the default selection skips
+    weights: str = "model.safetensors"  # a weight file of the model folder (an LFS file on the Hub)
+    index: str = "config.json"  # the file that makes the folder a model (a diffusers pipeline's model_index.json)
+    tokenizer: str = "tokenizer.json"  # a tokenizer file the folder must hold
+    unchosen: str = "tokenizer"  # what a download of only config.json and *.safetensors lacks, as refused
     file: str | None = None  # the one file of an R2 dataset (None: every file listed, or a Hub repository)
     hub: bool = False  # a Hugging Face dataset repository (repo, revision, endpoint), not an R2 dataset
     not_the_set: tuple[str, bytes, str] = ("notes.pkl", b"not a pickle at all\n", "is not a pandas pickle")
@@ -195,6 +199,18 @@ BENCHMARKS = (
            {"dtype": "bfloat16", "precision": "bf16", "eos_token_id": 4084, "eos_token_ids": [4084, 4082],
             "architecture": "Qwen3VLMoeForConditionalGeneration"}, "pytorch_model.bin", hub=True,
            not_the_set=("data/test-00000-of-00001.parquet", b"not parquet\n", "test-00000-of-00001.parquet")),
+    # a diffusers pipeline folder (model_index.json, each part in its subfolder); the prompts file is fetched as the
+    # R2 dataset's one .txt here (a plain URL by default: test_wan_prompts_and_latent_...), the latent beside it
+    Assets("wan-2.2-t2v-a14b", "get-ml-model-wan-2.2-t2v-a14b", "get-dataset-wan-2.2-t2v-a14b",
+           {"dtype": "bfloat16", "precision": "bf16", "eos_token_id": 1, "architecture": "WanPipeline"},
+           "fixed_latent.pt",  # the tiny pipeline's latent, a .pt the default selection skips (the dataset's)
+           weights="transformer/diffusion_pytorch_model.safetensors", index="model_index.json",
+           tokenizer="tokenizer/tokenizer_config.json", unchosen="model_index.json",
+           # the prompts (first: the listing's md5 test spoils the first file's) and the latent
+           serve=lambda prompts: {p.name: p.read_bytes() for p in (prompts, prompts.with_name("fixed_latent.pt"))},
+           inputs=lambda url, made: ("--input", "sha256=none", "--input", f"latent_url={url}{BASE}/fixed_latent.pt"),
+           not_the_set=("vbench_prompts.txt", b"a cat\na cat\n", "the prompt repeats prompt 0"),
+           looks=(lambda data: data.latent.is_file(), True)),
 )
 IDS = [b.family for b in BENCHMARKS]
 each = pytest.mark.parametrize("assets", BENCHMARKS, ids=IDS)
@@ -262,7 +278,7 @@ def test_the_tiny_model_and_set_build_through_the_cli_and_come_from_the_cache_ne
     assert model["is_tiny"] is True and model["revision"] == "" and model["tokenizer_path"] == model["path"]
     assert model["name"].startswith("tiny-") and model["name"].endswith("-random-seed0")
     assert {k: model[k] for k in assets.described} == assets.described
-    assert (Path(model["path"]) / "model.safetensors").is_file()
+    assert (Path(model["path"]) / assets.weights).is_file()
     second = assets_home.cmx_json(*query)
     assert second["steps"][assets.dataset]["status"] == "cached"  # type: ignore[index]
     assert second["outputs"] == first["outputs"]  # type: ignore[index]
@@ -295,7 +311,7 @@ def hub(request: pytest.FixtureRequest, made: Callable[[Assets], Made]) -> Itera
     files = folder_files(made(assets).model)
     files.update({".gitattributes": b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n",
                   "README.md": b"# a tiny stand-in\n", assets.duplicate: b"weights that must not be downloaded"})
-    yield from serve(HubSite(files=files, lfs={"model.safetensors", assets.duplicate}))
+    yield from serve(HubSite(files=files, lfs={assets.weights, assets.duplicate}))
 
 
 def run_hub(home: Home, hub: HubSite, query: str, *args: str, token: str | None = TOKEN,
@@ -331,7 +347,7 @@ def test_the_model_is_downloaded_at_the_commit_with_the_token_checked_and_cached
     assert all(s.authorization == f"Bearer {TOKEN}" for s in hub.seen)
     logs = everything_written(assets_home)
     assert TOKEN not in proc.stdout + proc.stderr + logs
-    assert "model.safetensors: " in logs and "sha256 verified" in logs and "git blob id verified" in logs
+    assert f"{assets.weights}: " in logs and "sha256 verified" in logs and "git blob id verified" in logs
     asked = len(hub.seen)
     again = run_hub(assets_home, hub, assets.model, "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["outputs"] == out
@@ -350,7 +366,7 @@ def test_a_branch_a_choice_without_a_tokenizer_and_no_token_are_refused_before_a
     chosen = run_hub(assets_home, hub, assets.model, "--input", "include=config.json *.safetensors")
     with pytest.raises(ModelError) as refused:  # what the benchmark's model side says of that choice
         assets.bench.require_model_files(["config.json", "model.safetensors"], REPO_ID, COMMIT)
-    assert chosen.returncode == 1 and f"{REPO_ID} at {COMMIT} has no tokenizer" in str(refused.value)
+    assert chosen.returncode == 1 and f"{REPO_ID} at {COMMIT} has no {assets.unchosen}" in str(refused.value)
     assert str(refused.value) in chosen.stderr
     gated = run_hub(assets_home, hub, assets.model, token=None)
     assert gated.returncode == 1 and f"{REPO_ID} needs a token, or does not exist (HTTP 401" in gated.stderr
@@ -360,12 +376,12 @@ def test_a_branch_a_choice_without_a_tokenizer_and_no_token_are_refused_before_a
 
 @pytest.mark.e2e
 @each
-@pytest.mark.parametrize(("corrupt", "message"), [
-    ("model.safetensors", "sha256 mismatch for"),  # an LFS file: by its sha256
-    ("config.json", f"config.json of {REPO_ID} does not match its git blob id"),  # a small file: by its blob id
-])
+@pytest.mark.parametrize("lfs", [True, False], ids=["lfs", "blob"])
 def test_a_file_that_fails_its_check_leaves_no_cache_entry(assets_home: Home, assets: Assets, hub: HubSite,
-                                                           corrupt: str, message: str) -> None:
+                                                           lfs: bool) -> None:
+    # an LFS file (the weights) by its sha256; a small file (config.json) by its git blob id
+    corrupt = assets.weights if lfs else assets.index
+    message = "sha256 mismatch for" if lfs else f"{corrupt} of {REPO_ID} does not match its git blob id"
     hub.corrupt.add(corrupt)  # (one per home: the files checked before the failure are kept for the next attempt)
     proc = run_hub(assets_home, hub, assets.model)
     assert proc.returncode == 1 and message in proc.stderr and corrupt in proc.stderr, proc.stderr
@@ -407,12 +423,12 @@ def test_your_own_folder_is_used_in_place_and_its_key_follows_its_files(assets_h
         (str(mine), str(mine), "my-model", "", False)
     [entry] = entries(assets_home, assets.model)
     assert [p.name for p in (assets_home.root / "cache" / assets.model / entry["key"]).iterdir()] == ["meta.json"]
-    config = mine / "config.json"
+    config = mine / assets.index
     config.write_text(config.read_text().replace("{", '{"cmx_test": 1, ', 1))
     os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10**9))
     replanned = assets_home.cmx_json("plan", assets.model, "--input", f"model_path={mine}")["steps"][0]  # type: ignore[index]
     assert replanned["key"] != key and replanned["cached"] is False
-    (mine / "tokenizer.json").unlink()
+    (mine / assets.tokenizer).unlink()
     proc = assets_home.cmx("run", assets.model, "--input", f"model_path={mine}")
     assert proc.returncode == 1 and f"{mine} has no tokenizer" in proc.stderr
     config.unlink()
@@ -520,6 +536,10 @@ def default(recipe: str, name: str) -> object:
     return recipe_inputs(recipe)[name].default
 
 
+WAN_DATA = ("https://raw.githubusercontent.com/mlcommons/inference/1e04ea4609df1931a0298d62a1ccea8c2c6ca58e/"
+            "text_to_video/wan-2.2-t2v-a14b/data")
+
+
 @pytest.mark.parametrize(("recipe", "name", "value"), [
     # the references at mlcommons/inference b66003e: the model's commit, the dataset's R2 metadata (no sha256 is
     # published for them, and none is invented)
@@ -549,6 +569,14 @@ def default(recipe: str, name: str) -> object:
     ("get-ml-model-gpt-oss-120b", "repo", "openai/gpt-oss-120b"),
     ("get-ml-model-gpt-oss-120b", "revision", "b5c939de8f754692c1647ca79fbf85e8c1e70f8a"),
     ("get-dataset-gpt-oss-120b", "url", "https://inference.mlcommons-storage.org/metadata/gpt-oss-data.uri"),
+    # text_to_video/wan-2.2-t2v-a14b: README.md's commit of the model; data/ at 1e04ea4, the commit that last changed
+    # the prompts (the latent's blob is the same there and at b66003e; its sha256 is not known, and none is invented)
+    ("get-ml-model-wan-2.2-t2v-a14b", "repo", "Wan-AI/Wan2.2-T2V-A14B-Diffusers"),
+    ("get-ml-model-wan-2.2-t2v-a14b", "revision", "5be7df9619b54f4e2667b2755bc6a756675b5cd7"),
+    ("get-dataset-wan-2.2-t2v-a14b", "url", f"{WAN_DATA}/vbench_prompts.txt"),
+    ("get-dataset-wan-2.2-t2v-a14b", "sha256", "f45433f7d3f6ac055613bb36ea21f38120e3cb5873d91f7e621477761b7284e8"),
+    ("get-dataset-wan-2.2-t2v-a14b", "latent_url", f"{WAN_DATA}/fixed_latent.pt"),
+    ("get-dataset-wan-2.2-t2v-a14b", "latent_sha256", None),
 ])
 def test_the_defaults_are_the_references(recipe: str, name: str, value: object) -> None:
     assert default(recipe, name) == value
@@ -559,6 +587,46 @@ def test_llama3_takes_the_commit_its_generation_module_names() -> None:
 
     assert (default("get-ml-model-llama3", "repo"), default("get-ml-model-llama3", "revision")) == \
         (MODEL_REPO, MODEL_REVISION)
+
+
+def test_wan_takes_the_commit_its_model_module_names() -> None:
+    from cmx.mlperf.benchmarks.wan_2_2_t2v_a14b.model import MODEL_REPO, REVISION
+
+    recipe = "get-ml-model-wan-2.2-t2v-a14b"
+    assert (default(recipe, "repo"), default(recipe, "revision")) == (MODEL_REPO, REVISION)
+
+
+WAN = next(b for b in BENCHMARKS if b.family == "wan-2.2-t2v-a14b")
+
+
+@pytest.mark.e2e
+def test_wan_prompts_and_latent_come_from_their_plain_urls_each_checked_by_its_sha256(
+        assets_home: Home, made: Callable[[Assets], Made]) -> None:
+    served = made(WAN).served
+    digest = {name: hashlib.sha256(data).hexdigest() for name, data in served.items()}
+    bucket = r2_bucket({}, extra={f"/data/{name}": data for name, data in served.items()})
+    base = next(bucket).url
+    try:
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return assets_home.cmx("run", WAN.dataset, "--input", f"token={TOKEN}", "--input",
+                                   f"url={base}/data/vbench_prompts.txt", "--input",
+                                   f"latent_url={base}/data/fixed_latent.pt", *args)
+
+        wrong = run("--input", f"sha256={digest['vbench_prompts.txt']}", "--input", "latent_sha256=" + "0" * 64)
+        assert wrong.returncode == 1 and "mismatch for" in wrong.stderr, wrong.stderr
+        assert entries(assets_home, WAN.dataset) == []
+        proc = run("--input", f"sha256={digest['vbench_prompts.txt']}", "--json")
+    finally:
+        next(bucket, None)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)["outputs"]
+    folder = Path(out["path"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "meta.json"} == served
+    assert out["rows"] == ROWS and WAN.bench.load_dataset(folder).latent == folder / "fixed_latent.pt"
+    logs = everything_written(assets_home)
+    assert f"vbench_prompts.txt: sha256 {digest['vbench_prompts.txt']} verified" in logs
+    assert f"pin it with --input latent_sha256={digest['fixed_latent.pt']}" in logs  # none given: said, not faked
+    assert TOKEN not in logs + proc.stdout + proc.stderr
 
 
 LLAMA2 = BENCHMARKS[0]
