@@ -106,7 +106,7 @@ class OneAtATime:
 
 def run_single_stream(out: Path, backend: OneAtATime, *, round_name: str = "v6.1", mode: str = "performance",
                       samples: int = 16, min_query_count: int = 100, min_duration_ms: int = 100,
-                      token_latencies: bool = True) -> tuple[ServerSUT, LoadgenRun]:
+                      token_latencies: bool = True, audit: Path | None = None) -> tuple[ServerSUT, LoadgenRun]:
     """One real LoadGen SingleStream test of make_sut's SUT on `backend`, the settings set by hand (FromConfig reads
     a conf once per process; the harness tests read theirs in a process of their own) with the round's seeds."""
     import mlperf_loadgen as lg
@@ -125,6 +125,6 @@ def run_single_stream(out: Path, backend: OneAtATime, *, round_name: str = "v6.1
     qsl = QSL(Prompts(samples), samples, LOG)
     sut = make_sut("SingleStream", lg, backend, qsl, max_tokens=16, logger=LOG, first_tokens=token_latencies)
     assert isinstance(sut, ServerSUT)
-    run_test(lg, sut, qsl, settings, out)
+    run_test(lg, sut, qsl, settings, out, audit)
     remove_empty_trace(out)
     return sut, read_loadgen_run(out)

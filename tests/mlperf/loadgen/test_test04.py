@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from cmx.mlperf.backends.base import GenRequest, StreamSink
 from cmx.mlperf.loadgen import test04
 from cmx.mlperf.loadgen.compliance import TESTS, compliance_test, modes_of, write_audit_config
 from cmx.mlperf.loadgen.harness_config import HarnessResult
+from cmx.mlperf.loadgen.log import LoadgenRun
 from cmx.mlperf.loadgen.run_record import RESULT_JSON
 from cmx.mlperf.loadgen.test07 import audit_values
 from cmx.mlperf.rounds import load_round
 from cmx.mlperf.submission.check.result import _compliance_verdict
 from cmx.mlperf.submission.tree import ResultPaths
+from tests.mlperf.single_stream import OneAtATime, run_single_stream
 
 
 def summary(scenario: str, *, score: float = 10.0, valid: bool = True, errors: int = 0,
@@ -197,3 +200,54 @@ def test_the_packager_lays_test04_out_as_run_verification_does_with_no_accuracy_
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
         "performance/run_1/mlperf_log_detail.txt", "performance/run_1/mlperf_log_summary.txt",
         "verify_performance.txt"]
+
+
+# --- a real TEST04 on LoadGen --------------------------------------------------------------------------------
+
+# early stopping's p90 estimate from 64 queries is their second highest latency, which one stall of a busy machine
+# sets; from 128 it discards more of the highest, and an honest SUT's two runs agree within the 20 %
+QUERIES = 128
+
+
+class Caching(OneAtATime):
+    """A SUT that caches its answers by prompt: the first request for a prompt takes `delay_s`, a repeat none."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__(delay_s)
+        self.seen: set[tuple[int, ...]] = set()
+
+    def _serve(self, request: GenRequest, sink: StreamSink) -> None:
+        key = tuple(request.prompt_ids)
+        if key in self.seen:
+            self.delay_s, delay = 0.0, self.delay_s
+            try:
+                super()._serve(request, sink)
+            finally:
+                self.delay_s = delay
+            return
+        self.seen.add(key)
+        super()._serve(request, sink)
+
+
+def performance_then_test04(tmp_path: Path, backend: OneAtATime) -> tuple[str, LoadgenRun]:
+    """The performance run, then TEST04 with cmx's audit.config: real LoadGen SingleStream runs of QUERIES queries on
+    `backend`. Returns verify_performance.txt's text and the TEST04 run."""
+    perf, t04 = tmp_path / "performance" / "run_1", tmp_path / "TEST04"
+    run_single_stream(perf, backend, min_query_count=QUERIES, min_duration_ms=0, token_latencies=False)
+    t04.mkdir(parents=True)
+    audit = write_audit_config("test04", t04, "wan-2.2-t2v-a14b")
+    _, run = run_single_stream(t04, backend, min_query_count=QUERIES, min_duration_ms=0, token_latencies=False,
+                               audit=audit)
+    return test04.verify_run(t04, perf).read_text(encoding="utf-8"), run
+
+
+@pytest.mark.e2e
+def test_a_real_test04_passes_an_honest_sut_and_fails_one_that_caches_its_answers(tmp_path: Path):
+    honest = OneAtATime(delay_s=0.02, tokens=2)
+    text, run = performance_then_test04(tmp_path / "honest", honest)
+    applied = (tmp_path / "honest" / "TEST04" / "mlperf_log_summary.txt").read_text(encoding="utf-8")
+    assert "performance_issue_same : 1" in applied and "performance_issue_same_index : 3" in applied  # LoadGen read it
+    assert run.results.validity == "VALID"
+    assert text.endswith("TEST PASS\n"), text
+    cached, _ = performance_then_test04(tmp_path / "cached", Caching(delay_s=0.02))
+    assert cached.endswith("TEST FAIL: Test score invalid\n"), cached
