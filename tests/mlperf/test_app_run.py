@@ -53,7 +53,8 @@ class Recorded:
 
     def one(self, config: HarnessConfig) -> HarnessResult:
         self.calls.append(config)
-        folder = self.folders.get((config.scenario, config.mode), RECORDED[config.mode])
+        key = (config.scenario, config.mode)
+        folder = self.folders[key] if key in self.folders else RECORDED[config.mode]
         shutil.copytree(LOADGEN_LOGS / folder, config.output, dirs_exist_ok=True)
         # judge the recorded logs as what they are (no recording is a TEST06 audit run)
         recorded = HarnessConfig(**{**config.__dict__, "scenario": "Server" if "server" in folder or

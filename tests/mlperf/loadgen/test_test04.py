@@ -5,6 +5,7 @@ verdict the packager and `cmx check` read, and TEST04's folder in a packaged tre
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from cmx.mlperf.backends.base import GenRequest, StreamSink
 from cmx.mlperf.loadgen import test04
 from cmx.mlperf.loadgen.compliance import TESTS, compliance_test, modes_of, write_audit_config
-from cmx.mlperf.loadgen.harness_config import HarnessResult
+from cmx.mlperf.loadgen.harness_config import HarnessConfig, HarnessResult
 from cmx.mlperf.loadgen.log import LoadgenRun
 from cmx.mlperf.loadgen.run_record import RESULT_JSON
 from cmx.mlperf.loadgen.test07 import audit_values
@@ -251,3 +252,26 @@ def test_a_real_test04_passes_an_honest_sut_and_fails_one_that_caches_its_answer
     assert text.endswith("TEST PASS\n"), text
     cached, _ = performance_then_test04(tmp_path / "cached", Caching(delay_s=0.02))
     assert cached.endswith("TEST FAIL: Test score invalid\n"), cached
+
+
+@pytest.mark.parametrize(("min_duration_ms", "own", "during"), [(600_000, 248, 20), (0, 64, 64)])
+def test_the_harness_applies_the_audit_count_for_the_run_and_gives_the_settings_theirs_back(
+        tmp_path: Path, min_duration_ms: int, own: int, during: int):
+    import logging
+
+    import mlperf_loadgen as lg
+
+    from cmx.mlperf.loadgen.harness import audit_query_count
+
+    rules = load_round("v6.1").benchmark("wan-2.2-t2v-a14b").scenario("Offline")  # min_duration 600,000 ms
+    settings = lg.TestSettings()
+    settings.min_query_count, settings.min_duration_ms = own, min_duration_ms
+    config = HarnessConfig(model=tmp_path, dataset=tmp_path, scenario="Offline", mode="test04",
+                           user_conf=tmp_path / "user.conf", output=tmp_path, round="v6.1",
+                           benchmark="wan-2.2-t2v-a14b")
+    write_audit_config("test04", tmp_path, "wan-2.2-t2v-a14b")
+    with audit_query_count(settings, config, rules, logging.getLogger("test04")):
+        assert settings.min_query_count == during
+    assert settings.min_query_count == own
+    with audit_query_count(settings, replace(config, mode="test01"), rules, logging.getLogger("test04")):
+        assert settings.min_query_count == own  # only TEST04's audit.config has per-model lines
