@@ -199,6 +199,9 @@ def _qwen3_vl_after(run: TinyRun) -> None:
 
 
 HF = "fetches https://huggingface.co"
+# text_to_video/wan-2.2-t2v-a14b/data at the commit that last changed the prompts (mlcommons/inference 1e04ea4)
+WAN_DATA = ("https://raw.githubusercontent.com/mlcommons/inference/1e04ea4609df1931a0298d62a1ccea8c2c6ca58e/"
+            "text_to_video/wan-2.2-t2v-a14b/data")
 APPS = (
     App("app-mlperf-inference-llama2", "llama2-70b-99.9",
         plans=(), plan_says=(),
@@ -291,6 +294,16 @@ APPS = (
         inputs=("scenarios=Offline", "modes=performance,accuracy", "submitter=cmx-test", f"system_file={SYSTEM_FILE}"),
         accuracy_keys=frozenset({"f1", "hash"}), scenario_checks=_qwen3_vl_scenario, after=_qwen3_vl_after,
         moe=True),  # a mixture of experts
+    App("app-mlperf-inference-wan-2.2-t2v-a14b", "wan-2.2-t2v-a14b",
+        plans=("app mlperf inference wan-2.2-t2v-a14b _rocm", "app mlperf inference wan-2.2-t2v-a14b _cuda"),
+        verbose=True,
+        plan_says=("app-mlperf-inference-wan-2.2-t2v-a14b _{device} _offline _valid _full _vllm _bf16",
+                   "get-ml-model-wan-2.2-t2v-a14b _full _bf16", HF, "repo = 'Wan-AI/Wan2.2-T2V-A14B-Diffusers'",
+                   "revision = '5be7df9619b54f4e2667b2755bc6a756675b5cd7'", "get-dataset-wan-2.2-t2v-a14b _full",
+                   f"fetches {WAN_DATA}/vbench_prompts.txt", f"fetches {WAN_DATA}/fixed_latent.pt",
+                   "sha256 = 'f45433f7d3f6ac055613bb36ea21f38120e3cb5873d91f7e621477761b7284e8'",
+                   "get-vbench-env _{device}"),
+        plan_never=("_tiny", "get-vllm", "video_width = 32")),  # a diffusers pipeline in process: no vLLM
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in
@@ -340,7 +353,7 @@ def e2e_rows(moe: bool) -> list[Any]:
     test_app_moe_benchmarks.py (make test's e2e pass keeps a file on one worker: two files share the two).
     A row with a Server run is judged on its latencies: it runs alone (make test's serial pass)."""
     return [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios else [])
-            for a in APPS if a.moe == moe]
+            for a in APPS if a.moe == moe and a.tiny]
 
 
 @needs_vllm
