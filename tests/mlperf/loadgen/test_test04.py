@@ -275,3 +275,23 @@ def test_the_harness_applies_the_audit_count_for_the_run_and_gives_the_settings_
     assert settings.min_query_count == own
     with audit_query_count(settings, replace(config, mode="test01"), rules, logging.getLogger("test04")):
         assert settings.min_query_count == own  # only TEST04's audit.config has per-model lines
+
+
+def test_an_endpoint_client_result_needs_its_test04_audit_where_the_round_accepts_one(tmp_path: Path):
+    from cmx.mlperf.endpoints.results import read_client_result
+    from cmx.mlperf.submission.check.endpoints import _compliance, _Where
+
+    bench = load_round("v6.1").benchmark("wan-2.2-t2v-a14b")
+    folder = tmp_path / "results" / "box" / "wan-2.2-t2v-a14b" / "Offline"
+    folder.mkdir(parents=True)
+    at = _Where(tmp_path, read_client_result(folder))
+    [missing] = _compliance(read_client_result(folder), bench, at)
+    assert (missing.rule, missing.path, missing.found) == (
+        "endpoints.audit", "results/box/wan-2.2-t2v-a14b/Offline/audit/audit_output_caching_test.json", "missing")
+    assert _compliance(read_client_result(folder), bench, at, accepted=False) == []  # the round takes no client result
+    (folder / "audit").mkdir()
+    audit = folder / "audit" / "audit_output_caching_test.json"
+    audit.write_text(json.dumps({"test": "output_caching_test", "passed": True}), encoding="utf-8")
+    assert _compliance(read_client_result(folder), bench, at) == []
+    audit.write_text(json.dumps({"test": "output_caching_test", "passed": False}), encoding="utf-8")
+    assert [p.found for p in _compliance(read_client_result(folder), bench, at)] == ["the TEST04 audit did not pass"]

@@ -20,7 +20,8 @@ two formats is read folder by folder as the checker reads it. For such a folder 
 - failed samples of the accuracy run (result.failed, n_samples_failed, then config.yaml's result.failed);
 - accuracy: a score must be there, Qwen3-VL's at least its target (closed); the samples the accuracy run
   covered equal the scenario's accuracy set;
-- compliance: a present audit/audit_<test>.json passes; TEST09's mean output length within its bounds;
+- compliance: a present audit/audit_<test>.json passes (TEST04's is required where the round accepts the
+  client's results for a benchmark with TEST04); TEST09's mean output length within its bounds;
 - measurements.json and README.md, without user.conf.
 
 Where the rules ask more than that checker looks at, this one is stricter, each finding saying "cmx's rule":
@@ -132,7 +133,7 @@ def check_client_result(folder: ResultFolder, root: Path, round_: Round, system:
     mine += performance
     metric, units = _metric(result, bench, rules, at, mine)
     accuracy = _accuracy(result, bench, rules, closed, at, mine)
-    mine += _compliance(result, bench, at)
+    mine += _compliance(result, bench, at, accepted=bench_name in round_.endpoints_benchmarks)
     problems += mine
     failed_performance = any(p.severity == ERROR for p in performance)
     return ResultRow(division=sub.division, submitter=sub.name, system=folder.system, benchmark=folder.benchmark,
@@ -437,12 +438,17 @@ def _number(value: Any) -> float | None:
     return number(value)
 
 
-def _compliance(result: ClientResult, bench: Benchmark, at: _Where) -> list[Problem]:
+def _compliance(result: ClientResult, bench: Benchmark, at: _Where, *, accepted: bool = True) -> list[Problem]:
     """A present audit file passes; TEST09's mean output length is within its bounds. The official checker applies
-    both in every division, and needs no audit file but TEST04's (a benchmark cmx does not have)."""
+    both in every division, and needs no audit file but TEST04's, of a benchmark whose client results the round
+    accepts (`accepted`; compliance_check.py endpoint_audit_file_required: wan-2.2-t2v-a14b)."""
     out = []
     for test in bench.compliance_tests:
         name = AUDIT_NAMES.get(test)
+        if name is not None and test == "TEST04" and accepted and not result.audit(name).is_file():
+            out.append(Problem(at.path(result.audit(name)), "endpoints.audit", "missing",
+                               f"the official checker needs {CLIENT}'s {test} audit ({name}) for this benchmark: run "
+                               "it and copy its audit file into the result's audit/ folder"))
         if name is not None and result.audit(name).is_file():
             verdict = read_mapping(result.audit(name), [], below=result.folder) or {}
             where = at.path(result.audit(name))
