@@ -1,7 +1,7 @@
-"""wan-2.2-t2v-a14b's _endpoint through cmx's harness on real parts: real LoadGen runs an Offline accuracy test (each in a harness process of its own) of the
-tiny Wan 2.2's prompts twice, once with the pipeline in the harness process and once against the stand-in video
-server (tests/mlperf/video_server.py, a process of its own, on vllm-omni's route), and the two accuracy logs and
-videos folders are the same bytes.
+"""wan-2.2-t2v-a14b's _endpoint through cmx's harness on real parts: real LoadGen runs an Offline accuracy test of the
+tiny Wan 2.2's prompts twice, each in a harness process of its own, once with the pipeline in the harness process and
+once against the stand-in video server (tests/mlperf/video_server.py, a process of its own, on vllm-omni's route), and
+the two accuracy logs and videos folders are the same bytes.
 
 The stand-in loads the dataset's fixed latent (--latent): no route carries it, so a real server would have to be
 configured with the same file for a served run to be the in-process one.
