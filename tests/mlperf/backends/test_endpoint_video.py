@@ -315,3 +315,9 @@ def test_a_video_benchmark_with_endpoint_and_no_url_is_refused_saying_which_serv
     assert "vllm serve MODEL --omni" in (info.value.hint or "") and "--input endpoint_url=" in (info.value.hint or "")
     given = AppConfig(**base, endpoint=EndpointSettings(url="http://127.0.0.1:8000/v1", video_route="trtllm-serve"))
     assert given.chosen_engine.name == "endpoint"
+
+
+def test_client_worker_processes_are_refused_for_a_video_run(server: Any, tmp_path: Path) -> None:
+    _, url, _ = server
+    with pytest.raises(BackendError, match=r"client worker processes \(2\) send text completions only, not videos"):
+        EndpointBackend(config(url, "vllm-omni", tmp_path / "videos", workers=2)).start()
