@@ -68,12 +68,14 @@ lint: $(STAMP)  ## ruff and mypy; fails on any finding
 	$(VENV)/bin/mypy --config-file pyproject.toml
 
 # BENCH picks the benchmark: llama2 (llama2-70b, the default), llama3.1-8b, llama3.1-405b, mixtral-8x7b,
-# deepseek-r1, gpt-oss-120b, whisper (Offline only; its demo also runs TEST01, whisper's compliance test) or qwen3-vl
-# (through the vllm serve cmx starts: its samples are chats with an image)
+# deepseek-r1, gpt-oss-120b, whisper (Offline only; its demo also runs TEST01, whisper's compliance test), qwen3-vl
+# (through the vllm serve cmx starts: its samples are chats with an image) or wan-2.2-t2v-a14b (a diffusers pipeline
+# in process, Offline and SingleStream, TEST04, VBench in its own environment)
 BENCH           ?= llama2
 comma           := ,
-DEMO_SCENARIOS  := $(if $(filter whisper,$(BENCH)),Offline,Offline$(comma)Server)
-DEMO_MODES      := performance$(comma)accuracy$(if $(filter whisper,$(BENCH)),$(comma)compliance)
+WAN             := wan-2.2-t2v-a14b
+DEMO_SCENARIOS  := $(if $(filter whisper,$(BENCH)),Offline,Offline$(comma)$(if $(filter $(WAN),$(BENCH)),SingleStream,Server))
+DEMO_MODES      := performance$(comma)accuracy$(if $(filter whisper $(WAN),$(BENCH)),$(comma)compliance)
 DEMO_SUFFIX     := $(if $(filter-out llama2,$(BENCH)),-$(BENCH))
 DEMO_RESULTS    := results/demo$(DEMO_SUFFIX)
 DEMO_SUBMISSION := results/demo$(DEMO_SUFFIX)-submission
