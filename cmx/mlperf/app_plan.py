@@ -17,7 +17,7 @@ from cmx.errors import StepError
 from cmx.mlperf.app_targets import named_target, targeted_benchmark
 
 SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
-TESTS = ("performance", "accuracy", "compliance", "test01", "test06", "test07", "test09")
+TESTS = ("performance", "accuracy", "compliance", "test01", "test04", "test06", "test07", "test09")
 DEFAULT_SCENARIO, DEFAULT_MODE = "offline", "valid"
 
 
