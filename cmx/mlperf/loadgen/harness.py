@@ -24,7 +24,7 @@ test has problems (INVALID, errors in the detail log, failed samples). A complia
 TEST07, TEST09) writes its audit.config into its output folder for its run only and removes it
 afterwards; LoadGen applies it to that test's copy of the settings. `evaluate_accuracy` and
 `verify_test06` turn an accuracy or TEST06 run's log into accuracy.txt and verify_accuracy.txt
-(test07.verify_run and test09.verify_run do it for theirs).
+(test01, test04, test07 and test09.verify_run do it for theirs).
 
 When the backend dies during a Server or Interactive test, the SUT stops it (cmx.mlperf.loadgen.sut):
 the harness stops waiting for LoadGen, sets LoadGen's unfinished logs aside (`mlperf_log_*.unfinished.*`:
@@ -99,7 +99,7 @@ def loadgen_settings(lg: Any, config: HarnessConfig, loadgen_model: str, loadgen
 
 
 def test_mode(lg: Any, mode: str) -> Any:
-    """LoadGen's mode for a cmx test: TEST06, TEST07 and TEST09 are performance runs their audit.config reshapes."""
+    """LoadGen's mode for a cmx test: a compliance test is a performance run its audit.config reshapes."""
     return lg.TestMode.AccuracyOnly if mode == "accuracy" else lg.TestMode.PerformanceOnly
 
 
