@@ -7,7 +7,8 @@ checkpoint: model_index.json names the pipeline's class and its parts, each in a
 experts transformer/ and transformer_2/, the UMT5 text encoder text_encoder/ and its tokenizer/, the Wan VAE vae/,
 the flow-matching scheduler scheduler/), so the folder has no config.json of its own and nothing ends at an
 end-of-sequence id: a video has no tokens. The id the recipe reports as eos_token_id is the text encoder's (UMT5's
-</s>, which the tokenizer appends to each prompt), read from text_encoder/config.json.
+</s>, which the tokenizer appends to each prompt), read from text_encoder/config.json (UMT5's default, 1, where
+it names none).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ FILES = kit.ModelFiles(tokenizer=(("transformer/config.json",), ("transformer_2/
 # encoder about 5.68 billion (24 layers of width 4096, a gated FFN of 10240, a 256,384-word embedding) in bfloat16
 # (3 shards: 11.4 GB), the Wan VAE 126,892,531 in float32 (0.5 GB): about 126 GB in all.
 SIZE = 2 * 14_288_491_584 * 4 + 5_680_000_000 * 2 + 126_892_531 * 4
-END_HINT = "UMT5's text encoder ends each prompt at </s> (1); copy text_encoder/config.json of " + MODEL_REPO
+UMT5_EOS = 1  # </s>: UMT5Config's default eos_token_id, what transformers reads from a config that names none
 CLOSED = f"wan-2.2-t2v-a14b's closed division needs {MODEL_REPO}"
 
 
@@ -65,8 +66,8 @@ def describe(folder: Path, name: str, revision: str, precision: str | None, *, i
     if precision not in DTYPES:
         raise kit.ModelError(f"the Wan 2.2 pipeline does not run in {precision}",
                              hint=f"one of {', '.join('_' + p for p in DTYPES)} (_bf16 is the reference's)")
-    text = kit.read_json(folder / "text_encoder" / "config.json")
-    ends = kit.required_end_ids(folder / "text_encoder", text, {}, hint=END_HINT)
+    # checked after a download too: a config without the id must not refuse 126 GB fetched, so UMT5's default
+    ends = kit.end_ids(kit.read_json(folder / "text_encoder" / "config.json"), {}) or (UMT5_EOS,)
     return kit.ModelFolder(folder, name, revision, DTYPES[precision], precision, ends[0], is_tiny,
                            architecture=pipeline, reports=("architecture",))
 
