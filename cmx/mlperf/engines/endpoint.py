@@ -42,16 +42,17 @@ def asked_by(config: HarnessConfig) -> bool:
 def check(run: AppRun) -> None:
     """No Ray replicas; a text-to-video benchmark only with the URL of its video server."""
     refuse_replicas(run)
-    refuse_video_without_url(run)
+    refuse_video_without_url(run.benchmark, url_given=run.endpoint is not None)
 
 
-def refuse_video_without_url(run: AppRun) -> None:
+def refuse_video_without_url(benchmark: str, *, url_given: bool) -> None:
     """cmx starts `vllm serve` for a model, which serves no video route: vllm-omni's (`vllm serve MODEL --omni`) is
-    not installed here and has no CPU platform, and trtllm-serve is NVIDIA's; the user starts either and names it."""
+    not installed here and has no CPU platform, and trtllm-serve is NVIDIA's; the user starts either and names it.
+    Asked when the app step starts, after its dependencies: the plan imports no benchmark module to know it sooner."""
     from cmx.mlperf.benchmarks import benchmark_for
 
-    if run.endpoint is None and benchmark_for(run.benchmark).generation.video is not None:
-        raise AppConfigError(f"{run.benchmark} with _endpoint needs a video server's URL: cmx starts vllm serve, which "
+    if not url_given and benchmark_for(benchmark).generation.video is not None:
+        raise AppConfigError(f"{benchmark} with _endpoint needs a video server's URL: cmx starts vllm serve, which "
                              "has no video route",
                              hint="start `vllm serve MODEL --omni` (vllm-omni; --input video_route=vllm-omni) or "
                                   "trtllm-serve (--input video_route=trtllm-serve) and pass --input "
