@@ -51,9 +51,9 @@ def accuracy_files(source: SourceResult, round_: Round) -> AccuracyFiles:
                                   f"and {dataset_path} is gone: run the dataset's recipe again (cmx run \"get "
                                   "dataset ...\" makes the same path from its inputs) or run the scenario again",))
     bench = benchmark_for(source.benchmark)
+    rows = source.facts.get("rows")
     try:
         dataset = bench.load_dataset_for(dataset_path, "accuracy")
-        rows = source.facts.get("rows")
         if rows is not None:
             dataset = dataset.limit(min(int(rows), len(dataset)))
     except CmxError as exc:
@@ -64,7 +64,10 @@ def accuracy_files(source: SourceResult, round_: Round) -> AccuracyFiles:
            "benchmark's accuracy_files" for name in files if not _inside(name)]
     for name in required:
         src = files.get(name)
-        if src is None:
+        if src is None and rows is not None:
+            out.append(f"{round_.name} wants accuracy/{name}, and the accuracy run read only the first {len(dataset)} "
+                       "samples, none of which it is: run the accuracy test over the whole dataset (no rows=)")
+        elif src is None:
             out.append(f"{round_.name} wants accuracy/{name}, and {source.benchmark}'s accuracy_files gives no file "
                        "for it: add it to the benchmark's accuracy_files")
         elif not resolves_inside(src, run):

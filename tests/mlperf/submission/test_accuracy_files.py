@@ -60,7 +60,9 @@ class NamedAfterPrompts:
         return Prompts(path, tuple(path.read_text(encoding="utf-8").splitlines()))
 
     def accuracy_files(self, accuracy_dir: Path, dataset: Prompts) -> dict[str, Path]:
-        return {f"videos/{i}.mp4": accuracy_dir / "videos" / f"{dataset.reference(i)}-0.mp4" for i in (1, 3)}
+        # every sample's, as wan's does: the round's list picks those packaged
+        return {f"videos/{i}.mp4": accuracy_dir / "videos" / f"{dataset.reference(i)}-0.mp4"
+                for i in range(len(dataset))}
 
 
 @pytest.fixture
@@ -116,7 +118,7 @@ def test_the_packager_copies_each_file_the_round_wants_from_the_accuracy_run_and
     done = package(request(tmp_path, results))
     for scenario in ("Interactive", "Offline", "Server"):
         acc = done.tree / "results" / SYSTEM / BENCHMARK / scenario / "accuracy"
-        assert sorted(p.name for p in (acc / "videos").iterdir()) == ["1.mp4", "3.mp4"]
+        assert sorted(p.name for p in (acc / "videos").iterdir()) == ["1.mp4", "3.mp4"]  # the round's, no other
         assert (acc / "videos" / "3.mp4").read_bytes() == b"mp4 of the sea"  # sample 3's prompt
         assert (acc / "videos" / "1.mp4").read_bytes() == b"mp4 of a dog"
     assert set(fake.loaded) == {tmp_path / "prompts.txt"}  # the dataset cmx_run.json records
@@ -139,6 +141,16 @@ def test_a_file_the_accuracy_run_did_not_write_is_refused_naming_it_and_what_to_
     assert "accuracy/videos/3.mp4 is copied from" in said and "the sea-0.mp4, which is missing" in said
     assert "run the accuracy test again over the whole dataset" in said
     assert "videos/1.mp4" not in said
+
+
+def test_a_file_of_a_sample_beyond_the_rows_the_run_read_is_refused_saying_so(tmp_path: Path,
+                                                                             fake: NamedAfterPrompts):
+    results = results_with_videos(tmp_path)
+    for path in results.glob(f"{SYSTEM}/{BENCHMARK}/*/cmx_run.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "rows": 2}), encoding="utf-8")
+    said = refusal(request(tmp_path, results))
+    assert "wants accuracy/videos/3.mp4, and the accuracy run read only the first 2 samples" in said
+    assert "accuracy/videos/1.mp4" not in said  # sample 1 is among them
 
 
 def test_results_that_do_not_record_their_dataset_are_refused_when_the_round_wants_files(tmp_path: Path,
