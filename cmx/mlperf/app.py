@@ -59,6 +59,7 @@ from cmx.mlperf.loadgen.userconf import ShortProfile, UserConf, user_conf
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round, load_round
 from cmx.mlperf.run_summary import RunSummary, format_row, format_table
+from cmx.mlperf.scoring.external import ExternalScorer
 from cmx.mlperf.serving_stack import ServingStack
 from cmx.secrets import Secret
 
@@ -132,6 +133,7 @@ class AppConfig:
     found: Mapping[str, FoundTarget] = field(default_factory=dict)  # the targets find-performance measured
     loadgen: LoadgenSource | None = None  # get-loadgen's: the round's pin (None: the harness finds it)
     video: VideoShape | None = None  # a text-to-video run's shape where not the reference's (_tiny's)
+    scorer: ExternalScorer | None = None  # VBench's environment and networks, for wan-2.2-t2v-a14b's accuracy
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -203,7 +205,7 @@ def harness_config(config: AppConfig, scenario: str, mode: str, conf: Path) -> H
                          output=config.run_dir(scenario, mode), round=config.round, benchmark=config.benchmark,
                          device=config.device, max_tokens=config.max_tokens, rows=config.rows, engine=config.engine,
                          endpoint=config.endpoint, sampling=config.sampling, loadgen=config.loadgen,
-                         video=config.video)
+                         video=config.video, scorer=config.scorer)
 
 
 def run_scenario(config: AppConfig, round_: Round, scenario: str, *, runner: Runner = run_tests,
@@ -258,8 +260,10 @@ def _score_accuracy(config: AppConfig, round_: Round, output: Path,
                     evaluate: Evaluator) -> tuple[dict[str, float], list[str]]:
     from cmx.mlperf.scoring.accuracy_txt import meets_targets, read_accuracy_txt
 
+    # only a benchmark scored apart (VBench) has a scorer; an Evaluator that scores in process need not take one
+    apart = {"scorer": config.scorer} if config.scorer else {}
     values = read_accuracy_txt(evaluate(output, config.dataset, config.tokenizer, benchmark=config.benchmark,
-                                        rows=config.rows))
+                                        rows=config.rows, **apart))
     targets = round_.benchmark(config.benchmark).accuracy
     rouge = {k: float(values[k]) for k in targets.metrics if isinstance(values.get(k), (int, float))}
     if config.tiny:  # random weights: the scores say nothing, so they cannot fail the run
@@ -339,6 +343,7 @@ def write_cmx_run(config: AppConfig, round_: Round, scenario: str, conf: UserCon
         "dataset": str(config.dataset),
         "max_tokens": config.max_tokens, "target_qps": config.target_qps.get(scenario),
         "video": asdict(config.video) if config.video else None,
+        "scorer": config.scorer.to_json() if config.scorer else None,
         # how the target was measured when the user gave none (cmx.mlperf.tune.measure); None: it was given
         "find_performance": found.to_json() if (found := config.found.get(scenario)) else None,
         "sampling": config.sampling.to_json(),

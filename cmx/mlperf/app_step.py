@@ -29,6 +29,7 @@ from cmx.mlperf.loadgen.harness_config import MODES, EndpointSettings, LoadgenSo
 from cmx.mlperf.loadgen.progress import RunProgress
 from cmx.mlperf.provenance import RunOrigin
 from cmx.mlperf.rounds import Round
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:
     from cmx.mlperf.app import AppResult
@@ -202,7 +203,18 @@ def app_config(ctx: StepContext, family: str) -> AppConfig:
         server_python_path=(Path(ctx.deps.torchvision.outputs["path"]),) if "torchvision" in ctx.deps else (),
         serving_stack=read_stack_file(i["serving_stack"]) if i["serving_stack"] else None,
         prefill_decode=prefill_decode(i), loadgen=loadgen_source(ctx.deps.loadgen.outputs),
-        video=video_shape(i))
+        video=video_shape(i), scorer=external_scorer(ctx))
+
+
+def external_scorer(ctx: StepContext) -> ExternalScorer | None:
+    """VBench's environment and networks where the app has them (its deps scorer_env, get-vbench-env, and
+    scorer_models, get-vbench-networks), on the CPU for a cpu run and over every GPU detect-system found otherwise
+    (the reference's torch.distributed.run --nproc_per_node); None for an app without them."""
+    if "scorer_env" not in ctx.deps or "scorer_models" not in ctx.deps:
+        return None
+    gpus = 0 if ctx.context["device"] == "cpu" else max(1, int(ctx.deps.system.outputs.get("gpu_count") or 0))
+    return ExternalScorer(python=Path(ctx.deps.scorer_env.outputs["python"]),
+                          models=Path(ctx.deps.scorer_models.outputs["path"]), gpus=gpus)
 
 
 def video_shape(inputs: Mapping[str, Any]) -> VideoShape | None:

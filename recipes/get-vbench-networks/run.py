@@ -9,6 +9,7 @@ from typing import Any
 from cmx.errors import StepError
 from cmx.execute.context import StepContext
 from cmx.mlperf.scoring import vbench_networks as nets
+from cmx.tools.fs import sha256_file
 from cmx.tools.huggingface import download_repo, list_files
 
 TINY_SCRIPT = Path(__file__).with_name("tiny_networks.py")
@@ -57,7 +58,7 @@ def _bert(ctx: StepContext, folder: Path) -> list[nets.Fetched]:
     dest = download_repo(endpoint, repo, rev, folder / nets.BERT, token=ctx.inputs["token"], files=listed,
                          scratch=ctx.scratch / "bert", retries=ctx.inputs["retries"],
                          on_progress=lambda done, total: bar.update(done, total))
-    return [nets.Fetched(f"{nets.BERT}/{f.path}", f"{repo}@{rev}/{f.path}", nets.sha256_of(dest / f.path),
+    return [nets.Fetched(f"{nets.BERT}/{f.path}", f"{repo}@{rev}/{f.path}", sha256_file(dest / f.path),
                          (dest / f.path).stat().st_size, verified=True) for f in listed]
 
 

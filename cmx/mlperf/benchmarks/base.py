@@ -21,6 +21,7 @@ from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.model import ModelFolder
 from cmx.mlperf.samples import ChatSource, PromptSource, ResponseEncoder, VideoSource
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -104,9 +105,10 @@ class Benchmark(Protocol):
         ...
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         """The reference evaluator's result dict for an accuracy run's log, in its key order: what accuracy.txt
-        prints."""
+        prints. `scorer`: the environment of an evaluator that runs apart from cmx's (VBench, for
+        wan-2.2-t2v-a14b), as the harness config records it; the benchmarks scored in process ignore it."""
         ...
 
     def format_accuracy_txt(self, values: Mapping[str, float | int], log_sha256: str) -> str:

@@ -59,6 +59,7 @@ from cmx.mlperf.loadgen.harness_config import (
     verdict_of,
 )
 from cmx.mlperf.loadgen.run_record import ACCURACY_LOG, ACCURACY_TXT, FAILED, RESULT_JSON
+from cmx.mlperf.scoring.external import ExternalScorer
 from cmx.secrets import Redactor, redacting_formatter
 
 if TYPE_CHECKING:
@@ -541,10 +542,11 @@ def wait_exit(proc: subprocess.Popen[Any], wait: Callable[[float], bool]) -> Non
 
 
 def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, benchmark: str = "",
-                      rows: int | None = None, jobs: int = 1) -> Path:
+                      rows: int | None = None, jobs: int = 1, scorer: ExternalScorer | None = None) -> Path:
     """Score an accuracy run's log as the benchmark's reference does (outputs decoded with the
     tokenizer, special tokens skipped) and write accuracy.txt beside it. No `benchmark`: the harness round's
-    default_benchmark."""
+    default_benchmark. `scorer`: the environment of a scorer that runs apart (VBench), for the benchmark that
+    needs one."""
     from cmx.mlperf.benchmarks import benchmark_for
     from cmx.mlperf.loadgen.harness_config import HARNESS_ROUND
     from cmx.mlperf.rounds import load_round
@@ -555,7 +557,7 @@ def evaluate_accuracy(output_dir: Path, dataset: Path, tokenizer_dir: Path, *, b
     data = bench.load_dataset(dataset)
     if rows is not None:
         data = data.limit(rows)
-    values = bench.score(log_path, data, tokenizer_dir, jobs=jobs)
+    values = bench.score(log_path, data, tokenizer_dir, jobs=jobs, scorer=scorer)
     path = Path(output_dir) / ACCURACY_TXT
     path.write_text(bench.format_accuracy_txt(values, sha256_file(log_path)), encoding="utf-8")
     return path

@@ -14,6 +14,7 @@ from cmx.mlperf.backends.base import GREEDY, Sampling
 from cmx.mlperf.loadgen.compliance import MODES as COMPLIANCE_MODES
 from cmx.mlperf.loadgen.run_record import FAILED
 from cmx.mlperf.rounds import SINGLE_STREAM_PERCENTILE, load_round
+from cmx.mlperf.scoring.external import ExternalScorer
 from cmx.secrets import Redactor, masked_url
 
 if TYPE_CHECKING:  # imported where used: the engine's modules are not needed to read a config
@@ -175,6 +176,7 @@ class HarnessConfig:
     sampling: Sampling = GREEDY
     loadgen: LoadgenSource | None = None  # None: the round's pin, found by the harness (binding.import_loadgen)
     video: VideoShape | None = None  # a text-to-video run's shape, where not the reference's (the tiny model's)
+    scorer: ExternalScorer | None = None  # an accuracy scorer in its own environment (VBench); None: in process
 
     def __post_init__(self) -> None:
         if not self.benchmark:
@@ -193,6 +195,7 @@ class HarnessConfig:
         data = asdict(self)
         if data.get("endpoint"):
             data["endpoint"]["url"] = masked_url(data["endpoint"]["url"])
+        data["scorer"] = self.scorer.to_json() if self.scorer else None
         return json.dumps(data, indent=2, default=str) + "\n"
 
     @classmethod
@@ -204,11 +207,13 @@ class HarnessConfig:
             sampling = Sampling.from_json(data.pop("sampling", {}))
             loadgen = data.pop("loadgen", None)
             video = data.pop("video", None)
+            scorer = ExternalScorer.from_json(data.pop("scorer", None))
             model, dataset, user_conf, output = (Path(data.pop(k))
                                                  for k in ("model", "dataset", "user_conf", "output"))
             return cls(**data, model=model, dataset=dataset, user_conf=user_conf, output=output, engine=engine,
                        endpoint=EndpointSettings(**endpoint) if endpoint else None, sampling=sampling,
-                       loadgen=LoadgenSource.from_json(loadgen), video=VideoShape(**video) if video else None)
+                       loadgen=LoadgenSource.from_json(loadgen), video=VideoShape(**video) if video else None,
+                       scorer=scorer)
         except (TypeError, KeyError) as err:
             raise HarnessError(f"not a harness config: {err}", hint="write it with HarnessConfig.to_json") from None
 

@@ -53,6 +53,7 @@ class VBenchResult:
     dimensions: dict[str, float]
     vbench_score: float
     source: Path  # the results file read
+    random_networks: bool = False  # scored with random-weight networks (get-vbench-networks _tiny): meaningless
 
     def as_dict(self) -> dict[str, float | int]:
         """accuracy.txt's dict: `vbench_score` first (the one value the checker reads), then each dimension."""

@@ -28,7 +28,6 @@ a published one or only recorded; `is_random` marks the tiny path's random-weigh
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -40,6 +39,7 @@ from pathlib import Path
 from cmx.errors import CmxError
 from cmx.tools.archive import extract
 from cmx.tools.download import download
+from cmx.tools.fs import sha256_file
 
 MANIFEST = "networks.json"
 TORCH_HOME = "torch"  # TORCH_HOME=<folder>/torch: torch.hub's checkpoints/ under it
@@ -106,14 +106,6 @@ class Manifest:
                                 hint="remove the folder's cache entry and fetch it again") from None
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def check_folder(folder: Path, on_file: Callable[[str], None] | None = None) -> Manifest:
     """Every file the manifest lists is there with the sha256 it lists (re-hashed: a few GB, seconds), and the
     links VBench's loaders follow resolve: what the scorer checks before it runs VBench on the folder."""
@@ -126,7 +118,7 @@ def check_folder(folder: Path, on_file: Callable[[str], None] | None = None) -> 
         if not path.is_file():
             raise NetworksError(f"{path} is missing from VBench's networks",
                                 hint="remove the folder's cache entry (cmx cache rm) and fetch it again")
-        got = sha256_of(path)
+        got = sha256_file(path)
         if got != f.sha256:
             raise NetworksError(f"{path} has sha256 {got}, not the {f.sha256} recorded when it was "
                                 f"{'checked' if f.verified else 'fetched'}",
@@ -163,7 +155,7 @@ def recorded(folder: Path, paths: Iterable[str], source: str) -> list[Fetched]:
     out = []
     for rel in paths:
         path = Path(folder) / rel
-        out.append(Fetched(rel, source, sha256_of(path), path.stat().st_size, verified=False))
+        out.append(Fetched(rel, source, sha256_file(path), path.stat().st_size, verified=False))
     return out
 
 
@@ -195,7 +187,7 @@ def fetch_raft(f: NetworkFile, folder: Path, scratch: Path, *, retries: int, log
     os.replace(member, dest)
     shutil.rmtree(unpacked)
     archive.path.unlink()
-    digest = sha256_of(dest)
+    digest = sha256_file(dest)
     log.info("%s: from models.zip (sha256 %s, %s)", f.path, archive.sha256,
              "verified" if archive.verified else "not published, recorded")
     _said(log, f.path, digest, archive.verified)

@@ -30,6 +30,7 @@ from cmx.mlperf.benchmarks.base import Benchmark, Dataset, Generation
 from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.samples import MediaSource
+from cmx.mlperf.scoring.external import ExternalScorer
 
 
 class Clips:
@@ -83,7 +84,7 @@ PROMPT_IDS = '''
 '''
 SCORE = '''
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         return {}
 '''
 

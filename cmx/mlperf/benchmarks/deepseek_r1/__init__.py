@@ -23,6 +23,7 @@ from cmx.mlperf.benchmarks.deepseek_r1.model import MODEL
 from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -45,7 +46,7 @@ class DeepSeekR1(BenchmarkDefaults):
         return load_deepseek(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.deepseek_r1.accuracy import score_log
         from cmx.mlperf.benchmarks.deepseek_r1.dataset import DeepSeekDataset
 

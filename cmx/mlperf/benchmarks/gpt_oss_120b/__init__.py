@@ -25,6 +25,7 @@ from cmx.mlperf.benchmarks.gpt_oss_120b.model import MODEL
 from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -49,7 +50,7 @@ class GptOss120b(BenchmarkDefaults):
         return load_set(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.gpt_oss_120b.dataset import GptOssDataset
         from cmx.mlperf.benchmarks.gpt_oss_120b.scorer import score_log
 

@@ -21,6 +21,7 @@ from cmx.errors import CmxError
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.model import ModelDefaults
 from cmx.mlperf.samples import PromptSource
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:  # base imports this package
     from cmx.execute.context import StepContext
@@ -71,7 +72,7 @@ class BenchmarkDefaults(ModelDefaults):
 
     @abstractmethod
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]: ...
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]: ...
 
     @abstractmethod
     def make_tiny_dataset(self, dest: Path, tokenizer_dir: Path, rows: int, seed: int = 0) -> Path: ...

@@ -19,6 +19,7 @@ from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.llama2_70b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.llama2_70b.model import MODEL
+from cmx.mlperf.scoring.external import ExternalScorer
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Llama2_70b(BenchmarkDefaults):
         return load_openorca(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.llama2_70b.accuracy import score_log
 
         return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()

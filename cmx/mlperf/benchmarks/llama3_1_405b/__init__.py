@@ -18,6 +18,7 @@ from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import GB, ModelDefaults, ModelSpec
 from cmx.mlperf.benchmarks.llama3_1_405b.generation import REFERENCE_SAMPLING
+from cmx.mlperf.scoring.external import ExternalScorer
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Llama3_1_405b(BenchmarkDefaults):
         return load_llama405b(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.llama3_1_405b.accuracy import score_log
         from cmx.mlperf.benchmarks.llama3_1_405b.dataset import Llama405bDataset
 

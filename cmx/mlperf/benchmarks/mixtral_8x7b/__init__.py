@@ -19,6 +19,7 @@ from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.mixtral_8x7b.generation import MAX_NEW_TOKENS, REFERENCE_SAMPLING
 from cmx.mlperf.benchmarks.mixtral_8x7b.model import MODEL
+from cmx.mlperf.scoring.external import ExternalScorer
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Mixtral8x7b(BenchmarkDefaults):
         return load_mixtral(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.mixtral_8x7b.accuracy import score_log
         from cmx.mlperf.benchmarks.mixtral_8x7b.dataset import MixtralDataset
 

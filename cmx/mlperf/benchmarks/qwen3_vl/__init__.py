@@ -25,6 +25,7 @@ from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.qwen3_vl.model import MODEL
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:
     from cmx.mlperf.samples import ChatSource, ResponseEncoder
@@ -56,7 +57,7 @@ class Qwen3VL(BenchmarkDefaults):
         return load_catalogue(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.qwen3_vl.accuracy import score_log
 
         return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()

@@ -20,6 +20,7 @@ from cmx.mlperf.benchmarks.kit.benchmark import BenchmarkDefaults, dataset_as
 from cmx.mlperf.benchmarks.kit.dataset_facts import DatasetFacts, DatasetMade
 from cmx.mlperf.benchmarks.kit.model import ModelSpec
 from cmx.mlperf.benchmarks.whisper.model import MODEL
+from cmx.mlperf.scoring.external import ExternalScorer
 
 if TYPE_CHECKING:
     from cmx.execute.context import StepContext
@@ -47,7 +48,7 @@ class Whisper(BenchmarkDefaults):
         return load_librispeech(path)
 
     def score(self, accuracy_log: Path, dataset: Dataset, tokenizer_dir: Path, *,
-              jobs: int = 1) -> Mapping[str, float | int]:
+              jobs: int = 1, scorer: ExternalScorer | None = None) -> Mapping[str, float | int]:
         from cmx.mlperf.benchmarks.whisper.accuracy import score_log
 
         return score_log(accuracy_log, dataset, tokenizer_dir, jobs=jobs).as_dict()
