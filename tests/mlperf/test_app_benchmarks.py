@@ -302,7 +302,9 @@ APPS = (
                    "revision = '5be7df9619b54f4e2667b2755bc6a756675b5cd7'", "get-dataset-wan-2.2-t2v-a14b _full",
                    f"fetches {WAN_DATA}/vbench_prompts.txt", f"fetches {WAN_DATA}/fixed_latent.pt",
                    "sha256 = 'f45433f7d3f6ac055613bb36ea21f38120e3cb5873d91f7e621477761b7284e8'",
-                   "get-vbench-env _{device}"),
+                   "get-vbench-env _{device}", "get-vbench-networks _full",  # the scorer's environment and networks
+                   "fetches https://dl.fbaipublicfiles.com/dino/dino_vitbase16_pretrain/dino_vitbase16_pretrain.pth",
+                   "/ViT-B-32.pt", "tag2text_swin_14m.pth", "amt-s.pth"),
         plan_never=("_tiny", "get-vllm", "video_width = 32")),  # a diffusers pipeline in process: no vLLM
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
