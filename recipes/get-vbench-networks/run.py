@@ -63,7 +63,7 @@ def _bert(ctx: StepContext, folder: Path) -> list[nets.Fetched]:
 
 
 def _tiny(ctx: StepContext, folder: Path) -> nets.Manifest:
-    python = ctx.deps.env.outputs["python"]
+    python = ctx.inputs["env_python"] or ctx.deps.env.outputs["python"]
     seed = 0 if ctx.inputs["seed"] is None else ctx.inputs["seed"]
     ctx.log.warning("VBench's networks for _tiny are RANDOM weights of the real architectures: any vbench_score "
                     "scored with them is meaningless")
