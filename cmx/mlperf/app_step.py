@@ -213,8 +213,9 @@ def external_scorer(ctx: StepContext) -> ExternalScorer | None:
     if "scorer_env" not in ctx.deps or "scorer_models" not in ctx.deps:
         return None
     gpus = 0 if ctx.context["device"] == "cpu" else max(1, int(ctx.deps.system.outputs.get("gpu_count") or 0))
-    return ExternalScorer(python=Path(ctx.deps.scorer_env.outputs["python"]),
-                          models=Path(ctx.deps.scorer_models.outputs["path"]), gpus=gpus)
+    env = ctx.deps.scorer_env.outputs
+    return ExternalScorer(python=Path(env["python"]), models=Path(ctx.deps.scorer_models.outputs["path"]), gpus=gpus,
+                          pythonpath=tuple(Path(p) for p in env.get("pythonpath") or ()))
 
 
 def video_shape(inputs: Mapping[str, Any]) -> VideoShape | None:

@@ -201,21 +201,22 @@ def _build_loadgen(requirement: str, abi: dict[str, str], key: str, *, python: s
 
 
 def cached_venv(artefact: str, requirements: Path, *, python: str, store: Store, run: Runner = run_subprocess,
-                extra_args: Sequence[str] = ()) -> VenvFound:
+                extra_args: Sequence[str] = (), site_after: Sequence[Path] = ()) -> VenvFound:
     """The cache entry `cache/<artefact>/KEY/` holding a virtual environment made from `python` with the pinned set
     `requirements` (cmx.tools.pip.make_venv), keyed by the set's text, `extra_args` (pip's index) and the
     interpreter (its ABI and the real path of the base interpreter the venv links to); built once, under the entry's
-    lock, and published whole. Nothing is installed into `python`."""
+    lock, and published whole. Nothing is installed into `python`. `site_after`: make_venv's, in the key too."""
     requirements = Path(requirements)
     text = _read_set(requirements)
-    key, interpreter = _venv_identity(text, python, run, extra_args)
+    key, interpreter = _venv_identity(text, python, run, extra_args, site_after)
     entry, built = store.lookup(artefact, key), False
     if entry is None:
         with store.lock(artefact, key):
             entry = store.lookup(artefact, key)  # another process may have built it meanwhile
             if entry is None:
                 entry, built = _build_venv(artefact, key, requirements, text, interpreter, python=python,
-                                           store=store, run=run, extra_args=extra_args), True
+                                           store=store, run=run, extra_args=extra_args,
+                                           site_after=site_after), True
     return VenvFound(Path(entry.outputs["python"]), dict(entry.outputs["packages"]), key, built)
 
 
@@ -231,10 +232,13 @@ def _read_set(requirements: Path) -> bytes:
     return requirements.read_bytes()
 
 
-def _venv_identity(text: bytes, python: str, run: Runner, extra_args: Sequence[str]) -> tuple[str, dict[str, str]]:
+def _venv_identity(text: bytes, python: str, run: Runner, extra_args: Sequence[str],
+                   site_after: Sequence[Path] = ()) -> tuple[str, dict[str, str]]:
     interpreter = {**python_abi(python, run), "base": _base_interpreter(python, run)}
     digest = hashlib.sha256(text).hexdigest()
-    key = hashlib.sha256(json.dumps({"requirements": digest, "pip_args": list(extra_args), **interpreter},
+    # site_after only where given: every key made before it existed stays the same
+    extra = {"site_after": [str(Path(p).resolve()) for p in site_after]} if site_after else {}
+    key = hashlib.sha256(json.dumps({"requirements": digest, "pip_args": list(extra_args), **interpreter, **extra},
                                     sort_keys=True).encode()).hexdigest()
     return key, interpreter
 
@@ -247,7 +251,8 @@ def _base_interpreter(python: str, run: Runner) -> str:
 
 
 def _build_venv(artefact: str, key: str, requirements: Path, text: bytes, interpreter: dict[str, str], *,
-                python: str, store: Store, run: Runner, extra_args: Sequence[str]) -> Entry:
+                python: str, store: Store, run: Runner, extra_args: Sequence[str],
+                site_after: Sequence[Path] = ()) -> Entry:
     from cmx.cache.store import EntryMeta, now_iso
 
     started = time.monotonic()
@@ -255,9 +260,10 @@ def _build_venv(artefact: str, key: str, requirements: Path, text: bytes, interp
     try:
         (build / "requirements.txt").write_bytes(text)  # the set the entry holds, beside it
         packages = make_venv(build / "venv", build / "requirements.txt", python=python, run=run,
-                             extra_args=extra_args)
+                             extra_args=extra_args, site_after=site_after)
         meta = EntryMeta(recipe=artefact, key=key,
-                         inputs={"requirements": str(requirements), "pip_args": list(extra_args), **interpreter},
+                         inputs={"requirements": str(requirements), "pip_args": list(extra_args), **interpreter,
+                                 **({"site_after": [str(p) for p in site_after]} if site_after else {})},
                          outputs={"python": str(build / "venv" / "bin" / "python"), "packages": packages,
                                   "requirements": str(build / "requirements.txt")},
                          created=now_iso(), duration=round(time.monotonic() - started, 3))

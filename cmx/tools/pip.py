@@ -420,14 +420,18 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 def make_venv(folder: Path, requirements: Path, *, python: str, run: Runner = run_subprocess,
-              extra_args: Sequence[str] = ()) -> dict[str, str]:
+              extra_args: Sequence[str] = (), site_after: Sequence[Path] = ()) -> dict[str, str]:
     """A virtual environment at `folder`, made by `python -m venv` from `python`, holding the pinned set
     `requirements` installed by its own pip (`pip install -r`, hash-checked where the file gives hashes), and
     checked to hold each pin; returns the pins as found installed. Nothing is installed into `python`.
 
     Run its interpreter as `FOLDER/bin/python` (or `-m` a module): a venv moved after it is made (a cache entry is
     built beside its final place and renamed) keeps working that way, while its console scripts keep the build
-    path in their first line."""
+    path in their first line.
+
+    `site_after`: folders of packages the environment also sees, after its own (a .pth file, written once pip is
+    done, so pip never sees them): what it does not hold itself, it imports from there (VBench on a CPU: the
+    torch of cmx's own environment, whose CPU build PyPI does not carry), while every pin it holds comes first."""
     pins = read_pins(requirements)
     try:
         run([python, "-m", "venv", str(folder)])
@@ -444,6 +448,8 @@ def make_venv(folder: Path, requirements: Path, *, python: str, run: Runner = ru
         raise PipInstallFailed(f"pip could not install the pinned set {requirements}: {exc.message}", tail=exc.tail,
                                hint=f"pip's last lines say why; after fixing it, `{shlex.join(argv)}` is the "
                                     "command") from None
+    if site_after:
+        _append_sites(env_python, site_after, run)
     found = installed_versions(list(pins), python=env_python, run=run)
     wrong = [f"{name} {found[name] or '(absent)'} instead of {version}" for name, version in pins.items()
              if found[name] is None or not _accepts(parse_requirement(f"{name}=={version}"), found[name] or "")]
@@ -452,6 +458,17 @@ def make_venv(folder: Path, requirements: Path, *, python: str, run: Runner = ru
                              hint="pip_args may point pip at another index, or a pin's name differs from the "
                                   "distribution's; see the step log")
     return {name: version for name, version in found.items() if version is not None}
+
+
+SITE_AFTER_PTH = "zz-cmx-site-after.pth"  # named to sort last: site reads .pth files in name order
+
+
+def _append_sites(env_python: str, folders: Sequence[Path], run: Runner) -> None:
+    """A .pth file in the environment's site-packages naming `folders`: site appends them to sys.path after the
+    environment's own packages."""
+    done = run([env_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    site = Path(done.stdout.strip().splitlines()[-1])
+    (site / SITE_AFTER_PTH).write_text("".join(f"{Path(f).resolve()}\n" for f in folders), encoding="utf-8")
 
 
 def _install_lock(prefix: str) -> FileLock:

@@ -3,6 +3,7 @@ or, for _tiny, random weights of the same architectures built by tiny_networks.p
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +64,16 @@ def _bert(ctx: StepContext, folder: Path) -> list[nets.Fetched]:
 
 
 def _tiny(ctx: StepContext, folder: Path) -> nets.Manifest:
-    python = ctx.inputs["env_python"] or ctx.deps.env.outputs["python"]
+    made_by = {} if ctx.inputs["env_python"] else ctx.deps.env.outputs
+    python = ctx.inputs["env_python"] or made_by["python"]
     seed = 0 if ctx.inputs["seed"] is None else ctx.inputs["seed"]
     ctx.log.warning("VBench's networks for _tiny are RANDOM weights of the real architectures: any vbench_score "
                     "scored with them is meaningless")
     # torch >= 2.6 loads checkpoints weights-only by default, and VBench 0.1.5's loaders (written for torch 2.5)
     # do not ask; the builder loads what it wrote itself through those same loaders
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if made_by.get("pythonpath"):  # _host-torch's environment: torchvision's Python code
+        env["PYTHONPATH"] = os.pathsep.join([*made_by["pythonpath"], *filter(None, [os.environ.get("PYTHONPATH")])])
     ctx.run_cmd([python, str(TINY_SCRIPT), str(folder), "--seed", str(seed)], cwd=folder, env=env)
     bert = sorted(str(p.relative_to(folder)) for p in (folder / nets.BERT).iterdir())
     made = [*PATHS.values(), f"{nets.DINO_HUB}/hubconf.py", *bert]

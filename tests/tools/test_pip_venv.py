@@ -175,6 +175,23 @@ def test_make_venv_installs_the_pinned_set_hash_checked_and_leaves_the_interpret
     assert installed_versions(["vbench"], python=sys.executable) == {"vbench": None}
 
 
+def test_a_venv_sees_the_folders_after_its_own_packages_only_once_pip_is_done(
+        tmp_path: Path, index: tuple[str, dict[str, str]]) -> None:
+    url, digests = index
+    host = tmp_path / "host"  # what get-vbench-env _host-torch borrows: a torch, and a numpy the venv must shadow
+    (host / "borrowed").mkdir(parents=True)
+    (host / "borrowed" / "__init__.py").write_text("NAME = 'borrowed'\n", encoding="utf-8")
+    (host / "numpy").mkdir()
+    (host / "numpy" / "__init__.py").write_text("__version__ = '2.3.5'\n", encoding="utf-8")
+    found = make_venv(tmp_path / "venv", write_lock(tmp_path / "requirements.txt", digests), python=sys.executable,
+                      extra_args=pip_args(url), site_after=(host,))
+    assert found == PINNED
+    done = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-c",
+                           "import borrowed, numpy; print(borrowed.NAME, numpy.__version__)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["borrowed", "1.26.4"]  # the venv's own numpy first, the host's torch found
+
+
 def test_a_wheel_that_fails_its_hash_is_refused_with_pips_lines(tmp_path: Path,
                                                                 index: tuple[str, dict[str, str]]) -> None:
     url, digests = index
