@@ -1,0 +1,1 @@
+../../../recipes/get-vbench-networks/tiny_networks.py
