@@ -5,6 +5,8 @@ the benchmark says which file of the accuracy run each one is (`Benchmark.accura
 and the dataset it read, since a sample's file may be named after its prompt). The dataset is the one cmx_run.json
 records (`dataset`: the path the app's tests read; `rows`: how many of its samples they read). The packager asks
 only for a benchmark whose round lists such files, so a result of another benchmark never needs its dataset back.
+A file of a sample beyond the rows a rows-limited accuracy run read is left out, not refused: that run never made it,
+and the run, never compliant, is packaged for the open division only, where the checker reports the gap.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ class AccuracyFiles:
 
     files: dict[str, Path]          # a path inside accuracy/ -> the accuracy run's file copied there
     refusals: tuple[str, ...] = ()  # each a sentence saying what is missing and what to do
+    # wanted of samples a rows-limited accuracy run never read: left out, as the run never made them (such a run is
+    # never compliant, so it goes to the open division only, where `cmx check` reports each as accuracy.extra-files)
+    uncovered: tuple[str, ...] = ()
 
 
 def _inside(name: str) -> bool:
@@ -62,11 +67,11 @@ def accuracy_files(source: SourceResult, round_: Round) -> AccuracyFiles:
     files = dict(bench.accuracy_files(run, dataset))
     out = [f"{source.benchmark}'s accuracy_files names {name!r}, which is not a path inside accuracy/: fix the "
            "benchmark's accuracy_files" for name in files if not _inside(name)]
+    uncovered: list[str] = []
     for name in required:
         src = files.get(name)
         if src is None and rows is not None:
-            out.append(f"{round_.name} wants accuracy/{name}, and the accuracy run read only the first {len(dataset)} "
-                       "samples, none of which it is: run the accuracy test over the whole dataset (no rows=)")
+            uncovered.append(name)  # the run read only the first `rows` samples (the tiny app's few)
         elif src is None:
             out.append(f"{round_.name} wants accuracy/{name}, and {source.benchmark}'s accuracy_files gives no file "
                        "for it: add it to the benchmark's accuracy_files")
@@ -77,7 +82,7 @@ def accuracy_files(source: SourceResult, round_: Round) -> AccuracyFiles:
             out.append(f"accuracy/{name} is copied from {src}, which is missing: the accuracy run did not write it "
                        f"(it covered {len(dataset)} samples); run the accuracy test again over the whole dataset")
     # the round decides what goes in; a file the benchmark names beyond it stays out of the tree
-    return AccuracyFiles({name: files[name] for name in required if name in files}, tuple(out))
+    return AccuracyFiles({name: files[name] for name in required if name in files}, tuple(out), tuple(uncovered))
 
 
 __all__ = ["AccuracyFiles", "accuracy_files"]

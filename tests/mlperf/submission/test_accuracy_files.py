@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -143,14 +143,20 @@ def test_a_file_the_accuracy_run_did_not_write_is_refused_naming_it_and_what_to_
     assert "videos/1.mp4" not in said
 
 
-def test_a_file_of_a_sample_beyond_the_rows_the_run_read_is_refused_saying_so(tmp_path: Path,
-                                                                             fake: NamedAfterPrompts):
+def test_a_file_of_a_sample_beyond_the_rows_the_run_read_is_left_out_for_open_and_reported_by_cmx_check(
+        tmp_path: Path, fake: NamedAfterPrompts):
     results = results_with_videos(tmp_path)
     for path in results.glob(f"{SYSTEM}/{BENCHMARK}/*/cmx_run.json"):
         path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "rows": 2}), encoding="utf-8")
-    said = refusal(request(tmp_path, results))
-    assert "wants accuracy/videos/3.mp4, and the accuracy run read only the first 2 samples" in said
-    assert "accuracy/videos/1.mp4" not in said  # sample 1 is among them
+    closed = refusal(request(tmp_path, results))  # a rows-limited run is never compliant
+    assert "the closed division needs all" in closed and "videos/3.mp4" not in closed
+    done = package(replace(request(tmp_path, results), division="open"))
+    for scenario in ("Offline", "Server"):
+        acc = done.tree / "results" / SYSTEM / BENCHMARK / scenario / "accuracy"
+        assert sorted(p.name for p in (acc / "videos").iterdir()) == ["1.mp4"]  # sample 3 was never made
+    report = check_tree(tmp_path / "out", "v6.0")
+    assert {(p.rule, p.path.rsplit("/", 1)[-1]) for p in report.problems if p.rule in CAUGHT} == {
+        (CAUGHT[0], "3.mp4")}
 
 
 def test_results_that_do_not_record_their_dataset_are_refused_when_the_round_wants_files(tmp_path: Path,
