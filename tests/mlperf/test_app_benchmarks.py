@@ -305,7 +305,7 @@ APPS = (
                    "get-vbench-env _{device}", "get-vbench-networks _full",  # the scorer's environment and networks
                    "fetches https://dl.fbaipublicfiles.com/dino/dino_vitbase16_pretrain/dino_vitbase16_pretrain.pth",
                    "/ViT-B-32.pt", "tag2text_swin_14m.pth", "amt-s.pth"),
-        plan_never=("_tiny", "get-vllm", "video_width = 32")),  # a diffusers pipeline in process: no vLLM
+        plan_never=("_tiny", "get-vllm", "video_width = 64")),  # a diffusers pipeline in process: no vLLM
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in

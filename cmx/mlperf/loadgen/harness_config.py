@@ -146,7 +146,7 @@ class LoadgenSource:
 @dataclass(frozen=True)
 class VideoShape:
     """A text-to-video run's shape where it is not the benchmark's reference one (None: the reference's): the
-    frames' size, their count and the denoising steps. The tiny Wan 2.2 makes 5 frames of 32x32 in 2 steps; any
+    frames' size, their count and the denoising steps. The tiny Wan 2.2 app makes 5 frames of 64x64 in 2 steps; any
     other shape than the reference's is never compliant (cmx_run.json records it)."""
 
     width: int | None = None

@@ -83,8 +83,8 @@ def test_a_download_must_choose_the_index_and_every_part() -> None:
 
 
 @pytest.mark.parametrize(("sizes", "message"), [
-    ({"width": 30}, "a tiny Wan of 30x32 has no latent"),
-    ({"height": 8}, "a tiny Wan of 32x8 has no latent"),
+    ({"width": 30}, "a tiny Wan of 30x64 has no latent"),
+    ({"height": 8}, "a tiny Wan of 64x8 has no latent"),
     ({"frames": 6}, "a tiny Wan of 6 frames has no latent"),
 ])
 def test_a_tiny_latent_wan_pipeline_cannot_take_is_refused_before_anything_is_made(

@@ -78,10 +78,10 @@ def make_tiny_model(dest: Path, seed: int = 0, sizes: Mapping[str, int] | None =
     from cmx.mlperf.benchmarks.wan_2_2_t2v_a14b.tiny import TinySizes, make_tiny_wan
 
     given = dict(sizes or {})
-    height, width, frames = given.pop("height", 32), given.pop("width", 32), given.pop("frames", 5)
+    height, width, frames = given.pop("height", 64), given.pop("width", 64), given.pop("frames", 5)
     if height % 16 or width % 16 or min(height, width) < 16:
         raise kit.ModelError(f"a tiny Wan of {width}x{height} has no latent WanPipeline can take",
-                             hint="width and height are multiples of 16 (default 32)")
+                             hint="width and height are multiples of 16 (default 64)")
     if frames < 1 or (frames - 1) % 4:
         raise kit.ModelError(f"a tiny Wan of {frames} frames has no latent WanPipeline can take",
                              hint="4k + 1 frames (default 5)")
@@ -91,7 +91,7 @@ def make_tiny_model(dest: Path, seed: int = 0, sizes: Mapping[str, int] | None =
 # the experts' depth and heads are inputs (each head 12 wide, Wan's three rotary axes); the latent's shape is the
 # app's _tiny video; the other widths are fixed and small (tiny.TinySizes)
 TINY = kit.TinyModel("Wan 2.2 text-to-video (two experts)", "tiny-wan-2.2-t2v-random-seed{seed}", make_tiny_model,
-                     sizes={"seed": 0, "layers": 1, "heads": 2, "height": 32, "width": 32, "frames": 5},
+                     sizes={"seed": 0, "layers": 1, "heads": 2, "height": 64, "width": 64, "frames": 5},
                      fixed={"hidden_size": "the tiny Wan's widths are fixed (heads of 12, a text width of 16): give "
                                            "layers or heads"},
                      precisions=("bf16", "fp16", "fp32"))
