@@ -1,7 +1,8 @@
 """A diffusers text-to-video pipeline in the harness process (Wan 2.2's WanPipeline): a prompt in, an mp4 out.
 
 What it does for each `GenRequest` with a `VideoPrompt`, as the reference does for each sample
-(text_to_video/wan-2.2-t2v-a14b/run_mlperf.py and run_inference.py in mlcommons/inference at b66003e):
+(the Wan 2.2 reference's run_mlperf.py and run_inference.py under text_to_video/ in mlcommons/inference at
+b66003e):
 the pipeline is called with the prompt, the fixed negative prompt, the size, frame count, steps and the two
 guidance scales of `VideoSettings`, a generator seeded with the settings' seed, and the fixed initial latent
 (the same tensor for every sample); the frames are written with diffusers' `export_to_video` at the settings'

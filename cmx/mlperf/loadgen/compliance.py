@@ -14,7 +14,7 @@ controls, never reaches a file whose verdict is a search for "TEST PASS".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,8 +120,10 @@ def modes_of(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(compliance_test(n).mode for n in names)
 
 
-def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
-    """Write the audit.config of the compliance test `mode` into `output`, where LoadGen reads it."""
+def write_audit_config(mode: str, output: Path, benchmark: str,
+                       test04_counts: Mapping[tuple[str, str], int] | None = None) -> Path:
+    """Write the audit.config of the compliance test `mode` into `output`, where LoadGen reads it (`test04_counts`:
+    TEST04's per-model query counts, by LoadGen model and scenario, from the round)."""
     from cmx.mlperf.loadgen.test06 import AUDIT_CONFIG_NAME
 
     if mode == "test06":
@@ -135,7 +137,7 @@ def write_audit_config(mode: str, output: Path, benchmark: str) -> Path:
     elif mode == "test04":
         from cmx.mlperf.loadgen.test04 import audit_config as test04_audit
 
-        text = test04_audit()
+        text = test04_audit(test04_counts)
     else:
         from cmx.mlperf.loadgen.test07 import audit_config
 

@@ -297,7 +297,9 @@ def run_one(lg: Any, config: HarnessConfig, settings: Any, backend: Backend, clo
             qsl.construct(lg)
             sut.construct()
             if config.mode.startswith("test"):
-                write_audit_config(config.mode, config.output, config.benchmark)
+                write_audit_config(config.mode, config.output, config.benchmark,
+                                   {(r.loadgen_model, r.loadgen_scenario): r.test04_min_query_count
+                                    for r in bench.scenarios if r.test04_min_query_count is not None})
             logger.info("LoadGen %s %s test starts", config.scenario, config.mode)
             with audit_query_count(settings, config, bench.scenario(config.scenario), logger):
                 ended = test.run(sut)  # False: the SUT stopped the test (the backend died) and LoadGen runs on

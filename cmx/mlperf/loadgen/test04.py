@@ -12,13 +12,14 @@ samples per second for Offline, completed samples per second for Server (with th
 checker looks for (checks/compliance_check.py). run_verification.py lays the test out as TEST04/verify_performance.txt
 and TEST04/performance/run_1/mlperf_log_{summary,detail}.txt (no accuracy log): the packager copies that.
 
-The audit.config's per-model `min_query_count` lines (wan-2.2-t2v-a14b: 20 queries, where mlperf.conf asks 248 of an
-Offline run) are not applied by LoadGen, which reads an audit.config with the model "*"; the reference's SUT applies
-them itself (text_to_video/wan-2.2-t2v-a14b/run_mlperf.py reads audit.config with FromConfig), and so does cmx's
-harness (`run_min_query_count`). They lower the count because the run lasts the round's ten minutes anyway; a run
-shorter than the round's min_duration (cmx's _short) keeps its own count where that is larger, since nothing else
-would make up the queries (a SingleStream run's early stopping estimates its 90th percentile from 64 queries at
-least), as a short TEST09 run keeps every count its audit.config asks for.
+The audit.config's per-model `min_query_count` lines (round data: a scenario's test04_min_query_count, 20 queries
+for the text-to-video benchmark, where mlperf.conf asks 248 of an Offline run) are not applied by LoadGen, which
+reads an audit.config with the model "*"; the reference's SUT applies them itself (the text-to-video reference's
+run_mlperf.py reads audit.config with FromConfig), and so does cmx's harness (`run_min_query_count`). They lower the
+count because the run lasts the round's ten minutes anyway; a run shorter than the round's min_duration (cmx's
+_short) keeps its own count where that is larger, since nothing else would make up the queries (a SingleStream run's
+early stopping estimates its 90th percentile from 64 queries at least), as a short TEST09 run keeps every count its
+audit.config asks for.
 
 Where cmx is stricter than the script: verify_performance.py compares the Server target latency with a regular
 expression (`target_latency (ns)`) that never matches the summary's line, so it never checks it; cmx does. A run that
@@ -29,7 +30,7 @@ failed (the harness's result.json: run_record.run_failures) fails the test whate
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,12 +43,6 @@ SUMMARY_LOG = "mlperf_log_summary.txt"
 PASS = "TEST PASS"
 SCENARIOS = ("MultiStream", "Offline", "SingleStream", "Server")  # the official file's order
 REPEATED_SAMPLE = 3  # performance_issue_same_index: the sample LoadGen issues every time
-# compliance/TEST04/audit.config's per-model lines, by LoadGen model and scenario: the run's min_query_count
-MIN_QUERY_COUNTS: dict[tuple[str, str], int] = {
-    ("stable-diffusion-xl", "Offline"): 500,
-    ("wan-2.2-t2v-a14b", "Offline"): 20,
-    ("wan-2.2-t2v-a14b", "SingleStream"): 20,
-}
 THRESHOLD = 0.10
 LATENCY_THRESHOLD = 0.20          # SingleStream, at a score (1e9 / latency in ns) of at most LATENCY_SCORE_LIMIT
 LATENCY_SCORE_LIMIT = 200_000.0
@@ -57,14 +52,16 @@ class Test04Error(CmxError):
     """TEST04 cannot be verified: a run's summary is missing."""
 
 
-def audit_config() -> str:
-    """compliance/TEST04/audit.config: every scenario a performance run issuing one sample, and the per-model counts."""
+def audit_config(counts: Mapping[tuple[str, str], int] | None = None) -> str:
+    """compliance/TEST04/audit.config: every scenario a performance run issuing one sample, and the per-model counts
+    `counts` gives by (LoadGen model, scenario): the round's test04_min_query_count of the run's benchmark (the
+    official file lists them for every benchmark; cmx writes the run's own)."""
     lines = [AUDIT_HEADER.rstrip("\n")]
     for scenario in SCENARIOS:
         lines += [f"*.{scenario}.mode = 2", f"*.{scenario}.performance_issue_unique = 0",
                   f"*.{scenario}.performance_issue_same = 1",
                   f"*.{scenario}.performance_issue_same_index = {REPEATED_SAMPLE}"]
-    lines += [f"{model}.{scenario}.min_query_count = {count}" for (model, scenario), count in MIN_QUERY_COUNTS.items()]
+    lines += [f"{model}.{scenario}.min_query_count = {count}" for (model, scenario), count in (counts or {}).items()]
     return "\n".join(lines) + "\n"
 
 
@@ -209,7 +206,6 @@ def passes(text: str) -> bool:
 
 
 __all__ = [
-    "MIN_QUERY_COUNTS",
     "VERIFY_TXT",
     "Test04Comparison",
     "Test04Error",

@@ -122,6 +122,9 @@ class ScenarioRules:
     # a SingleStream result is LoadGen's early-stopping estimate of its 90th percentile latency, reported in this
     # unit (a key of LATENCY_UNITS: ms, or s where the checker says so); None for the throughput scenarios
     latency_unit: str | None = None
+    # compliance/TEST04/audit.config's `<model>.<scenario>.min_query_count` for this benchmark (wan-2.2-t2v-a14b: 20),
+    # which cmx's audit.config writes and its harness applies; None: the run's own count
+    test04_min_query_count: int | None = None
 
     @property
     def latency_result(self) -> bool:
@@ -435,6 +438,7 @@ def _parse_scenario(name: str, s: _Reader, factor: float) -> ScenarioRules:
         accuracy=AccuracyTargets(minimums=_bounds(s.sub("accuracy_minimums"), factor))
         if "accuracy_minimums" in s.data else None,
         latency_unit=s.get("latency_unit", str, None),
+        test04_min_query_count=s.get("test04_min_query_count", int, None),
     )
     s.done()
     if rules.loadgen_scenario not in LOADGEN_SCENARIOS:

@@ -1,4 +1,4 @@
-"""The files a packaged accuracy/ folder holds besides the logs and accuracy.txt (wan-2.2-t2v-a14b's 10 videos).
+"""The files a packaged accuracy/ folder holds besides the logs and accuracy.txt (text-to-video's 10 videos).
 
 The round names them (its `accuracy_files`, from constants.py REQUIRED_ACC_BENCHMARK, as paths inside accuracy/);
 the benchmark says which file of the accuracy run each one is (`Benchmark.accuracy_files`, given the run's folder

@@ -68,7 +68,7 @@ def verdict(tmp_path: Path, reference: str, test: str) -> str:
 
 
 def test_the_audit_config_sets_what_compliance_test04_sets_for_every_scenario_and_wans_counts():
-    text = test04.audit_config()
+    text = test04.audit_config({("wan-2.2-t2v-a14b", "Offline"): 20, ("wan-2.2-t2v-a14b", "SingleStream"): 20})
     for scenario in ("Offline", "Server", "SingleStream", "MultiStream"):
         for key, value in (("mode", "2"), ("performance_issue_unique", "0"), ("performance_issue_same", "1"),
                            ("performance_issue_same_index", "3")):
@@ -76,13 +76,13 @@ def test_the_audit_config_sets_what_compliance_test04_sets_for_every_scenario_an
     assert audit_values(text)["performance_issue_same"] == "1"
     assert test04.audit_min_query_count(text, "wan-2.2-t2v-a14b", "Offline") == 20
     assert test04.audit_min_query_count(text, "wan-2.2-t2v-a14b", "SingleStream") == 20
-    assert test04.audit_min_query_count(text, "stable-diffusion-xl", "Offline") == 500
     assert test04.audit_min_query_count(text, "llama2-70b", "Offline") is None  # LoadGen's "*" lines alone
 
 
 def test_write_audit_config_of_test04_writes_its_text_where_loadgen_reads_it(tmp_path: Path):
-    path = write_audit_config("test04", tmp_path, "wan-2.2-t2v-a14b")
-    assert path == tmp_path / "audit.config" and path.read_text(encoding="utf-8") == test04.audit_config()
+    counts = {("wan-2.2-t2v-a14b", "Offline"): 20}
+    path = write_audit_config("test04", tmp_path, "wan-2.2-t2v-a14b", counts)
+    assert path == tmp_path / "audit.config" and path.read_text(encoding="utf-8") == test04.audit_config(counts)
     assert compliance_test("test04") is TESTS["TEST04"] and modes_of(["TEST04"]) == ("test04",)
 
 
@@ -269,7 +269,7 @@ def test_the_harness_applies_the_audit_count_for_the_run_and_gives_the_settings_
     config = HarnessConfig(model=tmp_path, dataset=tmp_path, scenario="Offline", mode="test04",
                            user_conf=tmp_path / "user.conf", output=tmp_path, round="v6.1",
                            benchmark="wan-2.2-t2v-a14b")
-    write_audit_config("test04", tmp_path, "wan-2.2-t2v-a14b")
+    write_audit_config("test04", tmp_path, "wan-2.2-t2v-a14b", {(rules.loadgen_model, "Offline"): 20})
     with audit_query_count(settings, config, rules, logging.getLogger("test04")):
         assert settings.min_query_count == during
     assert settings.min_query_count == own

@@ -441,7 +441,7 @@ def _number(value: Any) -> float | None:
 def _compliance(result: ClientResult, bench: Benchmark, at: _Where, *, accepted: bool = True) -> list[Problem]:
     """A present audit file passes; TEST09's mean output length is within its bounds. The official checker applies
     both in every division, and needs no audit file but TEST04's, of a benchmark whose client results the round
-    accepts (`accepted`; compliance_check.py endpoint_audit_file_required: wan-2.2-t2v-a14b)."""
+    accepts (`accepted`; compliance_check.py endpoint_audit_file_required: the text-to-video benchmark)."""
     out = []
     for test in bench.compliance_tests:
         name = AUDIT_NAMES.get(test)

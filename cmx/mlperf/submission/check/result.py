@@ -115,7 +115,7 @@ def check_result(folder: ResultFolder, root: Path, round_: Round, system: dict[s
 def checker_metric(round_: Round, benchmark: str, scenario: str, perf: LoadgenRun | None) -> tuple[float | None, str]:
     """The checker's result and its units (constants.py RESULT_FIELD_NEW, RESULT_FIELD_BENCHMARK_OVERWRITE, UNIT_DICT
     and SPECIAL_UNIT_DICT; performance_check.py get_performance_metric_check): SingleStream's early-stopping
-    estimate of its 90th percentile latency, in ms or in the unit the round gives (wan-2.2-t2v-a14b: s); tokens/s
+    estimate of its 90th percentile latency, in ms or in the unit the round gives (text-to-video's: s); tokens/s
     for the LLMs' other scenarios; samples/s (Offline) or completed queries/s for a benchmark without token
     latencies."""
     rules = round_.benchmark(benchmark).scenario(scenario)
@@ -130,7 +130,7 @@ def checker_metric(round_: Round, benchmark: str, scenario: str, perf: LoadgenRu
 
 def _accuracy_extras(paths: ResultPaths, root: Path, required: Sequence[str], out: list[Problem]) -> None:
     """accuracy_check.py extra_files_check: the files the round wants in accuracy/ besides the logs (constants.py
-    REQUIRED_ACC_BENCHMARK: wan-2.2-t2v-a14b's 10 videos), in every division."""
+    REQUIRED_ACC_BENCHMARK: the text-to-video benchmark's 10 videos), in every division."""
     for name in required:
         path = paths.accuracy / name
         if refused_link(path, root, out):
