@@ -59,6 +59,8 @@ class App:
     scenario_checks: Callable[[Path, dict[str, Any], dict[str, Any]], None] | None = None  # (folder, values, facts)
     after: Callable[[TinyRun], None] | None = None
     moe: bool = False  # a mixture of experts: its e2e row is test_app_moe_benchmarks.py's
+    by_design: frozenset[str] = BY_DESIGN  # the rules cmx check must find broken in its tree, and no other
+    timed: bool = False  # judged on its timing (TEST04 compares two runs' speed): its e2e runs alone, as a Server's
 
     def __str__(self) -> str:
         return self.recipe.removeprefix("app-mlperf-inference-")
@@ -198,6 +200,33 @@ def _qwen3_vl_after(run: TinyRun) -> None:
     assert accuracy_txt.startswith('Results\n\n{"f1": ') and accuracy_txt.count("hash=") == 2
 
 
+WAN_DIMENSIONS = frozenset({"subject_consistency", "dynamic_degree", "motion_smoothness", "appearance_style", "scene",
+                            "background_consistency"})
+
+
+def _wan_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -> None:
+    from cmx.tools.fs import sha256_file
+
+    assert facts["video"] == {"width": 64, "height": 64, "frames": 5, "steps": 2} and facts["tiny"] is True
+    assert facts["scorer"]["random_models"] is True  # VBench's own code, on networks with random weights
+    records = read_accuracy_log(folder / "accuracy" / "mlperf_log_accuracy.json", item_size=1)
+    assert sorted(r.qsl_idx for r in records) == list(range(4))
+    videos = {sha256_file(v): v.name for v in (folder / "accuracy" / "videos").glob("*.mp4")}
+    assert {r.data.hex() for r in records} == set(videos)  # each sample's answer is its mp4's sha256
+    assert 0.0 <= values["vbench_score"] <= 100.0
+    verified = (folder / "TEST04" / "verify_performance.txt").read_text()
+    assert verified.rstrip().endswith("TEST PASS"), verified
+
+
+def _wan_after(run: TinyRun) -> None:
+    packaged = run.submission / "open" / "cmx-test" / "results" / "cpu-box" / "wan-2.2-t2v-a14b"
+    assert sorted(p.name for p in packaged.iterdir()) == ["Offline", "SingleStream"]
+    for scenario in ("Offline", "SingleStream"):
+        assert (packaged / scenario / "TEST04" / "verify_performance.txt").is_file()
+        # the round's 10 videos are samples up to 238: the tiny run's 4 samples hold none (accuracy.extra-files)
+        assert not (packaged / scenario / "accuracy" / "videos").exists()
+
+
 HF = "fetches https://huggingface.co"
 # text_to_video/wan-2.2-t2v-a14b/data at the commit that last changed the prompts (mlcommons/inference 1e04ea4)
 WAN_DATA = ("https://raw.githubusercontent.com/mlcommons/inference/1e04ea4609df1931a0298d62a1ccea8c2c6ca58e/"
@@ -305,7 +334,12 @@ APPS = (
                    "get-vbench-env _{device}", "get-vbench-networks _full",  # the scorer's environment and networks
                    "fetches https://dl.fbaipublicfiles.com/dino/dino_vitbase16_pretrain/dino_vitbase16_pretrain.pth",
                    "/ViT-B-32.pt", "tag2text_swin_14m.pth", "amt-s.pth"),
-        plan_never=("_tiny", "get-vllm", "video_width = 64")),  # a diffusers pipeline in process: no vLLM
+        plan_never=("_tiny", "get-vllm", "video_width = 64"),  # a diffusers pipeline in process: no vLLM
+        tiny="app mlperf inference wan-2.2-t2v-a14b _cpu _tiny _short _submission",
+        inputs=("scenarios=Offline,SingleStream", "modes=performance,accuracy,test04", "submitter=cmx-test",
+                f"system_file={SYSTEM_FILE}"), timeout=1500,
+        scenarios=("Offline", "SingleStream"), accuracy_keys=frozenset({"vbench_score"}) | WAN_DIMENSIONS,
+        scenario_checks=_wan_scenario, after=_wan_after, by_design=BY_DESIGN | {"accuracy.extra-files"}, timed=True),
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in
@@ -354,7 +388,7 @@ def e2e_rows(moe: bool) -> list[Any]:
     """The rows whose tiny run a file's e2e test makes: the dense models' here, the mixtures of experts' in
     test_app_moe_benchmarks.py (make test's e2e pass keeps a file on one worker: two files share the two).
     A row with a Server run is judged on its latencies: it runs alone (make test's serial pass)."""
-    return [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios else [])
+    return [pytest.param(a, marks=[pytest.mark.serial] if "Server" in a.scenarios or a.timed else [])
             for a in APPS if a.moe == moe and a.tiny]
 
 
@@ -380,7 +414,7 @@ def run_and_check_the_tiny_app(builtin: Home, tmp_path: Path, app: App) -> None:
                                "--progress", "none")
         assert packaged.returncode == 0, packaged.stdout[-4000:] + packaged.stderr[-3000:]
     if app.cli_check:
-        done = builtin.cmx("check", str(submission), "--expect", ",".join(sorted(BY_DESIGN)))
+        done = builtin.cmx("check", str(submission), "--expect", ",".join(sorted(app.by_design)))
         checked = done.stdout + done.stderr + f"\nrc={done.returncode}"
         assert checked.endswith("rc=0"), checked[-4000:]
     for scenario in app.scenarios:
@@ -397,7 +431,7 @@ def run_and_check_the_tiny_app(builtin: Home, tmp_path: Path, app: App) -> None:
     # judged by the round the app ran (its default: the newest that has the benchmark)
     ran = json.loads((results / "cpu-box" / app.benchmark / app.scenarios[0] / "cmx_run.json").read_text())["round"]
     report = check_tree(submission, ran)
-    assert report.rules_broken() == BY_DESIGN, format_report(report)
+    assert report.rules_broken() == app.by_design, format_report(report)
 
 
 @needs_vllm
