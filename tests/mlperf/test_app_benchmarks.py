@@ -339,7 +339,8 @@ APPS = (
         inputs=("scenarios=Offline,SingleStream", "modes=performance,accuracy,test04", "submitter=cmx-test",
                 f"system_file={SYSTEM_FILE}"), timeout=1500,
         scenarios=("Offline", "SingleStream"), accuracy_keys=frozenset({"vbench_score"}) | WAN_DIMENSIONS,
-        scenario_checks=_wan_scenario, after=_wan_after, by_design=frozenset(BY_DESIGN | {"accuracy.extra-files"}), timed=True),
+        scenario_checks=_wan_scenario, after=_wan_after, timed=True,
+        by_design=frozenset(BY_DESIGN | {"accuracy.extra-files"})),
 )
 PLANS = [(app, query) for app in APPS for query in app.plans]
 # Every row runs Offline only: a benchmark's own parts (its model, dataset, scoring, packaging) are the same in
