@@ -74,11 +74,13 @@ def _tiny(ctx: StepContext, folder: Path) -> nets.Manifest:
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if made_by.get("pythonpath"):  # _host-torch's environment: torchvision's Python code
         env["PYTHONPATH"] = os.pathsep.join([*made_by["pythonpath"], *filter(None, [os.environ.get("PYTHONPATH")])])
-    ctx.run_cmd([python, str(TINY_SCRIPT), str(folder), "--seed", str(seed)], cwd=folder, env=env)
+    ctx.run_cmd([python, str(TINY_SCRIPT), str(folder), "--seed", str(seed),
+                 "--caption-end-bias", str(ctx.inputs["caption_end_bias"])], cwd=folder, env=env)
     bert = sorted(str(p.relative_to(folder)) for p in (folder / nets.BERT).iterdir())
     made = [*PATHS.values(), f"{nets.DINO_HUB}/hubconf.py", *bert]
     nets.link_dino_hub_cache(folder)
-    files = nets.recorded(folder, made, f"random weights, seed {seed} (tiny_networks.py)")
+    files = nets.recorded(folder, made, f"random weights, seed {seed}, [SEP] bias {ctx.inputs['caption_end_bias']} "
+                                        "(tiny_networks.py)")
     return nets.Manifest(tuple(files), is_random=True,
                          note="RANDOM weights of the real architectures, made by get-vbench-networks _tiny: any "
                               "vbench_score from them is meaningless")

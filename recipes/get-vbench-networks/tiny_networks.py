@@ -11,7 +11,9 @@ VBench itself loads, with random weights, and saved in the form VBench's loader 
   as in raft-things.pth;
 - Tag2Text Swin-B: vbench's bundled `tag2text_caption` at 384 pixels, saved as {"model": ...}; it reads
   bert-base-uncased while it is built, so that folder is made first: a random BertModel of bert-base-uncased's
-  sizes and a WordPiece vocabulary of its size and special tokens (made-up word pieces: captions are noise);
+  sizes and a WordPiece vocabulary of its size and special tokens (made-up word pieces: captions are noise); its
+  text decoder's output bias (the LM head's `cls.predictions.bias`, the only weight not random) favours the
+  end-of-caption token, so that every caption ends as soon as VBench's generate lets it (see END_BIAS);
 - DINO ViT-B/16: DINO's hub code is a git checkout that cannot be had without the network, so the hub folder holds
   a hubconf.py of cmx's own whose `dino_vitb16` builds timm's VisionTransformer with DINO ViT-B/16's sizes (patch
   16, width 768, 12 blocks of 12 heads, no head: the class token's features, as DINO's ViT returns) and loads its
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -45,6 +48,15 @@ def dino_vitb16(pretrained=True, **kwargs):
     return model
 '''
 BERT_VOCAB = 30522  # bert-base-uncased's, and Tag2Text's med_config.json vocab_size less its [DEC] and [ENC]
+# Why one weight of the random Tag2Text is not random: VBench's scene captions each of 16 frames by a 3-beam search
+# (Tag2Text_Caption.generate: num_beams=3, min_length=10, max_length=30, eos_token_id=tokenizer.sep_token_id), and
+# its decoder recomputes the whole prefix at every step (med.py's prepare_inputs_for_generation reads `past`, which
+# transformers 4.33 never passes). Random weights never pick [SEP], so every beam ran to 30 tokens: 47 s of the
+# ~65 s scene took per video here (2 cores). With [SEP]'s logit raised by END_BIAS (random logits spread about
+# +-2.5), [SEP] is the first choice at every step, VBench's min_length holds it back until the 10th token, and then
+# every beam ends. A caption from random weights is noise either way, so this changes what the tiny path costs,
+# not what its (meaningless) score means.
+END_BIAS = 20.0
 
 
 def clip_vit_b32(folder: Path) -> None:
@@ -91,12 +103,33 @@ def bert_base_uncased(folder: Path) -> None:
     BertModel(BertConfig(vocab_size=BERT_VOCAB)).save_pretrained(bert, safe_serialization=True)
 
 
-def tag2text_swin_b(folder: Path) -> None:
+def tag2text_swin_b(folder: Path, end_bias: float) -> None:
     from vbench.third_party.tag2Text.tag2text import tag2text_caption
 
     model = tag2text_caption(pretrained="", image_size=384, vit="swin_b")
+    end = model.tokenizer.sep_token_id  # what Tag2Text_Caption.generate passes as eos_token_id
+    with torch.no_grad():
+        model.text_decoder.cls.predictions.bias[end] += end_bias  # the LM head's bias (decoder.bias is this tensor)
+    if end_bias > 0:
+        _check_caption_ends(model, end)
     (folder / "caption_model").mkdir(exist_ok=True)
     torch.save({"model": model.state_dict()}, folder / "caption_model/tag2text_swin_14m.pth")
+
+
+def _check_caption_ends(model: torch.nn.Module, end: int) -> None:
+    """Refuse to write a Tag2Text whose decoder would not pick [SEP] first after generate's own prompt: the bias
+    is there to end captions, and a random draw that still outvotes it would bring back minutes per video."""
+    prompt = model.tokenizer([model.prompt], return_tensors="pt").input_ids[:, :-1]
+    prompt[:, 0] = model.tokenizer.bos_token_id
+    # the tag encoder's states generate cross-attends to (40 tokens of width 768), drawn apart from the global
+    # generator so that the check leaves the seeded weights of the networks built after it as they were
+    tags = torch.randn(1, 40, 768, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        logits = model.text_decoder(input_ids=prompt, encoder_hidden_states=tags, return_dict=True).logits
+    picked = int(logits[0, -1].argmax())
+    if picked != end:
+        raise SystemExit(f"tiny_networks.py: the random Tag2Text's decoder picks token {picked}, not [SEP] ({end}), "
+                         "after its prompt: raise --caption-end-bias")
 
 
 def dino_vit_b16(folder: Path) -> None:
@@ -113,13 +146,18 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--caption-end-bias", type=float, default=END_BIAS,
+                        help="added to [SEP]'s logit in Tag2Text's decoder (0: every weight random)")
     args = parser.parse_args(argv)
     folder = args.folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(args.seed)
     # bert-base-uncased first: Tag2Text reads it (from the working directory, this folder) while it is built
-    for build in (clip_vit_b32, amt_s, raft, bert_base_uncased, tag2text_swin_b, dino_vit_b16):
-        build(folder)
+    builds: list[tuple[Callable[..., None], tuple[object, ...]]] = [
+        (clip_vit_b32, ()), (amt_s, ()), (raft, ()), (bert_base_uncased, ()),
+        (tag2text_swin_b, (args.caption_end_bias,)), (dino_vit_b16, ())]
+    for build, extra in builds:
+        build(folder, *extra)
         print(f"{build.__name__}: random weights written", flush=True)
     return 0
 
