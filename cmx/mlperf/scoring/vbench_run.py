@@ -45,7 +45,9 @@ from cmx.mlperf.scoring.vbench_networks import TORCH_HOME, check_folder
 SUITE_FILE = "VBench_full_info.json"  # in the vbench package; launch/evaluate.py's --full_json_dir default
 ENTRY = "launch/evaluate.py"  # in the vbench package
 LOG_FILE = "vbench.log"
-# launch/evaluate.py's main without dist_init and with the CPU as device (module docstring)
+# launch/evaluate.py's main without dist_init and with the CPU as device (module docstring), under no_grad: VBench
+# only scores, but scene runs Tag2Text's Swin-B and tagging head outside any no_grad, and on a CPU the autograd graph
+# of 16 frames at 384 pixels held ~22 GB (a 23 GB machine killed it, measured); the values are the same without it
 CPU_ENTRY = """\
 import sys
 from datetime import datetime
@@ -54,9 +56,10 @@ import torch
 from vbench import VBench
 
 suite, videos, output, *dimensions = sys.argv[1:]
-VBench(torch.device("cpu"), suite, output).evaluate(
-    videos_path=videos, name=f"results_{datetime.now().strftime('%Y-%m-%d-%H:%M:%S')}", prompt_list=[],
-    dimension_list=dimensions, local=True, read_frame=None, mode="vbench_standard")
+with torch.no_grad():
+    VBench(torch.device("cpu"), suite, output).evaluate(
+        videos_path=videos, name=f"results_{datetime.now().strftime('%Y-%m-%d-%H:%M:%S')}", prompt_list=[],
+        dimension_list=dimensions, local=True, read_frame=None, mode="vbench_standard")
 """
 _FIND_PACKAGE = "import importlib.util; print(importlib.util.find_spec('vbench').submodule_search_locations[0])"
 
