@@ -208,7 +208,8 @@ def _wan_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -
     from cmx.tools.fs import sha256_file
 
     assert facts["video"] == {"width": 64, "height": 64, "frames": 5, "steps": 2} and facts["tiny"] is True
-    assert facts["scorer"]["random_models"] is True  # VBench's own code, on networks with random weights
+    networks = json.loads((Path(facts["scorer"]["models"]) / "networks.json").read_text())
+    assert networks["is_random"] is True  # VBench's own code, on networks with random weights
     records = read_accuracy_log(folder / "accuracy" / "mlperf_log_accuracy.json", item_size=1)
     assert sorted(r.qsl_idx for r in records) == list(range(4))
     videos = {sha256_file(v): v.name for v in (folder / "accuracy" / "videos").glob("*.mp4")}
