@@ -134,7 +134,7 @@ def test_the_backend_over_http_is_the_engine_registrys_for_the_app_and_pareto() 
                             user_conf=Path("u"), output=Path("o"), endpoint=EndpointSettings(url="http://127.0.0.1:9/v1"))
     assert engine_for_harness(harness).backend == http  # the engine a harness with a URL builds is of that backend
     given = {"endpoint_url": "http://127.0.0.1:9/v1", "endpoint_model": "m", "request_timeout_s": 5.0,
-             "max_concurrency": None, "client_workers": None}
+             "max_concurrency": None, "client_workers": None, "video_route": "vllm-omni"}
     settings = endpoint_settings(_Backend(http, given))
     assert settings is not None and settings.url == "http://127.0.0.1:9/v1"
     other = next(b for b in BACKENDS if b != http)
