@@ -22,19 +22,21 @@ the frames' raw bytes, 81 x 720 x 1280 x 3 = 224 MB a sample, which its accuracy
 The same seed, latent, prompt and settings give the same frames on the same device and software, and ffmpeg's
 encoder then writes the same bytes, so the digest repeats (tests/mlperf/backends/test_diffusion.py).
 
-Threading (cmx.mlperf.backends.base's contract): one worker thread owns the pipeline and runs one video at a time
+Threading (cmx.mlperf.backends.base's contract): each pipeline has one worker thread, which runs one video at a time
 (the reference's batch is one prompt); `submit()` only queues the request (LoadGen's issue thread does nothing
-slow), `generate()` queues a batch and yields each result as the worker finishes it. A video has no first token:
+slow), `generate()` queues a batch and yields each result as a worker finishes it. A video has no first token:
 the sink hears `on_done` (or `on_error`) only, so the SUT that drives it must not wait for a first token
 (SingleStream and Offline measure whole samples). A sample that fails (the pipeline raised) fails alone.
 
-Data parallel over a node's GPUs, not built yet (the reference's run_inference.py launches one process per GPU
-with torch.distributed and gives rank r the prompts r, r + world_size, ...): one pipeline per GPU of the
-options' gpu_ids (each loaded with its device set, as `pipe.to(f"cuda:{i}")`), each with its own worker thread
-pulling from the one request queue, so a batch is spread over the GPUs as they come free and `generate()` yields
-in completion order; the GIL is released inside torch's kernels, so threads suffice where the reference uses
-processes. The device kind's profile gives the dtype (bf16 on CUDA and ROCm, as the reference; float32 on a CPU,
-where the tiny pipeline runs) and the torch device ("cuda" for both CUDA and ROCm builds of torch).
+Data parallel over a node's GPUs, as the reference's run_inference.py is (one process per GPU under
+torch.distributed, rank r taking the prompts r, r + world_size, ...): one pipeline per GPU this process sees (the
+visibility variables choose them; `pipelines` caps them), each loaded onto its device with its own copy of the
+latent and its own worker thread, all pulling from the one request queue, so a batch is spread over the GPUs as they
+come free and `generate()` yields in completion order. The GIL is released inside torch's kernels, so threads
+suffice where the reference uses processes. A video's bytes do not depend on which pipeline made it (the same
+latent, seed and settings). The device kind's profile gives the dtype (bf16 on CUDA and ROCm, as the reference;
+float32 on a CPU, where the tiny pipeline runs) and the torch device ("cuda" for both CUDA and ROCm builds of
+torch). On a CPU there is one pipeline unless `pipelines` asks for more (the tests do, to run two workers).
 """
 
 from __future__ import annotations
@@ -107,6 +109,11 @@ class DiffusionBackendConfig:
     device: str = "cpu"
     precision: str | None = None
     warmup: bool = True
+    pipelines: int | None = None  # None: one per GPU this process sees, or one on a CPU
+
+    def __post_init__(self) -> None:
+        if self.pipelines is not None and self.pipelines < 1:
+            raise BackendError(f"pipelines must be at least 1, not {self.pipelines}")
 
     @property
     def dtype(self) -> str:
@@ -149,43 +156,58 @@ class _Batch:
         self.results.put(error)
 
 
+@dataclass
+class _Pipeline:
+    """One copy of the pipeline on one device, with its own copy of the fixed latent, and what it generated."""
+
+    pipe: Any
+    latent: Any
+    device: str  # torch's: cpu, cuda:0, cuda:1, ...
+    videos: int = 0
+    seconds: float = 0.0
+
+
 class DiffusionBackend(BackendDefaults):
-    """A diffusers pipeline (see the module docstring); nothing is loaded before `start()`."""
+    """A diffusers pipeline per device (see the module docstring); nothing is loaded before `start()`."""
 
     def __init__(self, config: DiffusionBackendConfig, logger: logging.Logger | None = None) -> None:
         self.config = config
         self.log = logger or logging.getLogger(__name__)
-        self._pipe: Any = None
-        self._latent: Any = None
+        self._pipelines: list[_Pipeline] = []
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._worker: threading.Thread | None = None
-        self._videos = 0
-        self._seconds = 0.0
+        self._workers: list[threading.Thread] = []
+        self._counts = threading.Lock()  # the pipelines' counters, read by details() from another thread
 
     # --- the contract ----------------------------------------------------------------------------------------
 
     def start(self) -> StartInfo:
-        if self._worker is not None:
+        if self._workers:
             raise BackendError("the diffusion backend is already started")
         require_extra(EXTRA, "the diffusion engine")  # accelerate and ftfy too: diffusers fails late without them
         began = time.perf_counter()
-        self._pipe = self._load()
-        self._latent = self._load_latent()
+        for device in self._devices():
+            pipe = self._load(device)
+            self._pipelines.append(_Pipeline(pipe, self._load_latent(pipe, device), device))
         loaded = time.perf_counter() - began
         warm_began = time.perf_counter()
         if self.config.warmup:  # kernels chosen and memory taken before LoadGen's timed window, as vLLM's warm-up
-            self._pipe(**{**self._call_args("warm-up"), "num_inference_steps": WARMUP_STEPS, "output_type": "np"})
+            for one in self._pipelines:
+                one.pipe(**{**self._call_args("warm-up", one), "num_inference_steps": WARMUP_STEPS,
+                            "output_type": "np"})
         warmed = time.perf_counter() - warm_began
         self.config.videos.mkdir(parents=True, exist_ok=True)
-        self._worker = threading.Thread(target=self._work, name="cmx-diffusion", daemon=True)
-        self._worker.start()
+        self._workers = [threading.Thread(target=self._work, args=(one,), name=f"cmx-diffusion-{i}", daemon=True)
+                         for i, one in enumerate(self._pipelines)]
+        for worker in self._workers:
+            worker.start()
         s = self.config.settings
-        engine = {"kind": "diffusers", "pipeline": type(self._pipe).__name__, "model": str(self.config.model),
-                  "device": self.config.torch_device, "dtype": self.config.dtype,
-                  "video": f"{s.width}x{s.height}, {s.frames} frames at {s.fps} fps, {s.steps} steps, seed {s.seed}",
-                  "fixed_latent": str(s.latent) if s.latent else None}
-        return StartInfo(engines=(engine,), start_seconds=loaded, warmup_requests=int(self.config.warmup),
-                         warmup_seconds=warmed)
+        engines = tuple({"kind": "diffusers", "pipeline": type(one.pipe).__name__, "model": str(self.config.model),
+                         "device": one.device, "dtype": self.config.dtype,
+                         "video": f"{s.width}x{s.height}, {s.frames} frames at {s.fps} fps, {s.steps} steps, "
+                                  f"seed {s.seed}",
+                         "fixed_latent": str(s.latent) if s.latent else None} for one in self._pipelines)
+        return StartInfo(engines=engines, start_seconds=loaded,
+                         warmup_requests=len(self._pipelines) if self.config.warmup else 0, warmup_seconds=warmed)
 
     def generate(self, requests: Sequence[GenRequest]) -> Iterator[GenResult]:
         """Each request's video, in the order they are finished; a failed one raises (the SUT fails the rest)."""
@@ -199,75 +221,103 @@ class DiffusionBackend(BackendDefaults):
             yield got
 
     def submit(self, request: GenRequest, sink: StreamSink) -> None:
-        """Queued for the worker, which calls `sink.on_done` (no first token: a video has none) or `on_error`."""
+        """Queued for the next free pipeline, whose worker calls `sink.on_done` (no first token: a video has none)
+        or `on_error`."""
         self._enqueue(request, sink)
 
     def details(self) -> dict[str, Any]:
-        return {"videos": self._videos, "generation_seconds": round(self._seconds, 3)}
+        with self._counts:
+            return {"videos": sum(p.videos for p in self._pipelines),
+                    "generation_seconds": round(sum(p.seconds for p in self._pipelines), 3),
+                    "videos_per_pipeline": [p.videos for p in self._pipelines]}
 
     def stop(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
+        workers, self._workers = self._workers, []
+        for _ in workers:
             self._jobs.put(None)
+        for worker in workers:
             worker.join(timeout=600)  # a video being generated ends first (a pipeline call cannot be interrupted)
-        self._pipe = self._latent = None
+        self._pipelines = []
 
-    # --- the pipeline ----------------------------------------------------------------------------------------
+    # --- the pipelines ---------------------------------------------------------------------------------------
+
+    def _devices(self) -> tuple[str, ...]:
+        """One torch device per pipeline: every GPU this process sees (CUDA_VISIBLE_DEVICES or HIP_VISIBLE_DEVICES
+        chose them; ROCm's torch names them cuda too), or the CPU; `pipelines` caps the GPUs, or asks for that many
+        pipelines on the CPU."""
+        if self.config.torch_device == "cpu":
+            return ("cpu",) * (self.config.pipelines or 1)
+        import torch
+
+        count = torch.cuda.device_count()
+        if count == 0:
+            raise BackendError(f"torch sees no GPU for the {self.config.device} run",
+                               hint="check the visibility variables (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES) and "
+                                    "that torch is the GPU build")
+        wanted = self.config.pipelines or count
+        if wanted > count:
+            raise BackendError(f"{wanted} pipelines asked for, and torch sees {count} GPUs",
+                               hint="one pipeline per GPU: ask for at most as many")
+        return tuple(f"cuda:{i}" for i in range(wanted))
 
     def _enqueue(self, request: GenRequest, sink: StreamSink) -> None:
-        if self._worker is None:
+        if not self._workers:
             raise BackendError(f"{request.name}: the diffusion backend is not started")
         if request.video is None:
             raise BackendError(f"{request.name}: the diffusion pipeline takes a text-to-video prompt, not token ids",
                                hint="this engine runs a text-to-video benchmark (its model is a diffusers folder)")
         self._jobs.put((request, sink))
 
-    def _work(self) -> None:
+    def _work(self, one: _Pipeline) -> None:
         while (job := self._jobs.get()) is not None:
             request, sink = job
             try:
-                result = self.video(request)
+                result = self.video(request, one)
             except Exception as exc:  # noqa: BLE001 - the sample fails alone; its sink says so
                 sink.on_error(request.id, exc if isinstance(exc, BackendError)
                               else BackendError(f"{request.name}: the pipeline failed: {exc}"))
                 continue
             sink.on_done(result)
 
-    def video(self, request: GenRequest) -> GenResult:
-        """Generate and write one request's video (on the worker thread; callable directly once started)."""
+    def video(self, request: GenRequest, one: _Pipeline | None = None) -> GenResult:
+        """Generate and write one request's video on pipeline `one` (the first by default; on its worker thread, or
+        directly once started)."""
         import torch
         from diffusers.utils import export_to_video
 
         assert request.video is not None
+        one = one or self._pipelines[0]
         began = time.perf_counter()
         with torch.inference_mode():
-            frames = self._pipe(**self._call_args(request.video.text), output_type="np").frames[0]
+            frames = one.pipe(**self._call_args(request.video.text, one), output_type="np").frames[0]
         folder = request.video.folder or self.config.videos
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / request.video.file_name
         partial = path.with_name(f".{path.stem}.partial{path.suffix}")  # a file never has its name half-written
         export_to_video(list(frames), str(partial), fps=self.config.settings.fps)
         os.replace(partial, path)
-        self._seconds += time.perf_counter() - began
-        self._videos += 1
+        with self._counts:
+            one.seconds += time.perf_counter() - began
+            one.videos += 1
         video = Video(str(path), sha256_file(path), len(frames), self.config.settings.fps)
         return GenResult(id=request.id, token_ids=[], finish_reason="stop", video=video)
 
-    def _call_args(self, prompt: str) -> dict[str, Any]:
+    def _call_args(self, prompt: str, one: _Pipeline) -> dict[str, Any]:
         import torch
 
         s = self.config.settings
         args: dict[str, Any] = dict(prompt=prompt, negative_prompt=s.negative_prompt, height=s.height, width=s.width,
                                     num_frames=s.frames, guidance_scale=s.guidance_scale, num_inference_steps=s.steps,
-                                    generator=torch.Generator(device=self.config.torch_device).manual_seed(s.seed))
+                                    generator=torch.Generator(device=one.device).manual_seed(s.seed))
         if s.guidance_scale_2 is not None:
             args["guidance_scale_2"] = s.guidance_scale_2
-        if self._latent is not None:  # a copy each time: the pipeline must not change the run's one latent
-            args["latents"] = self._latent.clone()
+        if one.latent is not None:  # a copy each time: the pipeline must not change the run's one latent
+            args["latents"] = one.latent.clone()
         return args
 
-    def _load(self) -> Any:
-        """The pipeline from its folder, as the reference loads it: the VAE in float32, the rest in the dtype."""
+    def _load(self, device: str) -> Any:
+        """The pipeline from its folder onto `device`, as the reference loads it: the VAE in float32, the rest in
+        the dtype."""
         import diffusers
         import torch
 
@@ -288,10 +338,10 @@ class DiffusionBackend(BackendDefaults):
             raise BackendError(f"the diffusion pipeline in {folder} could not be loaded: {exc}",
                                hint="check the folder is a complete diffusers pipeline") from exc
         pipe.set_progress_bar_config(disable=True)
-        return pipe.to(self.config.torch_device)
+        return pipe.to(device)
 
-    def _load_latent(self) -> Any:
-        """The fixed initial latent, checked against the shape the pipeline makes for the settings."""
+    def _load_latent(self, pipe: Any, device: str) -> Any:
+        """The fixed initial latent on `device`, checked against the shape `pipe` makes for the settings."""
         import torch
 
         s = self.config.settings
@@ -299,8 +349,7 @@ class DiffusionBackend(BackendDefaults):
             return None
         if not s.latent.is_file():
             raise BackendError(f"the fixed latent {s.latent} is not there", hint="the dataset step writes it")
-        latent = torch.load(s.latent, map_location=self.config.torch_device, weights_only=True)
-        pipe = self._pipe
+        latent = torch.load(s.latent, map_location=device, weights_only=True)
         channels = pipe.transformer.config.in_channels
         wanted = (1, channels, (s.frames - 1) // pipe.vae_scale_factor_temporal + 1,
                   s.height // pipe.vae_scale_factor_spatial, s.width // pipe.vae_scale_factor_spatial)

@@ -147,6 +147,40 @@ def test_a_submitted_prompt_is_answered_on_the_backends_thread_with_its_video_an
 
 
 @needs_video
+def test_two_pipelines_share_one_queue_and_make_the_same_bytes_as_one(tiny: TinyPipeline, tmp_path: Path):
+    """Data parallel as on a node's GPUs (here two pipelines on the CPU): each pipeline has its worker, a batch is
+    answered whole, and a prompt's video does not depend on the pipeline that made it."""
+    config = DiffusionBackendConfig(model=tiny.path, settings=settings(tiny), videos=tmp_path / "two",
+                                    warmup=False, pipelines=2)
+    prompts = [*PROMPTS, "a person walking in the city", "the sky at sunset"]
+    two = DiffusionBackend(config, logging.getLogger("t"))
+    info = two.start()
+    try:
+        results = list(two.generate([request(i, p) for i, p in enumerate(prompts)]))
+        details = two.details()
+        workers = {t.name for t in threading.enumerate() if t.name.startswith("cmx-diffusion-")}
+        by_pipeline = [two.video(request(9, PROMPTS[0]), one) for one in two._pipelines]
+    finally:
+        two.stop()
+    assert len(info.engines) == 2 and workers == {"cmx-diffusion-0", "cmx-diffusion-1"}
+    assert sorted(r.id for r in results) == [0, 1, 2, 3]
+    assert details["videos"] == 4 and len(details["videos_per_pipeline"]) == 2
+    with backend(tiny, tmp_path / "one") as one:
+        alone = {r.id: r for r in one.generate([request(i, p) for i, p in enumerate(prompts)])}
+    assert {r.id: r.video.sha256 for r in results if r.video} == {i: r.video.sha256 for i, r in alone.items()
+                                                                  if r.video}
+    assert by_pipeline[0].video is not None and by_pipeline[1].video is not None
+    assert by_pipeline[0].video.sha256 == by_pipeline[1].video.sha256 == alone[0].video.sha256  # type: ignore
+
+
+def test_a_pipeline_count_below_one_is_refused(tmp_path: Path):
+    with pytest.raises(BackendError, match="pipelines must be at least 1"):
+        DiffusionBackendConfig(model=tmp_path, settings=VideoSettings(height=32, width=32, frames=5, fps=16, steps=2,
+                                                                      seed=0, guidance_scale=1.0),
+                               videos=tmp_path, pipelines=0)
+
+
+@needs_video
 def test_a_token_request_and_a_latent_of_another_shape_are_refused(tiny: TinyPipeline, tmp_path: Path):
     with backend(tiny, tmp_path) as b, pytest.raises(BackendError, match="takes a text-to-video prompt"):
         b.submit(GenRequest(id=1, prompt_ids=[1, 2, 3]), Sink())
