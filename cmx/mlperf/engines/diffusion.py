@@ -32,7 +32,6 @@ name = "diffusion"
 backend = "vllm"  # the app's in-process backend: the pipeline runs in the harness process
 modules: tuple[str, ...] = ("torch", "diffusers", "accelerate", "ftfy", "imageio", "imageio_ffmpeg")
 serve = no_server
-VIDEOS = VIDEO_FOLDER  # the folder of a test's output that holds its mp4s
 
 
 def _is_pipeline(folder: Path) -> bool:
@@ -109,7 +108,7 @@ def build(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, s
 
     options = profile(config.engine, config.device)
     return DiffusionBackend(DiffusionBackendConfig(model=config.model, settings=video_settings(config),
-                                                   videos=config.output / VIDEOS, device=options.device,
+                                                   videos=config.output / VIDEO_FOLDER, device=options.device,
                                                    precision=options.precision), logger)
 
 

@@ -119,9 +119,10 @@ def build(config: HarnessConfig, logger: logging.Logger, environ: Mapping[str, s
     bench = benchmark_for(config.benchmark)
     video = videos = None
     if bench.generation.video is not None:  # the settings the in-process engine would run, sent with every prompt
-        from cmx.mlperf.engines.diffusion import VIDEOS, video_settings
+        from cmx.mlperf.backends.base import VIDEO_FOLDER
+        from cmx.mlperf.engines.diffusion import video_settings
 
-        video, videos = video_settings(config), config.output / VIDEOS
+        video, videos = video_settings(config), config.output / VIDEO_FOLDER
     return EndpointBackend(EndpointConfig(url=endpoint_url(e, environ), model=e.model,
                                           api_key=Secret(key) if key else None,
                                           request_timeout_s=e.request_timeout_s,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from cmx.mlperf.backends.base import VIDEO_FOLDER
 from cmx.mlperf.benchmarks.wan_2_2_t2v_a14b.dataset import VBenchPrompts
 from cmx.mlperf.benchmarks.wan_2_2_t2v_a14b.videos import vbench_name
 from cmx.mlperf.loadgen.accuracy_log import AccuracyError, read_accuracy_log, unique_samples
@@ -20,8 +21,7 @@ from cmx.mlperf.scoring.vbench import VBenchResult
 from cmx.mlperf.scoring.vbench_run import VBenchJob, run_vbench
 from cmx.tools.fs import sha256_file
 
-VIDEOS = "videos"  # beside mlperf_log_accuracy.json: cmx.mlperf.engines.diffusion.VIDEOS
-RESULTS = "vbench"  # beside it too: VBench's output folder, its log and the prompt suite it read
+RESULTS = "vbench"  # beside the log, as the videos are: VBench's output folder, its log and the prompt suite it read
 DIGEST_BYTES = 32
 
 _log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def logged_prompts(accuracy_log: Path, prompts: VBenchPrompts) -> tuple[str, ...
     """The prompts of the samples the log lists, in its order, each sample's video checked against its logged
     sha256 (AccuracyError naming the first that differs or is missing)."""
     records, _ = unique_samples(read_accuracy_log(accuracy_log, item_size=1))
-    videos = Path(accuracy_log).parent / VIDEOS
+    videos = Path(accuracy_log).parent / VIDEO_FOLDER
     out: list[str] = []
     for record in records:
         if not 0 <= record.qsl_idx < len(prompts):
@@ -67,5 +67,5 @@ def score_log(accuracy_log: Path, prompts: VBenchPrompts, *, jobs: int = 1,
                                  "vbench-networks), or give the harness config a `scorer` with VBench's python and "
                                  "the networks' folder")
     folder = Path(accuracy_log).parent
-    return run_vbench(scorer, VBenchJob(folder / VIDEOS, logged, folder / RESULTS), log=_log)
+    return run_vbench(scorer, VBenchJob(folder / VIDEO_FOLDER, logged, folder / RESULTS), log=_log)
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cmx.mlperf.backends.base import GenRequest, GenResult, VideoPrompt
+from cmx.mlperf.backends.base import VIDEO_FOLDER, GenRequest, GenResult, VideoPrompt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,8 +32,9 @@ def sample_name(index: int) -> str:
 
 def packaged_videos(accuracy_dir: Path, prompts: Sequence[str]) -> dict[str, Path]:
     """Each sample's path in the packaged accuracy/ folder (videos/<i>.mp4) and the file the accuracy run in
-    `accuracy_dir` wrote for it (videos/<prompt>-0.mp4: cmx.mlperf.engines.diffusion.VIDEOS)."""
-    return {f"videos/{sample_name(i)}": Path(accuracy_dir) / "videos" / vbench_name(p) for i, p in enumerate(prompts)}
+    `accuracy_dir` wrote for it (videos/<prompt>-0.mp4: backends.base.VIDEO_FOLDER)."""
+    return {f"{VIDEO_FOLDER}/{sample_name(i)}": Path(accuracy_dir) / VIDEO_FOLDER / vbench_name(p)
+            for i, p in enumerate(prompts)}
 
 
 def video_request(request_id: int, index: int, prompt: str) -> GenRequest:
