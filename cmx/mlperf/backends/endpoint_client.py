@@ -228,8 +228,8 @@ class EndpointClient:
                 elif route.streams:
                     events = SseBuffer()
                     async for chunk in response.content.iter_any():
-                        for event in events.feed(chunk):
-                            if (first := reader.add(event)) is not None and sink is not None:
+                        for event in events.feed_bytes(chunk):
+                            if (first := reader.add_bytes(event)) is not None and sink is not None:
                                 sink.on_first_token(request.id, first)
                 else:
                     reader.add(await response.text())

@@ -385,22 +385,42 @@ def chat_result(request: GenRequest, data: Any, url: str = "") -> GenResult:
 
 
 class SseBuffer:
-    """Server-sent events from a byte stream: `feed(bytes)` returns the `data:` payloads of the
-    events it completed (an event ends at a blank line, and a network chunk may end mid-event).
-    Comments (":" lines, keep-alive pings) and other fields are skipped."""
+    """Server-sent events from a byte stream: `feed_bytes(bytes)` returns the `data:` payloads of the events it
+    completed, as bytes (an event ends at a blank line, and a network chunk may end mid-event); `feed` the same
+    decoded. Comments (":" lines, keep-alive pings) and other fields are skipped.
+
+    Bytes, so that the hot path never decodes an event to str (StreamAssembler.add_bytes decodes its JSON from the
+    bytes). A chunk's trailing CR is held back until the next chunk says whether it began a CRLF, so that the events
+    are the same wherever the network cut the stream."""
 
     def __init__(self) -> None:
         self._pending = b""
+        self._cr = False  # the last chunk ended in a CR, not yet normalized
 
-    def feed(self, chunk: bytes) -> list[str]:
-        self._pending += chunk.replace(b"\r\n", b"\n")
-        *events, self._pending = self._pending.split(b"\n\n")
+    def feed_bytes(self, chunk: bytes) -> list[bytes]:
+        if self._cr:
+            chunk, self._cr = b"\r" + chunk, False
+        if chunk.endswith(b"\r"):
+            chunk, self._cr = chunk[:-1], True
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n")
+        pending = self._pending + chunk
+        if b"\n\n" not in pending:
+            self._pending = pending
+            return []
+        *events, self._pending = pending.split(b"\n\n")
         payloads = []
         for event in events:
+            if event.startswith(b"data:") and b"\n" not in event:  # the one-line event every server sends
+                payloads.append(event[5:].lstrip(b" "))
+                continue
             data = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
             if data:
-                payloads.append(b"\n".join(data).decode("utf-8"))
+                payloads.append(b"\n".join(data))
         return payloads
+
+    def feed(self, chunk: bytes) -> list[str]:
+        return [payload.decode("utf-8") for payload in self.feed_bytes(chunk)]
 
 
 def stream_answer(payload: str) -> Answer | None:
@@ -415,12 +435,18 @@ def stream_answer(payload: str) -> Answer | None:
 
 
 class StreamAssembler:
-    """One streamed completion's chunks into its result. `add(payload)` returns the first output
-    token id on the chunk that brings it (once), for LoadGen's FirstTokenComplete; `result()`
-    gives the whole answer. A malformed stream is a ValueError; a count that fails a check (see the
-    module docstring), a BackendError naming `url`."""
+    """One streamed completion's chunks into its result. `add(payload)` (or `add_bytes`, the hot path) returns the
+    first output token id on the chunk that brings it (once), for LoadGen's FirstTokenComplete; `result()` gives the
+    whole answer. A malformed stream is a ValueError; a count that fails a check (see the module docstring), a
+    BackendError naming `url`.
+
+    `add_bytes` reads a chunk with a typed decode of only the fields read here (cmx.mlperf.backends.chunks); a chunk
+    that decode does not take as it is (an error object, a field of another type, not JSON, a [DONE] with spaces)
+    goes to `add`, whose parse_answer rules and messages are the one definition of what a chunk means."""
 
     def __init__(self, request: GenRequest, tokens: TextTokens | None = None, url: str = "") -> None:
+        from cmx.mlperf.backends.chunks import typed_chunk
+
         self.request = request
         self.tokens = tokens  # None: the server's ids
         self.url = url
@@ -431,26 +457,50 @@ class StreamAssembler:
         self.count: int | None = None
         self.done = False
         self.first_sent = False
+        self._typed = typed_chunk
 
     def add(self, payload: str) -> int | None:
         answer = stream_answer(payload)
         if answer is None:
             self.done = True
             return None
-        if answer.completion_tokens is not None:
-            self.count = answer.completion_tokens
         if not answer.has_choice:
+            self._take_count(answer.completion_tokens)
             return None
+        return self._take(answer.completion_tokens, answer.token_ids, answer.text, answer.finish_reason)
+
+    def add_bytes(self, payload: bytes) -> int | None:
+        if payload == b"[DONE]":
+            self.done = True
+            return None
+        chunk = self._typed(payload)
+        if chunk is None:
+            return self.add(payload.decode("utf-8"))
+        count = chunk.usage.completion_tokens if chunk.usage is not None else None
+        if not chunk.choices:
+            self._take_count(count)
+            return None
+        choice = chunk.choices[0]
+        return self._take(count, choice.token_ids, choice.content(), choice.finish_reason)
+
+    def _take_count(self, count: int | None) -> None:
+        if count is not None:
+            self.count = count
+
+    def _take(self, count: int | None, ids: list[int] | None, text: str, finish_reason: str | None) -> int | None:
+        """A chunk with a choice: its count, ids or text and finish reason; the first token id when it brings it."""
+        if count is not None:
+            self.count = count
         self.choices += 1
-        self.finish_reason = answer.finish_reason or self.finish_reason
+        self.finish_reason = finish_reason or self.finish_reason
         if self.tokens is None:
-            if answer.token_ids is None:
+            if ids is None:
                 raise ValueError("a streamed chunk without token_ids (vLLM's return_token_ids)")
-            self.ids.extend(answer.token_ids)
+            self.ids.extend(ids)
             first = self.ids[0] if self.ids else None
         else:
-            self.text.append(answer.text)
-            first = next(iter(self.tokens.ids(answer.text)), None) if answer.text and not self.first_sent else None
+            self.text.append(text)
+            first = next(iter(self.tokens.ids(text)), None) if text and not self.first_sent else None
         if first is None or self.first_sent:
             return None
         self.first_sent = True
@@ -483,6 +533,10 @@ class TranscriptAssembler:
         self.finish_reason = ""
         self.count: int | None = None
         self.done = False
+
+    def add_bytes(self, payload: bytes) -> None:
+        """A transcription is one request per clip, Offline: its events are decoded as they come (not the hot path)."""
+        self.add(payload.decode("utf-8"))
 
     def add(self, payload: str) -> None:
         answer = stream_answer(payload)

@@ -89,9 +89,14 @@ class Payload:
 
 class Reader(Protocol):
     """One answer's reader: `add` takes a streamed event's payload (or a whole answer's body) and returns the first
-    output token id on the event that brings it, once; `result` the sample's result. ValueError: malformed."""
+    output token id on the event that brings it, once (`add_bytes`: the same from a streamed event's bytes); `result`
+    the sample's result. ValueError: malformed."""
 
     def add(self, payload: str) -> int | None: ...
+
+    def add_bytes(self, payload: bytes) -> int | None:
+        """`add` of a streamed event's payload as the stream's bytes (the hot path decodes no str)."""
+        ...
 
     def result(self) -> GenResult: ...
 
@@ -133,6 +138,9 @@ class WholeAnswer:
         self._data = json.loads(payload)
         return None
 
+    def add_bytes(self, payload: bytes) -> int | None:
+        return self.add(payload.decode("utf-8"))
+
     def result(self) -> GenResult:
         return self._parse(self._data)
 
@@ -152,6 +160,9 @@ class VideoAnswer:
 
     def add(self, payload: str) -> int | None:
         raise ValueError("a video route's answer is bytes (add_body), not text")
+
+    def add_bytes(self, payload: bytes) -> int | None:
+        raise ValueError("a video route's answer is one body (add_body), not events")
 
     def add_body(self, body: bytes, content_type: str) -> None:
         self._mp4 = self._read(body, content_type)
