@@ -18,6 +18,13 @@ worker process (`endpoint_workers`), so bodies, parsing, checks, messages and th
   shedding load. The requests that fail together wait for one probe.
 
 Failures are never retried (openai_api.NO_RETRY says why).
+
+The hot routes (`Route.lean`: completions, streamed or not, what Offline, Server and Interactive send) go through
+http1.Http1Client, not aiohttp, on a plain http:// URL without credentials: their bodies pre-encoded once per sample
+(msgspec; `_body_bytes`), their streams split and decoded on bytes as each read arrives. The same checks and errors
+follow either way; an https:// URL, or one with credentials, sends them through aiohttp (TLS and Basic auth stay
+aiohttp's, tested there, and rare on a benchmark's endpoint). Every other route, the GETs and the dead-server probe
+stay on aiohttp.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from cmx.mlperf.backends.base import (
     StreamSink,
     Video,
 )
+from cmx.mlperf.backends.http1 import Http1Client, Reply
 from cmx.mlperf.backends.openai_api import (
     SseBuffer,
     TextTokens,
@@ -51,7 +59,15 @@ from cmx.mlperf.backends.openai_api import (
     refuse_two_credentials,
     transport_error,
 )
-from cmx.mlperf.backends.routes import DEFAULT_VIDEO_ROUTE, VIDEO_ROUTES, Payload, Route, RouteContext, VideoAnswer
+from cmx.mlperf.backends.routes import (
+    DEFAULT_VIDEO_ROUTE,
+    VIDEO_ROUTES,
+    Payload,
+    Reader,
+    Route,
+    RouteContext,
+    VideoAnswer,
+)
 from cmx.secrets import Secret, public_url
 from cmx.tools.fs import sha256_file
 
@@ -175,6 +191,11 @@ class EndpointClient:
         self.speech: TextTokens | None = None  # a speech model's vocabulary (its prompts' language)
         self.refused = 0  # samples the server refused, answered empty
         self.session: Any = None
+        self.lean: Http1Client | None = None  # the hot routes' client; None: they go through aiohttp too
+        self._heads: dict[str, tuple[bytes, bytes]] = {}  # a lean route's request bytes around its Content-Length
+        # a sample's encoded body, by (route path, streams, sample, max_tokens, min_tokens), kept with the prompt ids
+        # it was encoded from: LoadGen issues a sample many times, and its ids are the QSL's one sequence
+        self._bodies: dict[tuple[str, bool, int, int, int], tuple[object, bytes]] = {}
         self._in_flight = 0  # requests sent and not answered
         self._gone: str | None = None  # why the server is known dead
         self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing requests share
@@ -192,8 +213,14 @@ class EndpointClient:
         # long prefill in a full batch may keep a stream silent for a while
         timeout = aiohttp.ClientTimeout(total=self.config.request_timeout_s, sock_connect=CONNECT_TIMEOUT_S)
         self.session = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers)
+        if self.url.startswith("http://") and public_url(self.url) == self.url:
+            self.lean = Http1Client(self.url, headers, connect_timeout_s=CONNECT_TIMEOUT_S,
+                                    keepalive_s=KEEPALIVE_TIMEOUT_S)
 
     async def close(self) -> None:
+        lean, self.lean = self.lean, None
+        if lean is not None:
+            lean.close()
         session, self.session = self.session, None
         if session is not None:
             await session.close()
@@ -216,9 +243,18 @@ class EndpointClient:
         import aiohttp
 
         url, what, context = f"{self.url}{route.path}", route.what(request), self.context(request)
-        payload, reader = route.body(request, context), route.reader(request, context, url)
+        reader = route.reader(request, context, url)
         self._in_flight += 1
         try:
+            if route.lean and self.lean is not None:
+                reply = await self._post_lean(self.lean, route, request, context, reader, sink)
+                if reply.status != 200:
+                    return self._refused(route, request, reply.status, reply.body.decode("utf-8", "replace"), url,
+                                         what)
+                if not route.streams:
+                    reader.add_bytes(reply.body)
+                return reader.result()
+            payload = route.body(request, context)
             async with self.session.post(url, **self._sent(payload)) as response:
                 if response.status != 200:
                     return self._refused(route, request, response.status, await response.text(), url, what)
@@ -245,6 +281,43 @@ class EndpointClient:
                                where=error.where, hint=error.hint) from None
         finally:
             self._in_flight -= 1
+
+    async def _post_lean(self, lean: Http1Client, route: Route, request: GenRequest, context: RouteContext,
+                         reader: Reader, sink: StreamSink | None) -> Reply:
+        """`request` through the lean client: a streamed answer's events read as each read arrives, its first token
+        to `sink` from there."""
+        head = self._heads.get(route.path)
+        if head is None:
+            head = self._heads[route.path] = lean.request_head(route.path)
+        body = self._body_bytes(route, request, context)
+        if not route.streams:
+            return await lean.post(head, body, None, self.config.request_timeout_s)
+        events, rid = SseBuffer(), request.id
+
+        def on_body(data: bytes) -> None:
+            for event in events.feed_bytes(data):
+                if (first := reader.add_bytes(event)) is not None and sink is not None:
+                    sink.on_first_token(rid, first)
+
+        return await lean.post(head, body, on_body, self.config.request_timeout_s)
+
+    def _body_bytes(self, route: Route, request: GenRequest, context: RouteContext) -> bytes:
+        """`request`'s JSON body through `route`, encoded once per sample (a warm-up's, or a request without a
+        sample, every time)."""
+        import msgspec
+
+        key = None
+        if request.sample is not None:
+            key = (route.path, route.streams, request.sample, request.max_tokens, request.min_tokens)
+            cached = self._bodies.get(key)
+            if cached is not None and cached[0] is request.prompt_ids:
+                return cached[1]
+        payload = route.body(request, context)
+        assert payload.json is not None, "a lean route's body is JSON"
+        body = msgspec.json.encode(payload.json)
+        if key is not None:
+            self._bodies[key] = (request.prompt_ids, body)
+        return body
 
     @staticmethod
     def _sent(payload: Payload) -> dict[str, Any]:

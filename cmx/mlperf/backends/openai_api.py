@@ -628,11 +628,13 @@ def transport_error(exc: BaseException, *, url: str, what: str, timeout_s: float
     """The error for a request that got no complete answer: a timeout, or a lost connection."""
     import aiohttp
 
+    from cmx.mlperf.backends.http1 import ConnectFailed
+
     where = public_url(url)
     if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
         return BackendError(f"{what} got no complete answer within request_timeout_s = {timeout_s:g} s", where=where,
                             hint=f"raise request_timeout_s, or lower max_concurrency or the target QPS; {NO_RETRY}")
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, (aiohttp.ClientConnectorError, ConnectFailed)):  # aiohttp's, or the lean client's
         return BackendError(f"cannot connect to the server for {what}: {exc.os_error or exc}", where=where,
                             hint="the server is not (or no longer) running; see its log")
     if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError,

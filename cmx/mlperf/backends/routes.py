@@ -110,7 +110,9 @@ class Route:
     are text the server counts, never token ids: the run's token_ids_source ("chat", "transcription") and what
     the log calls its answers; "" for the completions routes, whose ids are the server's or the tokenizer's.
     raw: the answer is a file's bytes (an mp4), handed to the reader's `add_body` with its content type.
-    hint: what a malformed answer's message advises (None: openai_api's, for OpenAI's routes)."""
+    hint: what a malformed answer's message advises (None: openai_api's, for OpenAI's routes).
+    lean: a hot route (a JSON body, a JSON or server-sent-events answer) that the client sends through its lean
+    HTTP/1.1 client (endpoint_client's module docstring), not aiohttp."""
 
     path: str
     verb: str
@@ -122,6 +124,7 @@ class Route:
     answers: str = ""
     raw: bool = False
     hint: str | None = None
+    lean: bool = False
 
     def what(self, request: GenRequest) -> str:
         return f"{self.verb}{request.name}"
@@ -248,8 +251,8 @@ def _trtllm_reader(request: GenRequest, ctx: RouteContext, url: str) -> Reader:
     return VideoAnswer(request, ctx, trtllm_video)
 
 
-COMPLETIONS = Route("/completions", "", _completion_body(stream=False), _completion_reader, streams=False)
-STREAMED = Route("/completions", "streaming ", _completion_body(stream=True), _stream_reader, streams=True)
+COMPLETIONS = Route("/completions", "", _completion_body(stream=False), _completion_reader, streams=False, lean=True)
+STREAMED = Route("/completions", "streaming ", _completion_body(stream=True), _stream_reader, streams=True, lean=True)
 CHAT = Route("/chat/completions", "", _chat_body, _chat_reader, streams=False, refused=REFUSED_STATUSES,
              text_source="chat", answers="chat replies, with the server's token count")
 TRANSCRIPTIONS = Route("/audio/transcriptions", "transcribing ", _transcription_body, _transcript_reader,
