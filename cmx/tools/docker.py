@@ -9,34 +9,26 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmx.errors import CmxError
+from cmx.tools.container_images import TAIL_LINES, ContainerEngineError, ImageInfo, build_failure
 from cmx.tools.procs import KILL_WAIT_S, STOP_GRACE_S
 
 if TYPE_CHECKING:  # the SDK is imported when an engine is needed
     from docker import DockerClient
 
-TAIL_LINES = 15
 _DOCKER_CHATTER = re.compile(r"^\s*(---> |Removing intermediate container)")
 _STATUS = re.compile(r"returned a non-zero code: (\d+)")
 Emit = Callable[[str], None]
 
 
-class DockerEngineError(CmxError):
-    """The Docker engine is not reachable, or an image is missing, fails to build, or a container fails to start."""
+DockerEngineError = ContainerEngineError  # one error for both engines (cmx.tools.container_images)
 
 
-@dataclass(frozen=True)
-class ImageInfo:
-    id: str
-    digest: str          # the registry digest (repo@sha256:...) when the image came from a registry, else its id
-
-
-def connect() -> DockerClient:
-    """A docker.DockerClient talking to a running engine, or an error that says how to start one."""
+def connect(podman_hint: str = "") -> DockerClient:
+    """A docker.DockerClient talking to a running engine, or an error that says how to start one (and, with
+    `podman_hint`, that podman is here and needs no daemon)."""
     import docker
     from docker.errors import DockerException
 
@@ -48,7 +40,7 @@ def connect() -> DockerClient:
         raise DockerEngineError(f"cannot reach the Docker engine ({_short(exc)})",
                                 hint="start it (`sudo systemctl start docker`, or `sudo dockerd &`), check it with "
                                      "`docker info`, and make sure this user may use it (the docker group) or "
-                                     "DOCKER_HOST points at it") from None
+                                     "DOCKER_HOST points at it" + (f"; {podman_hint}" if podman_hint else "")) from None
 
 
 def image(client: DockerClient, ref: str) -> ImageInfo | None:
@@ -102,10 +94,8 @@ def build(client: DockerClient, context: Path, tag: str, *, buildargs: Mapping[s
         if "error" in chunk:
             detail = str(chunk.get("errorDetail", {}).get("message") or chunk["error"]).strip()
             status = _STATUS.search(detail)
-            why = f"it exited with status {status.group(1)}" if status else detail
-            raise DockerEngineError(f"the image build failed at {step or 'its start'}: {why}\n"
-                                    + "\n".join(f"  | {line}" for line in tail),
-                                    hint=keep_hint or "fix the cause the output names and run again")
+            raise build_failure(step, f"it exited with status {status.group(1)}" if status else detail, tail,
+                                keep_hint)
     built = image(client, tag)
     if built is None:
         raise DockerEngineError(f"the build of {tag} ended without an image")
@@ -153,3 +143,31 @@ def _stop(container: Any, emit: Emit) -> None:
 def _short(exc: BaseException) -> str:
     text = str(getattr(exc, "explanation", None) or exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def save(client: DockerClient, ref: str, path: Path) -> None:
+    """`docker save`: the image `ref`, with its tags, as an archive at `path` (`docker load` and `podman load` read
+    it)."""
+    from docker.errors import DockerException
+
+    try:
+        found = client.images.get(ref)
+        with open(path, "wb") as out:
+            for chunk in found.save(named=True):
+                out.write(chunk)
+    except DockerException as exc:
+        raise DockerEngineError(f"could not save image {ref} to {path} ({_short(exc)})",
+                                hint="`docker images` lists what this engine has") from None
+
+
+def load(client: DockerClient, path: Path) -> list[str]:
+    """`docker load`: the images in the archive at `path` (`docker save`'s or `podman save`'s); their IDs."""
+    from docker.errors import DockerException
+
+    try:
+        with open(path, "rb") as archive:
+            return [str(image.id) for image in client.images.load(archive)]
+    except (DockerException, OSError) as exc:
+        raise DockerEngineError(f"could not load images from {path} ({_short(exc)})",
+                                hint="give an archive `docker save` or `podman save --format docker-archive` "
+                                     "wrote") from None
