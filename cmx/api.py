@@ -26,9 +26,9 @@ from cmx.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # imported where used, so `cmx find` loads neither the runner nor the cache
     from cmx.cache.store import Entry, VerifyProblem
-    from cmx.docker.launch import ContainerSpec
     from cmx.docker.render import Rendered
     from cmx.docker.request import DockerOptions
+    from cmx.docker.spec import ContainerSpec
     from cmx.execute.lockfile import Lock
     from cmx.execute.progress import Reporter
     from cmx.execute.request import PlanResult, RunRequest, Runtime
@@ -81,7 +81,8 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 __all__ = [*_LAZY, "Secret", "public_value", "Settings", "load_settings", "to_json", "index", "find", "show", "plan",
            "run", "tune", "pareto", "lock", "lock_plan", "replay_docker", "docker_file", "docker_container",
-           "run_docker", "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs", "sweep",
+           "docker_print_run", "run_docker", "tune_docker", "deploy_k8s", "apply_k8s", "submit_slurm", "slurm_jobs",
+           "sweep",
            "sweep_gather", "cache_entries", "cache_entry", "cache_select", "cache_remove", "cache_gc", "cache_verify",
            "registry_sources", "registry_is_default", "registry_add", "registry_update", "registry_fetch",
            "registry_remove", "report", "check", "results"]
@@ -229,10 +230,12 @@ def lock_plan(p: Plan, *, settings: Settings | None = None) -> Lock:
 
 def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
          settings: Settings | None = None, environ: Mapping[str, str] | None = None,
-         docker: DockerOptions | None = None, emit: Callable[[str], None] = print) -> Lock:
+         docker: DockerOptions | None = None, emit: Callable[[str], None] = print,
+         save_image: str | os.PathLike | None = None) -> Lock:
     """`cmx lock`: resolve the query (no step runs, nothing is fetched) and pin its plan (`lock_plan`). With
     `docker` (DockerOptions), the image `run --docker` would use is pinned too (built first when no image has its
-    tag: `emit` gets the build's output), and the packages are those inside it (cmx.docker.lock)."""
+    tag: `emit` gets the build's output), and the packages are those inside it (cmx.docker.lock); with
+    `save_image`, that image is saved there as an archive."""
     runtime = _runtime(settings, environ=environ)
     if docker is None:
         from cmx.execute.lockfile import installed_packages, refuse_other_device
@@ -244,13 +247,14 @@ def lock(query: str, *, inputs: Mapping[str, Any] | None = None, context: Mappin
     from cmx.docker.lock import lock_query
     from cmx.docker.request import DockerQuery
 
-    return lock_query(DockerQuery(query, inputs or {}, context or {}, docker), runtime, emit)
+    return lock_query(DockerQuery(query, inputs or {}, context or {}, docker), runtime, emit,
+                      Path(save_image) if save_image else None)
 
 
 def replay_docker(path: str | os.PathLike, *, settings: Settings | None = None, emit: Callable[[str], None] = print,
                   **options: Any) -> int:
     """Replay a lock made with --docker in its image; the container's exit status. `options`: Replay's (inputs,
-    which may only move outputs, gpus, keep, jobs, install_missing, argv)."""
+    which may only move outputs, container, load_image, gpus, keep, jobs, install_missing, argv)."""
     from cmx.docker.lock import Replay, replay
 
     return replay(Replay(Path(path), **_given(options)), _settings(settings), emit)
@@ -276,6 +280,13 @@ def docker_container(query: str, *, settings: Settings | None = None, **options:
     from cmx.docker.request import container
 
     return container(_docker_query(query, options), _settings(settings))
+
+
+def docker_print_run(query: str, *, settings: Settings | None = None, **options: Any) -> dict[str, Any]:
+    """`cmx docker --print-run`: the engine, its exact run command and the container's settings (JSON-ready)."""
+    from cmx.docker.request import print_run
+
+    return print_run(_docker_query(query, options), _settings(settings))
 
 
 def run_docker(query: str, *, settings: Settings | None = None, emit: Callable[[str], None] = print,

@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-# set by `cmx run --docker` on the container it starts
-CONTAINER_ENV = {"image_id": "CMX_CONTAINER_IMAGE_ID", "image": "CMX_CONTAINER_IMAGE",
+# set by `cmx run --docker` (`--container podman`) on the container it starts
+CONTAINER_ENV = {"engine": "CMX_CONTAINER_ENGINE", "image_id": "CMX_CONTAINER_IMAGE_ID", "image": "CMX_CONTAINER_IMAGE",
                  "base_image": "CMX_CONTAINER_BASE_IMAGE", "base_digest": "CMX_CONTAINER_BASE_DIGEST",
                  "host_command": "CMX_CONTAINER_HOST_COMMAND",  # the `cmx run ... --docker` typed on the host
                  "cmx_source": "CMX_CONTAINER_CMX_SOURCE"}  # the cmx it installed (cmx.docker.cmx_source)

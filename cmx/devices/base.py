@@ -59,10 +59,17 @@ class Container:
         runtime, chosen by id in the request); "" for none, and then the chosen GPUs are named by the
         kind's visibility variable.
     request_capabilities: the request's capabilities.
+    cdi_kind: the Container Device Interface kind that names the GPUs to podman ("nvidia.com/gpu":
+        `--device nvidia.com/gpu=all`, or `=ID` for each GPU chosen, from the spec the vendor's
+        toolkit generates); "" where the engine passes the device files themselves.
     device_nodes: host device files passed through as they are (host:container:rwm).
     group_nodes: globs under /dev whose owning groups the process joins, by the host's numeric ids.
     fallback_groups: those groups by name, where the host has none of the nodes.
-    security_opt, cap_add, ipc_mode, shm_size, ulimits: the rest of `docker run`'s device settings.
+    security_opt, cap_add, ipc_mode, shm_size, ulimits: the rest of the container's device settings (both
+        engines take them as they are).
+
+    Docker reaches a kind's GPUs through its device request or its device files; podman through its CDI kind
+    or the same device files (cmx.docker.engines turns these into each engine's flags).
     """
 
     base_image: str
@@ -70,6 +77,7 @@ class Container:
     install: InstallPlan
     request_driver: str
     request_capabilities: tuple[tuple[str, ...], ...]
+    cdi_kind: str
     device_nodes: tuple[str, ...]
     group_nodes: tuple[str, ...]
     fallback_groups: tuple[str, ...]

@@ -18,7 +18,7 @@ CPU = DeviceKind(
         install=InstallPlan(apt=("ca-certificates", "python3", "python3-venv"), make_venv=True,
                             python="/opt/cmx/venv/bin/python", extra="cpu",
                             remove_after=("torchvision", "torchaudio", "torchcodec")),
-        request_driver="", request_capabilities=(), device_nodes=(), group_nodes=(), fallback_groups=(),
+        request_driver="", request_capabilities=(), cdi_kind="", device_nodes=(), group_nodes=(), fallback_groups=(),
         security_opt=(), cap_add=(), ipc_mode="host", shm_size="2g", ulimits=(),
     ),
     engine=Engine(

@@ -32,6 +32,10 @@ CUDA = DeviceKind(
         vllm=VLLM,
         install=BESIDE_IMAGE_VLLM,
         request_driver="nvidia", request_capabilities=(("gpu",),),   # what `docker run --gpus` sends
+        # podman's way (NVIDIA Container Toolkit 1.12+, "Support for Container Device Interface"): the spec
+        # `nvidia-ctk cdi generate` writes (since 1.18 the nvidia-cdi-refresh service keeps it current) names
+        # every GPU by index and UUID under this kind, and `all`
+        cdi_kind="nvidia.com/gpu",
         device_nodes=(), group_nodes=(), fallback_groups=(), security_opt=(), cap_add=(),
         ipc_mode="host",  # NCCL and PyTorch's shared-memory tensors between processes
         shm_size=None,

@@ -36,6 +36,7 @@ ROCM = DeviceKind(
         vllm=VLLM,
         install=BESIDE_IMAGE_VLLM,
         request_driver="", request_capabilities=(),   # no device request: the device files themselves
+        cdi_kind="",  # the same device files under podman, as AMD's "Running ROCm Docker containers" passes them
         device_nodes=("/dev/kfd", "/dev/dri"),
         # the process must be in the groups owning /dev/kfd and the render nodes, by the host's numeric
         # ids (an image's own /etc/group may lack `render`, or number it differently)

@@ -1,4 +1,5 @@
-"""`cmx run QUERY --docker`: resolve on the host, build (or reuse) the plan's image, run the same query inside.
+"""`cmx run QUERY --docker` (or `--container podman`): resolve on the host, build (or reuse) the plan's image, run
+the same query inside.
 
 The container sees the host's cache, run records and every path the plan names at the same
 absolute paths, so its results land exactly where a native run puts them. It runs as the host
@@ -14,81 +15,23 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmx.container import CONTAINER_ENV
 from cmx.docker import DockerError, profile_for
-from cmx.docker.profiles import DeviceSettings
 from cmx.docker.render import BuildOptions, Rendered, plan_device, render, write_context
+from cmx.docker.spec import ContainerSpec, Mount
 from cmx.resolve.plan import Plan
-from cmx.secrets import Secret, mask_urls
+from cmx.secrets import Secret
 from cmx.settings import Settings
+
+if TYPE_CHECKING:
+    from cmx.docker.engines.base import ContainerEngine
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 CA_VARIABLES = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
-
-
-@dataclass(frozen=True)
-class Mount:
-    source: str
-    target: str
-    read_only: bool = False
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """Everything `docker run` gets: image, command, user, environment, mounts and the device settings."""
-
-    image: str
-    command: tuple[str, ...]
-    user: str | None
-    environment: tuple[tuple[str, str], ...]
-    secret_names: tuple[str, ...]       # variables in `environment` whose values are secrets
-    mounts: tuple[Mount, ...]
-    device: DeviceSettings
-    working_dir: str
-    # the host's name: a step keyed by a machine fingerprint (detect-system) keys the same in every container
-    # (Docker would name each one anew) and so stays cached, and a locked replay finds the locked key
-    hostname: str = ""
-    cmx_install: str = ""   # the image's line that installs cmx (cmx.docker.cmx_source), for `--print-run`
-
-    def to_json(self) -> dict[str, Any]:
-        """The settings as `cmx docker --print-run` shows them, secrets replaced by ********."""
-        d = self.device
-        return {
-            "image": self.image, "cmx_install": self.cmx_install, "command": [mask_urls(a) for a in self.command],
-            "user": self.user,
-            "environment": {k: "********" if k in self.secret_names else mask_urls(v) for k, v in self.environment},
-            "mounts": [asdict(m) for m in self.mounts], "working_dir": self.working_dir, "hostname": self.hostname,
-            "devices": list(d.devices), "device_requests": [asdict(r) for r in d.device_requests],
-            "group_add": list(d.group_add), "security_opt": list(d.security_opt), "cap_add": list(d.cap_add),
-            "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
-            "ulimits": [{"name": n, "soft": s, "hard": h} for n, s, h in d.ulimits],
-        }
-
-    def sdk_settings(self) -> dict[str, Any]:
-        """Keyword arguments of docker-py's containers.run."""
-        from docker.types import DeviceRequest, Ulimit
-        from docker.types import Mount as SdkMount
-
-        d = self.device
-        settings: dict[str, Any] = {
-            "environment": dict(self.environment), "working_dir": self.working_dir,
-            "mounts": [SdkMount(m.target, m.source, type="bind", read_only=m.read_only) for m in self.mounts],
-        }
-        if self.user:
-            settings["user"] = self.user
-        optional = {"hostname": self.hostname, "devices": list(d.devices), "group_add": list(d.group_add),
-                    "security_opt": list(d.security_opt),
-                    "cap_add": list(d.cap_add), "ipc_mode": d.ipc_mode, "shm_size": d.shm_size,
-                    "device_requests": [DeviceRequest(driver=r.driver, count=r.count, device_ids=list(r.device_ids),
-                                                      capabilities=[list(c) for c in r.capabilities])
-                                        for r in d.device_requests],
-                    "ulimits": [Ulimit(name=n, soft=s, hard=h) for n, s, h in d.ulimits]}
-        settings.update({k: v for k, v in optional.items() if v})
-        return settings
 
 
 @dataclass(frozen=True)
@@ -99,8 +42,10 @@ class DockerRun:
     inputs: Mapping[str, str]           # --input NAME=VALUE as given
     context: Mapping[str, Any]          # --context KEY=VALUE, typed
     build: BuildOptions
+    engine: str = "docker"              # the container engine (cmx.docker.engines) that builds and runs it
+    engine_note: str = ""               # why that engine, when cmx chose it: said before the build
     gpus: tuple[str, ...] | None = None
-    rebuild: bool = False               # build without Docker's layer cache
+    rebuild: bool = False               # build without the engine's layer cache
     keep: bool = False
     jobs: int | None = None
     install_missing: bool = False
@@ -287,43 +232,43 @@ def _pip_settings(key: str, env: Mapping[str, str]) -> list[str]:
 Emit = Callable[[str], None]
 
 
-def prepare(plan: Plan, request: DockerRun, settings: Settings, emit: Emit) -> tuple[Any, Rendered, str,
-                                                                                  dict[str, str]]:
-    """Connect, render, and build the image unless an identical one exists; the client, the rendering, the image id
+def prepare(plan: Plan, request: DockerRun, settings: Settings,
+            emit: Emit) -> tuple[ContainerEngine, Rendered, str, dict[str, str]]:
+    """Connect, render, and build the image unless an identical one exists; the engine, the rendering, the image id
     and the CMX_CONTAINER_* facts."""
-    from cmx.tools import docker as engine
+    from cmx.docker.engines import engine_kind
 
     rendered = render(plan, request.build, settings)
-    client = engine.connect()
-    base = engine.require_base_image(client, rendered.base_image, emit)
-    existing = engine.image(client, rendered.tag)
+    engine = engine_kind(request.engine).connect()
+    base = engine.require_base_image(rendered.base_image, emit)
+    existing = engine.image(rendered.tag)
     if existing is not None and not request.rebuild:
         emit(f"image {rendered.tag} is up to date ({existing.id[:19]}): no build")
         image_id = existing.id
     else:
-        image_id = _build(client, rendered, request, emit)
-    labels = {"image": rendered.tag, "image_id": image_id, "base_image": rendered.base_image,
+        image_id = _build(engine, rendered, request, emit)
+    labels = {"engine": engine.name, "image": rendered.tag, "image_id": image_id, "base_image": rendered.base_image,
               "base_digest": base.digest, "host_command": shlex.join(request.host_command),
               "cmx_source": rendered.cmx.describe()}
-    return client, rendered, image_id, labels
+    return engine, rendered, image_id, labels
 
 
-def _build(client: Any, rendered: Rendered, request: DockerRun, emit: Emit) -> str:
+def _build(engine: ContainerEngine, rendered: Rendered, request: DockerRun, emit: Emit) -> str:
     from cmx.docker.cmx_source import not_on_the_index
-    from cmx.tools import docker as engine
+    from cmx.tools.container_images import ContainerEngineError
 
     context = Path(tempfile.mkdtemp(prefix="cmx-docker-context-"))
     try:
-        emit(f"building {rendered.tag} ({rendered.profile} profile, from {rendered.base_image})")
+        emit(f"building {rendered.tag} with {engine.name} ({rendered.profile} profile, from {rendered.base_image})")
         emit(f"  cmx in the image: {rendered.cmx.describe()}: {rendered.cmx.chosen}")
         write_context(rendered, context)
         buildargs = {k: v for k, v in os.environ.items() if k in PROXY_VARIABLES}
         hint = (f"the build context is kept in {context}" if request.keep else
                 "run again with --keep to keep the build context") + "; fix the cause the output names"
         try:
-            return engine.build(client, context, rendered.tag, buildargs=buildargs,
-                                emit=lambda line: emit(f"  {line}"), keep_hint=hint, nocache=request.rebuild)
-        except engine.DockerEngineError as exc:
+            return engine.build(context, rendered.tag, buildargs=buildargs, emit=lambda line: emit(f"  {line}"),
+                                keep_hint=hint, nocache=request.rebuild)
+        except ContainerEngineError as exc:
             # pip's own words end the build's tail; said plainly when it is cmx itself that the index lacks
             missing = not_on_the_index(exc.message) if rendered.cmx.kind == "index" else None
             if missing is not None:
@@ -338,13 +283,10 @@ def _build(client: Any, rendered: Rendered, request: DockerRun, emit: Emit) -> s
 
 def run_in_docker(plan: Plan, request: DockerRun, settings: Settings, emit: Emit) -> int:
     """Build or reuse the image and run the query in it; the container's exit status."""
-    from cmx.tools import docker as engine
-
     container_spec(plan, request, settings, image="", labels={})  # bad mounts or secrets fail before a long build
-    client, rendered, image_id, labels = prepare(plan, request, settings, emit)
+    engine, rendered, image_id, labels = prepare(plan, request, settings, emit)
     spec = container_spec(plan, request, settings, image=rendered.tag, labels=labels)
     for mount in spec.mounts:
         Path(mount.source).mkdir(parents=True, exist_ok=True)  # the cache and run records may be new
-    emit(f"running `{' '.join(spec.command[:3])}` in {rendered.tag}")
-    return engine.run(client, image_ref=image_id, command=list(spec.command), settings=spec.sdk_settings(),
-                      emit=emit, keep=request.keep)
+    emit(f"running `{' '.join(spec.command[:3])}` in {rendered.tag} ({engine.name})")
+    return engine.run(spec, image_id, emit, keep=request.keep)

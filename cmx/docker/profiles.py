@@ -2,8 +2,9 @@
 
 One profile per device kind (cmx.devices), built from the kind's data: its pinned default base
 image, the way cmx is installed into that base, and the container settings that give the process
-its GPUs. A kind's settings are only its own (a ROCm container never gets an NVIDIA device request,
-a CUDA one never /dev/kfd), since they come from its file alone.
+its GPUs, for either engine (cmx.docker.engines writes them as each engine's flags). A kind's
+settings are only its own (a ROCm container never gets an NVIDIA device request, a CUDA one never
+/dev/kfd), since they come from its file alone.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class DeviceSettings:
     """The device part of a container's settings."""
 
     devices: tuple[str, ...] = ()                       # host:container:rwm
-    device_requests: tuple[DeviceRequest, ...] = ()
+    device_requests: tuple[DeviceRequest, ...] = ()     # Docker's way to the kind's GPUs
+    cdi_devices: tuple[str, ...] = ()                   # podman's: CDI names (nvidia.com/gpu=all, =0 ...)
     group_add: tuple[str, ...] = ()
     security_opt: tuple[str, ...] = ()
     cap_add: tuple[str, ...] = ()
@@ -68,9 +70,11 @@ class ContainerProfile:
 
     def device_settings(self, gpus: tuple[str, ...] | None) -> DeviceSettings:
         """Container settings that expose the devices: all of them, or (`gpus`) the ones named. A kind with a
-        device request chooses GPUs by id in it; one without, by its visibility variable inside."""
+        device request (Docker) and a CDI kind (podman) chooses GPUs by id in them; one without, by its
+        visibility variable inside."""
         c = self.kind.container
         requests: tuple[DeviceRequest, ...] = ()
+        cdi = tuple(f"{c.cdi_kind}={g}" for g in (gpus or ("all",))) if c.cdi_kind else ()
         env: tuple[tuple[str, str], ...] = ()
         if c.request_driver:
             requests = (DeviceRequest(driver=c.request_driver, count=0, device_ids=gpus,
@@ -79,6 +83,6 @@ class ContainerProfile:
         elif gpus and self.kind.visibility.pin:
             env = ((self.kind.visibility.pin, ",".join(gpus)),)
         return DeviceSettings(
-            devices=tuple(f"{n}:{n}:rwm" for n in c.device_nodes), device_requests=requests,
+            devices=tuple(f"{n}:{n}:rwm" for n in c.device_nodes), device_requests=requests, cdi_devices=cdi,
             group_add=device_groups(self.kind) if c.group_nodes else (), security_opt=c.security_opt,
             cap_add=c.cap_add, ipc_mode=c.ipc_mode, shm_size=c.shm_size, ulimits=c.ulimits, environment=env)
