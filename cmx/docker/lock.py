@@ -1,4 +1,5 @@
-"""The image part of a lockfile: pin the image `cmx run --docker` uses (`cmx lock --docker`), and replay in it.
+"""The image part of a lockfile: pin the image `cmx run --docker` (or `--container podman`) uses (`cmx lock
+--docker`), and replay in it, with the engine that locked it unless told another.
 
 Locking renders the plan's image exactly as `run --docker` does and builds it when no image has its tag
 yet (a lock must name an image ID, which exists only once the image is built). Then the image's own cmx
@@ -9,9 +10,11 @@ build context.
 
 Replaying renders the image again with the options the lock recorded and refuses when the Dockerfile
 (naming the first line that differs) or a part of the build context changed, or when no image with the
-locked ID is on this machine. Docker builds are not bit-for-bit reproducible (file times, package
-mirrors), so building again would give another ID: the image is moved, not rebuilt (`docker save` on the
-machine that locked, `docker load` here). Then the container runs `cmx run --locked` on the same lock,
+locked ID is in the engine on this machine. Image builds are not bit-for-bit reproducible (file times,
+package mirrors), so building again would give another ID: the image is moved, not rebuilt (`cmx lock
+--save-image` on the machine that locked, `cmx run --locked --load-image` here). An image's ID is its
+config's digest, the same in Docker and podman, so a lock made with one replays in the other once its archive
+is loaded there. Then the container runs `cmx run --locked` on the same lock,
 which checks the steps, cache keys, cached files and packages inside the image.
 """
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cmx.docker import DockerError
+from cmx.docker.engines import engine_kind
 from cmx.docker.launch import DockerRun, Emit, container_spec, prepare
 from cmx.docker.render import BuildOptions, Rendered, host_user, render
 from cmx.docker.request import DockerQuery, docker_run
@@ -53,15 +57,15 @@ def context_parts(rendered: Rendered) -> dict[str, str]:
     return {part: digest.hexdigest() for part, digest in sorted(parts.items())}
 
 
-def lock_image(host_lock: Lock, plan: Plan, request: DockerRun, settings: Settings, emit: Emit) -> Lock:
+def lock_image(host_lock: Lock, plan: Plan, request: DockerRun, settings: Settings, emit: Emit,
+               save_image: Path | None = None) -> Lock:
     """The lock of the plan as `cmx lock` writes it inside the image `run --docker` would use (built first when
     missing), with that image pinned. Its steps, keys and packages are the image's: a step whose key takes a
     machine fingerprint (detect-system) keys differently there, and the packages are those the run uses.
-    `host_lock` gives the recipe sources' commits, which the image's copies of them do not have."""
-    from cmx.tools import docker as engine
-
-    client, rendered, image_id, labels = prepare(plan, request, settings, emit)
-    base = engine.image(client, rendered.base_image)
+    `host_lock` gives the recipe sources' commits, which the image's copies of them do not have. With `save_image`,
+    the image is saved there too, for `cmx run --locked LOCK --load-image FILE` elsewhere."""
+    engine, rendered, image_id, labels = prepare(plan, request, settings, emit)
+    base = engine.image(rendered.base_image)
     assert base is not None  # prepare required it
     folder = Path(tempfile.mkdtemp(prefix="cmx-lock-"))
     try:
@@ -70,8 +74,7 @@ def lock_image(host_lock: Lock, plan: Plan, request: DockerRun, settings: Settin
         for mount in spec.mounts:
             Path(mount.source).mkdir(parents=True, exist_ok=True)
         lines: list[str] = []
-        code = engine.run(client, image_ref=image_id, command=list(spec.command), settings=spec.sdk_settings(),
-                          emit=lines.append)
+        code = engine.run(spec, image_id, lines.append)
         if code != 0:
             raise DockerError(f"`cmx lock` in {rendered.tag} exited with status {code}:\n"
                               + "\n".join(f"  | {line}" for line in lines[-15:]),
@@ -85,7 +88,12 @@ def lock_image(host_lock: Lock, plan: Plan, request: DockerRun, settings: Settin
                         context=context_parts(rendered),
                         ca_bundle=str(request.build.ca_bundle) if request.build.ca_bundle else None,
                         wheelhouse=str(request.build.wheelhouse) if request.build.wheelhouse else None,
-                        cmx_wheel=str(request.build.cmx_wheel) if request.build.cmx_wheel else None)
+                        cmx_wheel=str(request.build.cmx_wheel) if request.build.cmx_wheel else None,
+                        engine=engine.name)
+    if save_image is not None:
+        emit(f"saving {rendered.tag} ({image_id[:19]}) to {save_image}")
+        save_image.parent.mkdir(parents=True, exist_ok=True)
+        engine.save(rendered.tag, save_image)
     return in_image(found, host_lock, image)
 
 
@@ -108,7 +116,7 @@ def check_rendering(image: LockedImage, rendered: Rendered, query: str) -> None:
                            f"{first_line_difference(image.dockerfile, rendered.dockerfile)}",
                            hint="a recipe's docker: additions, the base image, where cmx comes from or cmx's "
                                 "template changed, or another user (the image holds the host's UID) replays it; "
-                                f"restore it, or lock again: {_relock(query)}")
+                                f"restore it, or lock again: {_relock(query, image.engine)}")
     now = context_parts(rendered)
     for part in sorted(set(now) | set(image.context)):
         if now.get(part) != image.context.get(part):
@@ -117,7 +125,7 @@ def check_rendering(image: LockedImage, rendered: Rendered, query: str) -> None:
                                + ("is new" if part not in image.context else "is gone" if part not in now
                                   else "holds other files"),
                                hint=f"the image rendered now would be {rendered.tag}, the lock's is {image.tag}; "
-                                    f"restore what changed, or lock again: {_relock(query)}")
+                                    f"restore what changed, or lock again: {_relock(query, image.engine)}")
 
 
 def first_line_difference(locked: str, now: str) -> str:
@@ -145,6 +153,8 @@ class Replay:
 
     path: Path
     inputs: Mapping[str, Any] = field(default_factory=dict)
+    container: str | None = None        # the engine to replay with (None: the one that locked)
+    load_image: Path | None = None      # an archive (`cmx lock --save-image`) to load into it first
     gpus: tuple[str, ...] | None = None
     keep: bool = False
     jobs: int | None = None
@@ -152,11 +162,15 @@ class Replay:
     argv: Sequence[str] | None = None
 
 
-def lock_query(asked: DockerQuery, runtime: Runtime, emit: Emit) -> Lock:
+def lock_query(asked: DockerQuery, runtime: Runtime, emit: Emit, save_image: Path | None = None) -> Lock:
     """`cmx lock --docker`: the plan's lock, in the image `run --docker` would use (built first when no image has
-    its tag: `emit` gets the build's output), with the packages inside it."""
+    its tag: `emit` gets the build's output), with the packages inside it; with `save_image`, the image saved
+    there."""
     p = resolved(asked.query, asked.inputs, asked.context, runtime)
-    return lock_image(lock_plan(p, runtime.settings), p, docker_run(p, asked), runtime.settings, emit)
+    request = docker_run(p, asked)
+    if request.engine_note:
+        emit(request.engine_note)
+    return lock_image(lock_plan(p, runtime.settings), p, request, runtime.settings, emit, save_image)
 
 
 def replay(asked: Replay, settings: Settings, emit: Emit) -> int:
@@ -174,29 +188,34 @@ def replay(asked: Replay, settings: Settings, emit: Emit) -> int:
     p = resolved(lock.query, {**lock.inputs, **given}, dict(lock.context), Runtime(settings))
     check_recipes(lock, p)
     host_command = tuple(redact_argv(list(asked.argv), p)) if asked.argv else ()
-    request = DockerRun(query=lock.query, inputs=given, context={}, build=locked_build(lock.docker), gpus=asked.gpus,
-                        keep=asked.keep, jobs=asked.jobs, install_missing=asked.install_missing,
+    engine = engine_kind(asked.container or lock.docker.engine).name
+    request = DockerRun(query=lock.query, inputs=given, context={}, build=locked_build(lock.docker), engine=engine,
+                        gpus=asked.gpus, keep=asked.keep, jobs=asked.jobs, install_missing=asked.install_missing,
                         host_command=host_command)
-    return replay_in_image(lock, Path(asked.path), p, request, settings, emit)
+    return replay_in_image(lock, Path(asked.path), p, request, settings, emit, load_image=asked.load_image)
 
 
 def replay_in_image(lock: Lock, lock_path: Path, plan: Plan, request: DockerRun, settings: Settings,
-                    emit: Emit) -> int:
+                    emit: Emit, load_image: Path | None = None) -> int:
     """Start the locked image (by ID) and replay the lock in it; the container's exit status. The host has checked
-    the plan's steps; here: the rendering, and that the image is on this machine."""
-    from cmx.tools import docker as engine
-
+    the plan's steps; here: the rendering, and that the image is on this machine (after loading `load_image`, an
+    archive of it, into the engine)."""
     image = lock.docker
     assert image is not None
     rendered = render(plan, request.build, settings)
     check_rendering(image, rendered, lock.query)
-    client = engine.connect()
-    if engine.image(client, image.image_id) is None:
-        raise LockMismatch(f"the locked image {image.image_id} ({image.tag}) is not on this machine",
-                           hint=f"bring it from the machine that locked (`docker save {image.tag} | gzip > "
-                                "image.tar.gz` there, `docker load -i image.tar.gz` here): a new build would have "
-                                f"another ID. Or lock again here: {_relock(lock.query)}")
-    labels = {"image": image.tag, "image_id": image.image_id, "base_image": image.base_image,
+    engine = engine_kind(request.engine).connect()
+    if load_image is not None:
+        emit(f"loading {load_image} into {engine.name}")
+        engine.load(load_image)
+    if engine.image(image.image_id) is None:
+        raise LockMismatch(f"the locked image {image.image_id} ({image.tag}) is not in {engine.name} on this machine"
+                           + (f", and {load_image} did not hold it" if load_image else ""),
+                           hint="bring it from the machine that locked (`cmx lock ... --save-image image.tar` there, "
+                                "`cmx run --locked LOCK --load-image image.tar` here; `docker save` and `podman save "
+                                "--format docker-archive` archives load alike): a new build would have another ID. "
+                                f"Or lock again here: {_relock(lock.query, request.engine)}")
+    labels = {"engine": engine.name, "image": image.tag, "image_id": image.image_id, "base_image": image.base_image,
               "base_digest": image.base_digest, "host_command": shlex.join(request.host_command),
               "cmx_source": rendered.cmx.describe()}  # the rendering matched the lock's: so does its cmx
     request = replace(request, locked=Path(os.path.abspath(lock_path)))
@@ -204,13 +223,13 @@ def replay_in_image(lock: Lock, lock_path: Path, plan: Plan, request: DockerRun,
     for mount in spec.mounts:
         if not Path(mount.source).exists():
             Path(mount.source).mkdir(parents=True)  # the cache and run records may be new
-    emit(f"replaying {lock_path} in {image.tag} ({image.image_id[:19]})")
-    return engine.run(client, image_ref=image.image_id, command=list(spec.command), settings=spec.sdk_settings(),
-                      emit=emit, keep=request.keep)
+    emit(f"replaying {lock_path} in {image.tag} ({image.image_id[:19]}, {engine.name})")
+    return engine.run(spec, image.image_id, emit, keep=request.keep)
 
 
-def _relock(query: str) -> str:
-    return f"`cmx lock {shlex.quote(query)} --docker -o FILE` (with the docker options it was locked with)"
+def _relock(query: str, engine: str = "docker") -> str:
+    flag = "--docker" if engine == "docker" else f"--container {engine}"
+    return f"`cmx lock {shlex.quote(query)} {flag} -o FILE` (with the container options it was locked with)"
 
 
 def moved_paths(lock: Lock, root_inputs: Mapping[str, object], given: Mapping[str, str]) -> dict[str, str]:

@@ -88,10 +88,10 @@ class LockedSource:
 
 @dataclass(frozen=True)
 class LockedImage:
-    """The container image a `cmx lock --docker` lock runs in, and what it was built from."""
+    """The container image a `cmx lock --docker` (`--container podman`) lock runs in, and what it was built from."""
 
     tag: str                         # the tag cmx gave it (a hash of the Dockerfile and build context)
-    image_id: str                    # sha256:... content digest, as `docker image inspect` reports it
+    image_id: str                    # sha256:... content digest (its config's: the same in Docker and podman)
     profile: str                     # the container profile (cpu, cuda, rocm)
     base_image: str                  # the FROM image, as named
     base_image_id: str               # its ID on the machine that locked
@@ -102,6 +102,7 @@ class LockedImage:
     ca_bundle: str | None = None     # the build options the image was rendered with (paths on the locking host)
     wheelhouse: str | None = None
     cmx_wheel: str | None = None     # --cmx-wheel: the cmx wheel the image installed
+    engine: str = "docker"           # the engine that locked it, and replays it unless told another
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,8 @@ class Lock:
                 "# any difference in recipes, packages or artefacts refuses the run.\n")
         if self.docker is not None:
             head += ("# It replays in the container image under `docker:` (its packages are the image's), which must\n"
-                     "# be on the machine: `docker save` it where it was locked, `docker load` it there.\n")
+                     "# be on the machine: `cmx lock --save-image FILE` saves it where it was locked, and\n"
+                     "# `cmx run --locked LOCK --load-image FILE` loads it there (either engine's archive).\n")
         return head + yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=120)
 
     def write(self, path: Path) -> Path:
