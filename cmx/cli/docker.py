@@ -1,4 +1,5 @@
-"""`cmx docker QUERY`: the Dockerfile, build context and container settings `cmx run --docker` would use."""
+"""`cmx docker QUERY`: the Dockerfile, build context, container settings and run command `cmx run --docker` (or
+`--container podman`) would use."""
 
 from __future__ import annotations
 
@@ -7,25 +8,34 @@ from typing import Any
 import click
 
 from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
-from cmx.cli.docker_options import docker_options, docker_options_of
+from cmx.cli.docker_options import container_option, docker_options, docker_options_of
 
 
-@click.command("docker", help="""Show what `cmx run QUERY --docker` would build and run, without Docker.
+@click.command("docker", help="""Show what `cmx run QUERY --docker` (or `--container podman`) would build
+and run, without building or running anything.
 
 --dockerfile-only prints the rendered Dockerfile, then the build context (one
 `size  name` line per file) and the image tag, a hash of both: the same plan
-renders the same file and reuses the same image. --print-run prints the
-container settings as JSON (image, command, user, environment with secrets
-hidden, mounts, devices, device requests, groups, shm size, ipc, ulimits).
+renders the same file and reuses the same image, in either engine. --print-run
+prints as JSON the engine, `run`: the exact command line that engine runs (for
+Docker, the `docker run` that does what cmx asks its API for; secrets are named
+by `--env NAME` and reach the engine through its environment, listed under
+`from_environment`), `notes` on what the engine changes here (rootless podman),
+and the container settings (image, command, user, environment with secrets
+hidden, mounts, devices, device requests, CDI devices, groups, shm size, ipc,
+ulimits). The engine: --container's, else CMX_CONTAINER's or the cmx home's
+settings.yaml `container:`, else Docker where it is reachable, else podman.
 
 \b
     cmx docker "app mlperf inference llama2 _rocm" --dockerfile-only
     cmx docker "app mlperf inference llama2 _cuda" --print-run --gpus 0,1
+    cmx docker "app mlperf inference llama2 _cuda" --print-run --container podman
 """)
 @query_arg
 @query_options(input_help="As for cmx run.", context_help="As for cmx run.")
 @click.option("--dockerfile-only", is_flag=True, help="Print the Dockerfile and the build context listing.")
-@click.option("--print-run", is_flag=True, help="Print the container settings as JSON.")
+@click.option("--print-run", is_flag=True, help="Print the engine's run command and the container settings as JSON.")
+@container_option
 @docker_options
 @registry_option
 @click.pass_context
@@ -45,5 +55,4 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
         for line in rendered.listing():
             click.echo(f"# {line}")
         return
-    echo_json(api.docker_container(q.query, inputs=q.inputs, context=q.context, options=options_,
-                                    settings=settings).to_json())
+    echo_json(api.docker_print_run(q.query, inputs=q.inputs, context=q.context, options=options_, settings=settings))

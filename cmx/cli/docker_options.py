@@ -1,4 +1,5 @@
-"""The options `cmx run --docker` and `cmx docker` share, as click options and as the API's DockerOptions."""
+"""The options `cmx run --docker` (`--container ENGINE`) and `cmx docker` share, as click options and as the API's
+DockerOptions."""
 
 from __future__ import annotations
 
@@ -10,6 +11,26 @@ import click
 
 if TYPE_CHECKING:
     from cmx.api import DockerOptions
+
+
+ENGINES = ("docker", "podman", "auto")
+
+
+def container_option(fn: Callable) -> Callable:
+    """`--container ENGINE`: run in a container of that engine; alone (or `auto`), the engine CMX_CONTAINER or the
+    home's settings.yaml names, else Docker where it is reachable, else podman."""
+    return click.option("--container", "container", type=click.Choice(ENGINES), is_flag=False, flag_value="auto",
+                        default=None, metavar="[docker|podman]",
+                        help="Run in a container of this engine (podman: rootful or rootless, no daemon). Alone: "
+                             "CMX_CONTAINER's, the cmx home's settings.yaml `container:`, else Docker if it is "
+                             "reachable, else podman. --docker is --container docker.")(fn)
+
+
+def container_of(in_docker: bool, container: str | None) -> str | None:
+    """The engine asked for (None: no container; "auto": cmx chooses), from --docker and --container."""
+    if in_docker and container not in (None, "docker"):
+        raise click.UsageError(f"--docker is --container docker: it does not go with --container {container}")
+    return "docker" if in_docker else container
 
 
 def docker_options(fn: Callable) -> Callable:
@@ -35,18 +56,19 @@ def docker_options(fn: Callable) -> Callable:
 
 
 def refuse_without_docker(*given: object) -> None:
-    """The build and container options (--rebuild, --keep and docker_options' own) given without --docker."""
+    """The build and container options (--rebuild, --keep and docker_options' own) given without a container."""
     if any(given):
         raise click.UsageError("--rebuild, --keep, --base-image, --gpus, --ca-bundle, --wheelhouse and --cmx-wheel "
-                               "go with --docker")
+                               "go with --docker or --container")
 
 
 def docker_options_of(*, base_image: str | None, gpus: str | None, ca_bundle: Path | None,
                       wheelhouse: Path | None, cmx_wheel: Path | None = None, rebuild: bool = False,
-                      keep: bool = False) -> DockerOptions:
-    """The options as the API takes them (`--gpus 0,1` as ids)."""
+                      keep: bool = False, container: str | None = None) -> DockerOptions:
+    """The options as the API takes them (`--gpus 0,1` as ids; `--container auto` as no engine named)."""
     from cmx.api import DockerOptions  # here: the Docker layer loads only for the verbs that use it
 
     ids = tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else None
-    return DockerOptions(base_image=base_image, gpus=ids, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
-                         cmx_wheel=cmx_wheel, rebuild=rebuild, keep=keep)
+    return DockerOptions(container=None if container in (None, "auto") else container, base_image=base_image,
+                         gpus=ids, ca_bundle=ca_bundle, wheelhouse=wheelhouse, cmx_wheel=cmx_wheel, rebuild=rebuild,
+                         keep=keep)

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from cmx.cli.common import app, echo_json, parse_query, query_options, registry_option
-from cmx.cli.docker_options import docker_options, docker_options_of, refuse_without_docker
+from cmx.cli.docker_options import (
+    container_of,
+    container_option,
+    docker_options,
+    docker_options_of,
+    refuse_without_docker,
+)
 from cmx.cli.run_output import done_lines, result_json
 from cmx.cli.slurm_options import (
     any_slurm_option,
@@ -36,12 +42,17 @@ just that step.
     cmx run "app mlperf inference llama2 _cpu _tiny _short" --jobs 2
     cmx run "app mlperf inference llama2 _rocm" --dry-run
     cmx run "app mlperf inference llama2 _cpu _tiny _short" --docker
+    cmx run "app mlperf inference llama2 _cpu _tiny _short" --container podman
 
 With --docker the plan is resolved here, an image is rendered from it (the device
 profile's base image, every step's docker: additions, this cmx built as a wheel),
 built unless an identical one exists, and the same query runs inside it with the
 cache, run records and every path of the plan mounted at their own paths, as the
-host user. `cmx docker QUERY` shows the Dockerfile and the container settings.
+host user. --container podman does the same with podman, rootful or (as a user
+other than root) rootless, with no daemon; --container alone takes CMX_CONTAINER's
+engine, or `container:` in the cmx home's settings.yaml, else Docker where it is
+reachable, else podman (and says so). `cmx docker QUERY` shows the Dockerfile and
+the container settings, `--print-run` the exact command.
 
 With --slurm the run is submitted as a Slurm batch job (sbatch) and cmx returns at
 once with its id; the job runs this same command line (less --slurm and its
@@ -65,8 +76,10 @@ the cache holds. The first difference refuses the run and says what changed. Onl
 given; after the run, a step that built other files than the lock records fails it.
 A lock made with `cmx lock --docker` replays in its image: the Dockerfile and build
 context rendered now must be the locked ones and the image with the locked ID must be
-on this machine; the container then runs `cmx run --locked` on the same lock, which
-checks the steps and the image's packages inside (--gpus and --keep apply).
+in the engine that locked it (--container names another); --load-image FILE loads
+it first from an archive `cmx lock --save-image FILE` wrote. The container then runs
+`cmx run --locked` on the same lock, which checks the steps and the image's packages
+inside (--gpus and --keep apply).
 
 \b
     cmx lock "app mlperf inference llama2 _cpu _tiny _short" -o cmx.lock
@@ -85,24 +98,31 @@ checks the steps and the image's packages inside (--gpus and --keep apply).
                    "command to run; also CMX_INSTALL_MISSING=1. Never drivers.")
 @click.option("--progress", type=click.Choice(["auto", "live", "plain", "none"]), default="auto",
               show_default=True, help="Live display on a terminal, plain lines otherwise.")
-@click.option("--docker", "in_docker", is_flag=True, help="Run the query in a container built from the plan.")
-@click.option("--rebuild", is_flag=True, help="With --docker: build the image even if an identical one exists.")
-@click.option("--keep", is_flag=True, help="With --docker: keep the container and the build context.")
+@click.option("--docker", "in_docker", is_flag=True, help="Run the query in a Docker container built from the plan.")
+@container_option
+@click.option("--rebuild", is_flag=True, help="In a container: build the image even if an identical one exists.")
+@click.option("--keep", is_flag=True, help="In a container: keep the container and the build context.")
+@click.option("--load-image", type=click.Path(path_type=Path, dir_okay=False, exists=True), metavar="FILE",
+              help="With --locked: load the lock's image from this archive (`cmx lock --save-image`) first.")
 @docker_options
 @slurm_options
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inputs: tuple[str, ...],
             inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool,
-            install_missing: bool | None, progress: str, in_docker: bool, rebuild: bool, keep: bool, in_slurm: bool,
+            install_missing: bool | None, progress: str, in_docker: bool, container: str | None, rebuild: bool,
+            keep: bool, load_image: Path | None, in_slurm: bool,
             **options: Any) -> None:  # click's values, of the types the option decorators give
     if bool(query) == bool(locked):
         raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
                                "missing QUERY (or --locked FILE)")
+    engine = container_of(in_docker, container)
     if locked and (contexts or dry_run or in_slurm or in_docker):
         raise click.UsageError("--locked replays the lock's query and context where the lock says (natively, or "
                                "in its image for a lock made with `cmx lock --docker`): it goes with neither "
                                "--context, --dry-run, --slurm nor --docker")
+    if load_image and not locked:
+        raise click.UsageError("--load-image goes with --locked: it loads the lock's image")
     q = parse_query(query, inputs, contexts, inputs_file)
     text, given, context = q.query, q.inputs, q.context
     slurm = {k: options.pop(k) for k in ("partition", "account", "time_limit", "gpus_per_node", "nodes",
@@ -119,12 +139,14 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                 raise click.UsageError("--json does not go with a lock made with --docker: the replay in the "
                                        "container prints its progress")
             _replay_in_docker(ctx, locked, given, jobs=jobs, install_missing=bool(install_missing), keep=keep,
-                              gpus=docker["gpus"])
+                              gpus=docker["gpus"], container=None if engine == "auto" else engine,
+                              load_image=load_image)
             return
-        if keep or docker["gpus"]:
-            raise click.UsageError("--keep and --gpus go with a lock made with `cmx lock --docker`")
+        if keep or docker["gpus"] or engine or load_image:
+            raise click.UsageError("--keep, --gpus, --container and --load-image go with a lock made with "
+                                   "`cmx lock --docker` or `--container`")
     if in_slurm:
-        if dry_run or in_docker or rebuild or keep or any(docker.values()):
+        if dry_run or engine or rebuild or keep or any(docker.values()):
             raise click.UsageError("--slurm goes with neither --dry-run nor --docker and its options: the job "
                                    "runs the query natively on a node")
         _submit_to_slurm(ctx, text, given, context, as_json, slurm)
@@ -137,12 +159,12 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
 
         print_plan(text, given, context, as_json, False, ctx)
         return
-    if in_docker:
+    if engine:
         if as_json:
-            raise click.UsageError("--json does not go with --docker: the run inside prints its progress; read "
-                                   "its run.json (the path is printed at the end)")
+            raise click.UsageError("--json does not go with --docker or --container: the run inside prints its "
+                                   "progress; read its run.json (the path is printed at the end)")
         _run_in_docker(ctx, text, given, context, jobs=jobs, rebuild=rebuild, keep=keep,
-                       install_missing=bool(install_missing), **docker)
+                       install_missing=bool(install_missing), container=engine, **docker)
         return
     refuse_without_docker(rebuild, keep, *docker.values())
     from cmx import api
@@ -211,12 +233,13 @@ def _run_in_docker(ctx: click.Context, text: str, given: dict, context: dict, *,
 
 
 def _replay_in_docker(ctx: click.Context, locked: Path, given: dict, *, jobs: int | None, install_missing: bool,
-                      keep: bool, gpus: str | None) -> None:
+                      keep: bool, gpus: str | None, container: str | None, load_image: Path | None) -> None:
     from cmx import api
 
     ids = tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else None
     code = api.replay_docker(locked, inputs=given, gpus=ids, keep=keep, jobs=jobs, install_missing=install_missing,
-                             argv=["cmx", *sys.argv[1:]], settings=app(ctx).settings(), emit=click.echo)
+                             container=container, load_image=load_image, argv=["cmx", *sys.argv[1:]],
+                             settings=app(ctx).settings(), emit=click.echo)
     if code != 0:
         click.echo(f"error: the locked run in the container exited with status {code} (its error is above)",
                    err=True)

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cmx.cli.common import app, echo_json, join_query, parse_query, query_arg, query_options, registry_option
-from cmx.cli.docker_options import docker_options, docker_options_of, refuse_without_docker
+from cmx.cli.docker_options import (
+    container_of,
+    container_option,
+    docker_options,
+    docker_options_of,
+    refuse_without_docker,
+)
 
 if TYPE_CHECKING:
     from cmx.api import Confirm, TuneAnswer
@@ -33,9 +39,10 @@ run and the probes (cmx_tune.json) into the app's results_dir, which
 its device (_cpu, _cuda, _rocm). Probes are not submission runs: only the confirm
 run reads a user.conf, exactly as `cmx run` would.
 
-With --docker the tune runs in the image `cmx run QUERY --docker` builds (the same
-plan, the same options), with the cache, run records and the --out file at their
-host paths; what the tune would refuse is refused before the build.
+With --docker (or --container podman) the tune runs in the image `cmx run QUERY
+--docker` builds (the same plan, the same options), with the cache, run records and
+the --out file at their host paths; what the tune would refuse is refused before
+the build.
 
 \b
     cmx tune "app mlperf inference llama2 _cpu _tiny _short" --scenario Server
@@ -69,14 +76,16 @@ host paths; what the tune would refuse is refused before the build.
               help="Live display on a terminal, plain lines otherwise.")
 @click.option("--json", "as_json", is_flag=True, help="Print the probes, the confirm runs and the answer as JSON.")
 @click.option("--docker", "in_docker", is_flag=True, help="Tune in the container `cmx run --docker` would use.")
-@click.option("--rebuild", is_flag=True, help="With --docker: build the image even if an identical one exists.")
-@click.option("--keep", is_flag=True, help="With --docker: keep the container and the build context.")
+@container_option
+@click.option("--rebuild", is_flag=True, help="In a container: build the image even if an identical one exists.")
+@click.option("--keep", is_flag=True, help="In a container: keep the container and the build context.")
 @docker_options
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
             inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
-            no_confirm: bool, in_docker: bool, rebuild: bool, keep: bool, base_image: str | None, gpus: str | None,
+            no_confirm: bool, in_docker: bool, container: str | None, rebuild: bool, keep: bool,
+            base_image: str | None, gpus: str | None,
             ca_bundle: Path | None, wheelhouse: Path | None, cmx_wheel: Path | None, **search: Any) -> None:
     """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
     probe_seconds, confirm_tries)."""
@@ -85,12 +94,13 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
 
     text = join_query(query)
     state = app(ctx)
+    engine = container_of(in_docker, container)
     docker = docker_options_of(base_image=base_image, gpus=gpus, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
-                               cmx_wheel=cmx_wheel, rebuild=rebuild, keep=keep)
-    if in_docker:
+                               cmx_wheel=cmx_wheel, rebuild=rebuild, keep=keep, container=engine)
+    if engine:
         if as_json:
-            raise click.UsageError("--json does not go with --docker: the tune inside prints its table; read its "
-                                   "run.json (the path is printed at the end)")
+            raise click.UsageError("--json does not go with --docker or --container: the tune inside prints its "
+                                   "table; read its run.json (the path is printed at the end)")
         q = parse_query(query, inputs, contexts, inputs_file)
         code = api.tune_docker(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,
                                options=docker, confirm=not no_confirm, **search, jobs=jobs,
