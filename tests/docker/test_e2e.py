@@ -193,8 +193,8 @@ def test_a_docker_lock_pins_the_image_replays_in_it_and_refuses_another_image_id
     edited.write_text(yaml.safe_dump(lock))
     proc = builtin.cmx("run", "--locked", str(edited), timeout=300)
     assert proc.returncode == 1
-    assert f"the locked image sha256:{'0' * 64} ({image['tag']}) is not on this machine" in proc.stderr
-    assert "docker load" in proc.stderr
+    assert f"the locked image sha256:{'0' * 64} ({image['tag']}) is not in docker on this machine" in proc.stderr
+    assert "--load-image image.tar" in proc.stderr
 
     query = "detect system"
     assert builtin.cmx("run", query, *docker_args(), timeout=900).returncode == 0

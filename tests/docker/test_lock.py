@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from cmx import api
+from cmx.docker.engines.docker import sdk_settings
 from cmx.docker.launch import DockerRun, container_spec
 from cmx.docker.lock import (
     check_rendering,
@@ -165,7 +166,7 @@ def test_the_container_replays_the_lock_mounted_at_its_own_path(lab: Home, tmp_p
                             "--progress", "plain")
     assert str(lock_path) in {m.source for m in spec.mounts}
     # the host's name: detect-system's key (a machine fingerprint) is the same in the container that locked
-    assert spec.hostname == os.uname().nodename == spec.sdk_settings()["hostname"]
+    assert spec.hostname == os.uname().nodename == sdk_settings(spec)["hostname"]
     out = lock_path.parent / "out"
     out.mkdir()
     writing = container_spec(plan, replace(request, locked=None, lock_to=out / "cmx.lock"),
@@ -198,15 +199,15 @@ def test_a_replay_refuses_when_the_locked_image_is_not_on_this_machine(lab: Home
     pytest.importorskip("docker")
     from cmx.tools import docker as engine
 
-    monkeypatch.setattr(engine, "connect", lambda: _EngineWithout())
+    monkeypatch.setattr(engine, "connect", lambda **_: _EngineWithout())
     image = locked_image(rendered(lab))
     lock = docker_lock(lab, image)
     plan = api.plan("app", settings=lab.settings).plan
     request = DockerRun(query="app", inputs={}, context={}, build=locked_build(image))
     with pytest.raises(LockMismatch) as err:
         replay_in_image(lock, tmp_path / "cmx.lock", plan, request, lab.settings, emit=print)
-    assert f"the locked image {IMAGE_ID} ({image.tag}) is not on this machine" in str(err.value)
-    assert f"docker save {image.tag}" in err.value.hint and "docker load" in err.value.hint
+    assert f"the locked image {IMAGE_ID} ({image.tag}) is not in docker on this machine" in str(err.value)
+    assert "--save-image image.tar" in err.value.hint and "--load-image image.tar" in err.value.hint
 
 
 def test_the_cli_refuses_what_a_docker_lock_cannot_take(lab: Home, tmp_path: Path):
@@ -217,7 +218,8 @@ def test_the_cli_refuses_what_a_docker_lock_cannot_take(lab: Home, tmp_path: Pat
     assert proc.returncode == 2 and "a lock made with --docker holds its image" in proc.stderr
     native = api.lock("app", settings=lab.settings).write(tmp_path / "native.lock")
     proc = lab.cmx("run", "--locked", str(native), "--gpus", "0")
-    assert proc.returncode == 2 and "--keep and --gpus go with a lock made with `cmx lock --docker`" in proc.stderr
+    assert proc.returncode == 2 and "--keep, --gpus, --container and --load-image go with a lock made with `cmx lock " \
+                                    "--docker`" in proc.stderr
     proc = lab.cmx("lock", "app", "--docker", "--gpus", "0")
     assert proc.returncode == 2 and "--gpus is not part of the image" in proc.stderr
     proc = lab.cmx("lock", "app", "--base-image", "other:1")
