@@ -85,7 +85,7 @@ from cmx.mlperf.backends.base import (
 from cmx.mlperf.backends.batching import QueueSink, audio_warmup_requests, longest_first, warmup_requests
 from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
 from cmx.mlperf.backends.endpoint_workers import WorkerPool, WorkerSetup
-from cmx.mlperf.backends.loop_thread import LoopThread
+from cmx.mlperf.backends.loop_thread import LoopThread, event_loop_factory
 from cmx.mlperf.backends.openai_api import TextTokens, http_error, malformed, server_root, unreachable_error
 from cmx.mlperf.backends.routes import (
     CHAT,
@@ -153,7 +153,8 @@ class EndpointBackend(BackendDefaults):
         if self._loop is not None:
             raise BackendError("the endpoint backend is already started")
         began = time.monotonic()
-        loop = self._loop = LoopThread("cmx-endpoint-loop", self.log, close_timeout_s=CLOSE_TIMEOUT_S)
+        loop = self._loop = LoopThread("cmx-endpoint-loop", self.log, close_timeout_s=CLOSE_TIMEOUT_S,
+                                       loop_factory=event_loop_factory(self.config.event_loop))
         loop.start()
         loop.on_close(self._client.close)
         try:

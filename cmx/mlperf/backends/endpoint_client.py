@@ -50,6 +50,7 @@ from cmx.mlperf.backends.base import (
     Video,
 )
 from cmx.mlperf.backends.http1 import Http1Client, Reply
+from cmx.mlperf.backends.loop_thread import event_loop_factory
 from cmx.mlperf.backends.openai_api import (
     SseBuffer,
     TextTokens,
@@ -118,6 +119,8 @@ class EndpointConfig:
     video: a text-to-video run's settings (the benchmark's, in the run's shape), sent with every prompt; None for a
         run whose answers are tokens. videos: the folder each video is written to (the run's <output>/videos).
     video_route: the video server's route, a name in routes.VIDEO_ROUTES ("vllm-omni" or "trtllm-serve").
+    event_loop: the loop the HTTP runs on, in this process and in each worker: "auto" (uvloop's on Linux where it is
+        installed, else asyncio's), "uvloop" or "asyncio" (loop_thread.event_loop_factory).
     """
 
     url: str
@@ -135,6 +138,7 @@ class EndpointConfig:
     video: VideoSettings | None = None
     videos: Path | None = None
     video_route: str = DEFAULT_VIDEO_ROUTE
+    event_loop: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -155,6 +159,7 @@ class EndpointConfig:
                                hint="give EndpointConfig(tokenizer=MODEL_DIR)")
         if self.video_route not in VIDEO_ROUTES:
             raise BackendError(f"unknown video route {self.video_route!r}", hint=" or ".join(VIDEO_ROUTES))
+        event_loop_factory(self.event_loop)  # refuses an unknown kind, and uvloop asked for where it is missing
         if self.video is not None and self.videos is None:
             raise BackendError("a text-to-video run needs the folder its videos are written to",
                                hint="give EndpointConfig(videos=OUTPUT/videos)")

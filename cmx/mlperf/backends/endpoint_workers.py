@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmx.mlperf.backends import loop_thread
 from cmx.mlperf.backends.base import BackendDead, BackendError, GenRequest, GenResult, StreamSink, request_name
 from cmx.mlperf.backends.batching import longest_first, token_list
 from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig, batch_failure
@@ -390,7 +391,7 @@ def worker_main(fd: int) -> None:
     setup: WorkerSetup = pickle.loads(conn.recv_bytes())
     key = conn.recv_bytes().decode()
     conn.close()
-    asyncio.run(_Worker(setup, key).serve(socket.socket(fileno=fd)))
+    loop_thread.run(_Worker(setup, key).serve(socket.socket(fileno=fd)), setup.config.event_loop)
 
 
 class _FirstToken:

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import pytest
 
+from cmx.mlperf.backends import loop_thread
 from cmx.mlperf.backends.base import BackendError, GenRequest, GenResult
 from cmx.mlperf.backends.endpoint_client import EndpointClient, EndpointConfig
 from cmx.mlperf.backends.http1 import Http1Client
@@ -184,6 +185,8 @@ ANSWERS: dict[int, Answer] = {
 
 
 def run(client: EndpointClient, work: Callable[[], Awaitable[T]]) -> T:
+    """`work` with the client open, on a loop of the client's config's kind (uvloop's on Linux, by default)."""
+
     async def main() -> T:
         await client.open()
         client.model = "own"
@@ -191,7 +194,7 @@ def run(client: EndpointClient, work: Callable[[], Awaitable[T]]) -> T:
             return await work()
         finally:
             await client.close()
-    return asyncio.run(main())
+    return loop_thread.run(main(), client.config.event_loop)
 
 
 @dataclass(frozen=True)
@@ -215,8 +218,9 @@ class Firsts:
         pass
 
 
-def outcome(url: str, route: Route, n: int, *, lean: bool, timeout_s: float = 600.0) -> Outcome:
-    client = EndpointClient(EndpointConfig(url, request_timeout_s=timeout_s), logging.getLogger("test"))
+def outcome(url: str, route: Route, n: int, *, lean: bool, timeout_s: float = 600.0, loop: str = "auto") -> Outcome:
+    config = EndpointConfig(url, request_timeout_s=timeout_s, event_loop=loop)
+    client = EndpointClient(config, logging.getLogger("test"))
     sink = Firsts()
 
     async def post() -> Outcome:
@@ -243,14 +247,18 @@ def test_the_lean_path_answers_and_fails_as_the_aiohttp_path_does(route: Route, 
         assert lean.error is not None
 
 
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 @pytest.mark.parametrize("route", [STREAMED, COMPLETIONS], ids=["streamed", "completions"])
-def test_a_request_past_its_timeout_and_a_server_that_is_gone_fail_as_on_the_aiohttp_path(route: Route):
+def test_a_request_past_its_timeout_and_a_server_that_is_gone_fail_as_on_the_aiohttp_path(route: Route, loop: str):
     with RawServer() as server:
-        lean, today = (outcome(server.url, route, 8, lean=flag, timeout_s=0.5) for flag in (True, False))
+        lean, today = (outcome(server.url, route, 8, lean=flag, timeout_s=0.5, loop=loop) for flag in (True, False))
         assert lean == today and lean.error is not None
         assert "got no complete answer within request_timeout_s = 0.5 s" in lean.error[1]
+        for n in (6, 7):  # the connection lost mid-answer, and before any
+            assert outcome(server.url, route, n, lean=True, loop=loop) == outcome(server.url, route, n, lean=False,
+                                                                                  loop=loop)
     gone = f"http://127.0.0.1:{free_port()}/v1"
-    lean, today = outcome(gone, route, 3, lean=True), outcome(gone, route, 3, lean=False)
+    lean, today = outcome(gone, route, 3, lean=True, loop=loop), outcome(gone, route, 3, lean=False, loop=loop)
     assert lean == today and lean.error is not None
     assert lean.error[:2] == ("BackendDead", "the server at " + gone + " stopped answering (connection refused)")
 

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from cmx.mlperf.backends.loop_thread import LoopClosedError, LoopThread, LoopThreadError
+from cmx.mlperf.backends.base import BackendError
+from cmx.mlperf.backends.loop_thread import LoopClosedError, LoopThread, LoopThreadError, event_loop_factory, run
 
 NAME = "cmx-test-loop"
 
@@ -223,3 +224,19 @@ def test_a_hook_that_blocks_the_thread_past_the_time_allowed_is_reported_and_the
         if thread.name == NAME:
             thread.join(5)
     assert alive() == []
+
+
+
+async def _loop_class() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_a_loop_thread_and_run_take_the_event_loop_asked_for():
+    pytest.importorskip("uvloop")
+    for kind, module in (("uvloop", "uvloop"), ("auto", "uvloop"), ("asyncio", "asyncio.unix_events")):
+        with LoopThread("kinds", loop_factory=event_loop_factory(kind)) as lt:
+            assert lt.call(_loop_class(), timeout=5) == module
+        assert run(_loop_class(), kind) == module
+    with pytest.raises(BackendError, match="unknown event loop 'trio'") as caught:
+        event_loop_factory("trio")
+    assert caught.value.hint == "auto or uvloop or asyncio"
