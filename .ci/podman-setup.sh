@@ -41,6 +41,12 @@ if ! out=$($SUDO podman run --rm "$BASE" true 2>&1); then
     exit 1
   fi
 fi
+# a rootless container in the host's IPC namespace (the CPU and GPU kinds' --ipc host) gets the host's POSIX
+# message queues bound in, which a machine without systemd may not have mounted
+if [ ! -d /dev/mqueue ]; then
+  $SUDO mkdir -p /dev/mqueue
+  $SUDO mount -t mqueue mqueue /dev/mqueue
+fi
 echo "podman $($SUDO podman version --format '{{.Client.Version}}') works rootful; base image: $BASE"
 
 # rootless: a user of its own, with subordinate IDs, where user namespaces are allowed

@@ -1,18 +1,18 @@
-"""`cmx docker QUERY`: the Dockerfile, build context, container settings and run command `cmx run --docker` (or
-`--container podman`) would use."""
+"""`cmx docker QUERY` (and its twin `cmx podman QUERY`): the Dockerfile, build context, container settings and run
+command `cmx run --docker` (`--container podman`) would use."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from cmx.cli.common import app, echo_json, parse_query, query_arg, query_options, registry_option
-from cmx.cli.docker_options import container_option, docker_options, docker_options_of
+from cmx.cli.docker_options import ENGINES, docker_options, docker_options_of
 
-
-@click.command("docker", help="""Show what `cmx run QUERY --docker` (or `--container podman`) would build
-and run, without building or running anything.
+HELP = """Show what `cmx run QUERY {run_flag}` would build and run, without building or
+running anything.
 
 --dockerfile-only prints the rendered Dockerfile, then the build context (one
 `size  name` line per file) and the image tag, a hash of both: the same plan
@@ -23,25 +23,43 @@ by `--env NAME` and reach the engine through its environment, listed under
 `from_environment`), `notes` on what the engine changes here (rootless podman),
 and the container settings (image, command, user, environment with secrets
 hidden, mounts, devices, device requests, CDI devices, groups, shm size, ipc,
-ulimits). The engine: --container's, else CMX_CONTAINER's or the cmx home's
-settings.yaml `container:`, else Docker where it is reachable, else podman.
+ulimits). {engine_text}
 
 \b
-    cmx docker "app mlperf inference llama2 _rocm" --dockerfile-only
-    cmx docker "app mlperf inference llama2 _cuda" --print-run --gpus 0,1
-    cmx docker "app mlperf inference llama2 _cuda" --print-run --container podman
-""")
-@query_arg
-@query_options(input_help="As for cmx run.", context_help="As for cmx run.")
-@click.option("--dockerfile-only", is_flag=True, help="Print the Dockerfile and the build context listing.")
-@click.option("--print-run", is_flag=True, help="Print the engine's run command and the container settings as JSON.")
-@container_option
-@docker_options
-@registry_option
-@click.pass_context
+    cmx {name} "app mlperf inference llama2 _rocm" --dockerfile-only
+    cmx {name} "app mlperf inference llama2 _cuda" --print-run --gpus 0,1
+"""
+CHOSEN = ("The engine: --container's, else CMX_CONTAINER's or the cmx home's\nsettings.yaml `container:`, else "
+          "Docker where it is reachable, else podman.")
+
+
+def verb(name: str, engine: str | None) -> click.Command:
+    """The verb, for `engine` (None: the one --container or cmx chooses)."""
+    text = HELP.format(name=name, run_flag="--container podman" if engine == "podman" else "--docker",
+                       engine_text=f"`cmx {name}` is `cmx docker --container {engine}`." if engine else CHOSEN)
+    decorators: list[Callable[[Any], Any]] = [
+        click.command(name, help=text),
+        query_arg,
+        query_options(input_help="As for cmx run.", context_help="As for cmx run."),
+        click.option("--dockerfile-only", is_flag=True, help="Print the Dockerfile and the build context listing."),
+        click.option("--print-run", is_flag=True,
+                     help="Print the engine's run command and the container settings as JSON."),
+        click.option("--container", "container", type=click.Choice(ENGINES), default=engine, metavar="ENGINE",
+                     show_default=bool(engine), help="The engine whose command --print-run shows (docker, podman; "
+                                                    "default: the one `cmx run --container` would choose)."),
+        docker_options,
+        registry_option,
+        click.pass_context,
+    ]
+    fn: Any = _show
+    for decorate in reversed(decorators):
+        fn = decorate(fn)
+    return fn
+
+
 # options: click's values, of the types the option decorators give
-def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
-            contexts: tuple[str, ...], dockerfile_only: bool, print_run: bool, **options: Any) -> None:
+def _show(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
+          contexts: tuple[str, ...], dockerfile_only: bool, print_run: bool, **options: Any) -> None:
     from cmx import api
 
     if dockerfile_only == print_run:
@@ -56,3 +74,6 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
             click.echo(f"# {line}")
         return
     echo_json(api.docker_print_run(q.query, inputs=q.inputs, context=q.context, options=options_, settings=settings))
+
+
+command = verb("docker", None)

@@ -32,7 +32,10 @@ TOP_HELP = (
     '            run --locked).\n'
     '  find      List recipes whose tags match a query.\n'
     '  show      Describe one recipe: tags, inputs, variations, deps, outputs.\n'
-    '  docker    Show the Dockerfile and container settings of `run --docker`.\n'
+    "  docker    Show the Dockerfile and the container's run command of `run\n"
+    '            --docker`.\n'
+    '  podman    The same for `run --container podman`: its Dockerfile and `podman\n'
+    '            run` command.\n'
     "  deploy    Render (and apply) Kubernetes manifests serving the plan's model,\n"
     '            and a benchmark Job.\n'
     '  jobs      List the Slurm jobs cmx submitted: state and result folders.\n'

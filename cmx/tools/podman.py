@@ -113,9 +113,7 @@ def build(context: Path, tag: str, *, buildargs: Mapping[str, str], emit: Emit, 
     (the base was required first). The build arguments' values reach podman through its environment."""
     with tempfile.TemporaryDirectory(prefix="cmx-podman-build-") as tmp:
         iidfile = Path(tmp) / "iid"
-        argv = [program(), "build", "--layers", "--pull=never", "--tag", tag, "--iidfile", str(iidfile),
-                "--file", str(context / "Dockerfile"), *(["--no-cache"] if nocache else []),
-                *(f"--build-arg={name}" for name in sorted(buildargs)), str(context)]
+        argv = build_argv(context, tag, buildargs, iidfile, nocache)
         step = ""
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         last_error = ""
@@ -142,6 +140,14 @@ def build(context: Path, tag: str, *, buildargs: Mapping[str, str], emit: Emit, 
     if not image_id:
         raise ContainerEngineError(f"the build of {tag} ended without an image")
     return "sha256:" + image_id.removeprefix("sha256:")
+
+
+def build_argv(context: Path, tag: str, buildargs: Mapping[str, str], iidfile: Path, nocache: bool) -> list[str]:
+    """`podman build`'s command line: each build argument by its name alone (its value is in podman's environment:
+    a proxy's URL may hold a password)."""
+    return [program(), "build", "--layers", "--pull=never", "--tag", tag, "--iidfile", str(iidfile),
+            "--file", str(context / "Dockerfile"), *(["--no-cache"] if nocache else []),
+            *(f"--build-arg={name}" for name in sorted(buildargs)), str(context)]
 
 
 def run(argv: Sequence[str], *, name: str, env: Mapping[str, str], emit: Emit, keep: bool = False) -> int:

@@ -182,3 +182,26 @@ def test_the_container_options_go_together_or_are_refused(builtin: Home, tmp_pat
     assert proc.returncode == 2 and "go with --docker or --container" in proc.stderr
     proc = builtin.cmx("run", "detect python", "--container", "lxc")
     assert proc.returncode == 2 and "'lxc' is not one of" in proc.stderr
+
+
+def test_podman_missing_is_named_with_how_to_install_it(builtin: Home, tmp_path: Path):
+    import subprocess
+    import sys
+
+    env = {**builtin.env, "PATH": str(tmp_path)}  # no podman on it
+    proc = subprocess.run([sys.executable, "-m", "cmx", "run", "detect python", "--container", "podman",
+                           "--base-image", "x:1"], env=env, cwd=builtin.root, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert "podman is not installed (no `podman` on PATH)" in proc.stderr
+    assert "sudo apt-get install podman uidmap" in proc.stderr and "sudo dnf install podman" in proc.stderr
+
+
+def test_cmx_podman_is_cmx_docker_with_the_podman_engine(builtin: Home):
+    twin = print_run(builtin, f"{LLAMA2} _rocm", "--gpus", "1")
+    proc = builtin.cmx("podman", f"{LLAMA2} _rocm", "--print-run", "--gpus", "1")
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)
+    assert run["engine"] == "podman" and run["run"][:2] == ["podman", "run"]
+    assert run["devices"] == twin["devices"] and run["environment"] == {**twin["environment"],
+                                                                          "CMX_CONTAINER_ENGINE": "podman"}

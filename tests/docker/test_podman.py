@@ -151,3 +151,53 @@ def test_a_rootless_user_builds_runs_and_owns_the_results(rootless: tuple[str, P
         assert owners(written) == {uid}, written
     listed = as_user(name, ["podman", "images", "--format", "{{.Repository}}"], check=True).stdout
     assert "cmx-app-mlperf-inference-llama2" in listed  # in the user's own storage, built by their podman
+
+
+def test_a_failed_podman_build_names_the_instruction_and_its_last_lines(tmp_path: Path):
+    from cmx.tools import podman
+    from cmx.tools.container_images import ContainerEngineError
+
+    (tmp_path / "Dockerfile").write_text(f"FROM {BASE}\nRUN echo the last words && exit 3\n")
+    lines: list[str] = []
+    with pytest.raises(ContainerEngineError) as err:
+        podman.build(tmp_path, "cmx-test/fails:1", buildargs={"HTTP_PROXY": "http://u:pw-7@proxy:3128"},
+                     emit=lines.append, keep_hint="keep it")
+    assert "the image build failed at STEP 2/2: RUN echo the last words && exit 3: it exited with status 3" in \
+        err.value.message
+    assert "  | the last words" in err.value.message and err.value.hint == "keep it"
+    argv = podman.build_argv(tmp_path, "t:1", {"HTTP_PROXY": "http://u:pw-7@proxy:3128"}, tmp_path / "iid", False)
+    assert "--build-arg=HTTP_PROXY" in argv and not any("pw-7" in a for a in argv)  # the value: podman's environment
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_ctrl_c_stops_the_podman_container_with_sigterm_and_removes_it_unless_kept(keep: bool):
+    """The run inside (PID 1) gets SIGTERM from `podman stop`; here a shell that exits on it. The container is
+    removed, or with --keep kept, stopped; no podman process is left behind."""
+    import _thread
+    import signal
+
+    from cmx.docker.engines.podman import container_name
+    from cmx.tools import podman
+
+    name = container_name()
+    script = "trap 'exit 143' TERM; echo ready; while true; do sleep 0.1; done"
+
+    def emit(line: str) -> None:
+        if line == "ready":
+            _thread.interrupt_main()  # Ctrl-C, as the host's cmx gets it
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            podman.run(["podman", "run", "--name", name, "--pull=never", BASE, "sh", "-c", script], name=name,
+                       env=dict(os.environ), emit=emit, keep=keep)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    state = subprocess.run(["podman", "ps", "--all", "--filter", f"name={name}", "--format", "{{.Status}}"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        assert state.startswith("Exited (143)") if keep else state == ""
+        left = subprocess.run(["pgrep", "-f", f"podman run --name {name}"], capture_output=True, text=True).stdout
+        assert left == ""
+    finally:
+        subprocess.run(["podman", "rm", "--force", "--ignore", name], capture_output=True)
