@@ -5,6 +5,7 @@ answers at once, beside `vllm bench serve` against the same server in the same r
     .venv/bin/python bench/endpoint_ceiling.py                      # 2,000 prompts of 128 tokens, 64 output tokens
     .venv/bin/python bench/endpoint_ceiling.py --prompts 4000 --max-tokens 128 --runs 3
     .venv/bin/python bench/endpoint_ceiling.py --json               # the figures as JSON on stdout, after the table
+    .venv/bin/python bench/endpoint_ceiling.py --runs 3 --mlcommons /tmp/mlc-venv   # and MLCommons' client beside it
 
 No model: `bench/instant_server.py` (raw asyncio, `--server-processes` processes on one port) answers every
 completion with exactly --max-tokens tokens, streamed as one server-sent event per token with vLLM's `token_ids`,
@@ -21,13 +22,28 @@ its client), every request answered with exactly --max-tokens tokens:
                          EndpointBackend, streaming; workers=0, the HTTP on a thread of the LoadGen process;
   Server, K workers      the same with EndpointConfig.workers = K, for K in 1, 2 and the machine's cores;
   Offline, ...           LoadGen Offline through cmx's OfflineSUT, not streamed, max_concurrency in flight, the same
-                         worker counts.
+                         worker counts;
+  ..., asyncio loop      the in-process paths again on asyncio's own event loop (EndpointConfig.event_loop), beside
+                         the default (uvloop's on Linux): uvloop measured with and without;
+  MLCommons, ...         with --mlcommons VENV: MLCommons' endpoint client (`inference-endpoint`, mlcommons/endpoints,
+                         installed in VENV) on the same prompts (a JSON file of `input_tokens`, its openai_completions
+                         API), `benchmark online --load-pattern concurrency` streamed at --mlcommons-concurrency, and
+                         `benchmark offline` not streamed, --mlcommons-workers HTTP worker processes. Its CPU is every
+                         process of its tree (main, HTTP workers, metrics aggregator, event logger, whatever else it
+                         starts): utime + stime from /proc, polled every 20 ms so that a process that ends is counted
+                         to its last poll, from its log's "Starting phase: performance" to "Aggregator finalized"
+                         (the services' work on the run's events included, its report's building after not, as
+                         cmx's LoadGen log parsing after StartTest is not); its wall time to "Closing publisher"
+                         (the last answer drained). No tokenizer is given to it (none is to cmx either): it logs
+                         that ISL, OSL and TPOT are unavailable and tokenizes nothing.
 
 Client CPU is the LoadGen process's CPU time (`time.process_time()`: every thread, LoadGen's included) plus every
 worker process's (psutil) over the test; "per client core" divides a figure by the client's CPU seconds per wall
 second. Budgets, printed as PASS or OVER, never asserted:
 
   - the in-process Server path's streamed requests/s per client core at or above vllm bench serve's;
+  - with --mlcommons: the in-process Server path's at or above MLCommons' online streamed path's (1.0x), and the
+    in-process Offline path's at or above MLCommons' offline path's;
   - near-linear scaling with workers: with K workers, requests/s per client core at least 0.8 of one worker's (each
     worker adds a core's worth). The wall-clock speed-up is printed too; it can only be near K where K client cores
     and the server's are free.
@@ -47,6 +63,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -214,7 +231,7 @@ def loadgen_settings(lg: Any, scenario: str, n: int, args: argparse.Namespace) -
 
 
 def cmx_path(scenario: str, workers: int, server: InstantServer, prompts: Any, args: argparse.Namespace,
-             work: Path, log: logging.Logger) -> Figure:
+             work: Path, log: logging.Logger, event_loop: str = "auto") -> Figure:
     """LoadGen `scenario` through cmx's SUT and EndpointBackend with `workers` (0: in-process)."""
     import mlperf_loadgen
     from harness import fixed_length_sut, run_loadgen
@@ -224,7 +241,8 @@ def cmx_path(scenario: str, workers: int, server: InstantServer, prompts: Any, a
     from cmx.mlperf.loadgen.sut import OfflineSUT, ServerSUT
 
     n, m = len(prompts), args.max_tokens
-    config = EndpointConfig(url=server.url, workers=workers, max_concurrency=args.max_concurrency)
+    config = EndpointConfig(url=server.url, workers=workers, max_concurrency=args.max_concurrency,
+                            event_loop=event_loop)
     with EndpointBackend(config, log) as backend:
         lg = Meter(mlperf_loadgen, backend.worker_pids, server)
         sut_class = fixed_length_sut(OfflineSUT if scenario == "Offline" else ServerSUT)
@@ -234,8 +252,114 @@ def cmx_path(scenario: str, workers: int, server: InstantServer, prompts: Any, a
         raise SystemExit(f"bench: set-up is wrong: LoadGen {scenario} gave {sut.completed} outputs of lengths "
                          f"{sorted(sut.lengths)}, not {n} of {m}")
     where = "in-process" if workers == 0 else f"{workers} worker{'s' * (workers > 1)}"
+    where += "" if event_loop == "auto" else f", {event_loop} loop"
     kind = "streaming" if scenario == "Server" else "not streamed"
     return Figure(f"{scenario}, {where} ({kind})", n, sut.tokens, lg.wall_s, lg.cpu_s, lg.server_cpu_s)
+
+
+# --- MLCommons' client -----------------------------------------------------------------------------------------------
+
+MLC_START, MLC_DRAINED, MLC_DONE = "Starting phase: performance", "Closing publisher", "Aggregator finalized"
+
+
+class ProcessTree:
+    """The CPU seconds (utime + stime, from /proc) of a process and every descendant it ever had, polled on a thread
+    every `every_s`: a process that ends is counted to its last poll."""
+
+    def __init__(self, root: int, every_s: float = 0.02) -> None:
+        self.root, self.every_s = root, every_s
+        self.ticks: dict[int, int] = {}  # pid -> its latest utime + stime, in clock ticks
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _stats() -> dict[int, tuple[int, int]]:
+        """pid -> (parent pid, utime + stime) of every process now."""
+        found = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue  # it ended meanwhile
+            found[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+        return found
+
+    def sample(self) -> None:
+        stats = self._stats()
+        children: dict[int, list[int]] = {}
+        for pid, (parent, _) in stats.items():
+            children.setdefault(parent, []).append(pid)
+        tree, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(children.get(pid, []))
+        with self._lock:
+            for pid in tree:
+                if pid in stats:
+                    self.ticks[pid] = stats[pid][1]
+
+    def cpu_s(self) -> float:
+        self.sample()
+        with self._lock:
+            return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def mlcommons_path(venv: Path, mode: str, server: InstantServer, prompts_file: Path, n: int,
+                   args: argparse.Namespace, work: Path) -> Figure:
+    """MLCommons' client, `benchmark online` (streamed, fixed concurrency) or `benchmark offline` (not streamed),
+    measured over its performance phase (see the module docstring)."""
+    command = [str(venv / "bin" / "inference-endpoint"), "benchmark", mode, "--model", "instant", "--endpoints",
+               server.url.removesuffix("/v1"), "--dataset", f"perf:{prompts_file}", "--api-type",
+               "openai_completions", "--workers", str(args.mlcommons_workers), "--max-output-tokens",
+               str(args.max_tokens), "--num-samples", str(n), "--report-dir",
+               str(work / f"mlcommons-{mode}-{time.monotonic_ns()}"), "--no-cpu-affinity"]
+    if mode == "online":
+        command += ["--streaming", "on", "--load-pattern", "concurrency", "--concurrency",
+                    str(args.mlcommons_concurrency), "--duration", "0"]
+    else:
+        command += ["--streaming", "off"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    tree = ProcessTree(proc.pid)
+    marks: dict[str, tuple[float, float, float]] = {}  # mark -> (wall, client CPU, server CPU) when its line came
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:  # text mode: a progress bar's \r ends a line too
+        for mark in (MLC_START, MLC_DRAINED, MLC_DONE):
+            if mark in line and mark not in marks:
+                marks[mark] = (time.perf_counter(), tree.cpu_s(), server.cpu_s())
+        tail = [*tail[-40:], line.rstrip()] if "it/s" not in line else tail
+    proc.wait()
+    tree.stop()
+    text = "\n".join(tail)
+    if proc.returncode != 0 or len(marks) < 3 or f"Results: {n}/{n} successful" not in text:
+        raise SystemExit(f"bench: MLCommons' client ({mode}) failed or did not answer every request "
+                         f"(exit {proc.returncode}, marks {sorted(marks)}):\n{text[-4000:]}")
+    (w0, c0, s0), (w1, _, _), (_, c2, s2) = marks[MLC_START], marks[MLC_DRAINED], marks[MLC_DONE]
+    kind = "streaming" if mode == "online" else "not streamed"
+    where = f"{args.mlcommons_workers} worker{'s' * (args.mlcommons_workers > 1)}"
+    label = f", concurrency {args.mlcommons_concurrency}" if mode == "online" else ""
+    return Figure(f"MLCommons {mode}, {where}{label} ({kind})", n, n * args.max_tokens, w1 - w0, c2 - c0, s2 - s0)
+
+
+def mlcommons_prompts(prompts: Any, work: Path) -> Path:
+    """The prompts as MLCommons' client reads pre-tokenized ones: a JSON list of records with `input_tokens`."""
+    path = work / "mlcommons-prompts.json"
+    path.write_text(json.dumps([{"input_tokens": list(ids)} for ids in prompts.ids]))
+    return path
 
 
 def median_figure(figures: list[Figure]) -> Figure:
@@ -256,12 +380,20 @@ def table(figures: list[Figure], reference: Figure) -> None:
             f"{f.requests_per_core / reference.requests_per_core:>12.2f} {f.server_cpu_s / f.wall_s:>12.2f}")
 
 
-def budgets(by_path: dict[str, Figure], reference: Figure, worker_counts: list[int]) -> list[dict[str, Any]]:
+def budgets(by_path: dict[str, Figure], reference: Figure, worker_counts: list[int], *,
+            mlcommons: bool = False) -> list[dict[str, Any]]:
     lines = []
     single = by_path["Server, in-process (streaming)"]
     ratio = single.requests_per_core / reference.requests_per_core
     lines.append({"budget": "in-process Server per client core >= vllm bench serve's", "value": ratio,
                   "verdict": verdict(ratio >= 1.0)})
+    if mlcommons:
+        for ours, kind, mode in (("Server, in-process (streaming)", "streaming", "online"),
+                                 ("Offline, in-process (not streamed)", "not streamed", "offline")):
+            theirs = next(f for p, f in by_path.items() if p.startswith(f"MLCommons {mode},"))
+            ratio = by_path[ours].requests_per_core / theirs.requests_per_core
+            lines.append({"budget": f"cmx / MLCommons per client core, {kind} ({ours} / {theirs.path}) >= 1.0",
+                          "value": ratio, "verdict": verdict(ratio >= 1.0)})
     for scenario, kind in (("Server", "streaming"), ("Offline", "not streamed")):
         one = by_path[f"{scenario}, 1 worker ({kind})"]
         for k in worker_counts[1:]:
@@ -289,10 +421,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--server-qps", type=float, default=100_000.0,
                    help="LoadGen Server's target: far above any client's ceiling, so all samples go at once")
     p.add_argument("--max-concurrency", type=int, default=1024, help="Offline requests in flight")
+    p.add_argument("--event-loops", nargs="*", default=["auto", "asyncio"], choices=["auto", "uvloop", "asyncio"],
+                   help="event loops to run the in-process paths on (auto: uvloop's on Linux; the worker paths take "
+                        "auto)")
+    p.add_argument("--mlcommons", type=Path, metavar="VENV",
+                   help="a venv where MLCommons' inference-endpoint is installed: its client runs beside cmx's")
+    p.add_argument("--mlcommons-concurrency", type=int, default=1024, help="MLCommons online: requests in flight")
+    p.add_argument("--mlcommons-workers", type=int, default=1, help="MLCommons: HTTP worker processes")
     p.add_argument("--json", action="store_true", help="the figures as JSON on stdout (the table on stderr)")
     a = p.parse_args(argv)
     if a.prompts < 1 or a.max_tokens < 2 or a.runs < 1 or not a.workers or min(a.workers) < 1:
         p.error("--prompts, --runs and each of --workers must be >= 1, --max-tokens >= 2")
+    if a.mlcommons is not None and not (a.mlcommons / "bin" / "inference-endpoint").is_file():
+        p.error(f"--mlcommons {a.mlcommons}: no bin/inference-endpoint there (bench/README.md says how to make it)")
+    if "auto" not in a.event_loops:
+        a.event_loops = ["auto", *a.event_loops]  # the budgets read the default loop's figures
     return a
 
 
@@ -315,28 +458,36 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(0)
     prompts = Prompts([[rng.randrange(100, 500) for _ in range(args.input_len)] for _ in range(args.prompts)])
     load_before = os.getloadavg()[0]
-    paths: list[tuple[str, int]] = [("Server", 0), *(("Server", k) for k in args.workers),
-                                    ("Offline", 0), *(("Offline", k) for k in args.workers)]
+    loops = args.event_loops
+    paths: list[tuple[str, int, str]] = [*(("Server", 0, loop) for loop in loops),
+                                         *(("Server", k, "auto") for k in args.workers),
+                                         *(("Offline", 0, loop) for loop in loops),
+                                         *(("Offline", k, "auto") for k in args.workers)]
+    mlc_prompts = mlcommons_prompts(prompts, work) if args.mlcommons is not None else None
     runs: dict[str, list[Figure]] = {}
     with InstantServer(args.server_processes) as server:
         say(f"server: {server.url}, {args.server_processes} process(es); work folder {work}")
         for rep in range(args.runs):
-            for scenario, workers in paths:
-                figure = cmx_path(scenario, workers, server, prompts, args, work, log)
+            for scenario, workers, loop in paths:
+                figure = cmx_path(scenario, workers, server, prompts, args, work, log, loop)
                 runs.setdefault(figure.path, []).append(figure)
                 say(f"  run {rep + 1}: {figure.path}: {figure.requests_per_s:,.0f} requests/s, "
                     f"{figure.client_cores:.2f} client cores")
-            figure = bench_serve(server, tokenizer, args, work)
-            runs.setdefault(figure.path, []).append(figure)
-            say(f"  run {rep + 1}: {figure.path}: {figure.requests_per_s:,.0f} requests/s, "
-                f"{figure.client_cores:.2f} client cores")
+            others = [bench_serve(server, tokenizer, args, work)]
+            if args.mlcommons is not None and mlc_prompts is not None:
+                others += [mlcommons_path(args.mlcommons, mode, server, mlc_prompts, len(prompts), args, work)
+                           for mode in ("online", "offline")]
+            for figure in others:
+                runs.setdefault(figure.path, []).append(figure)
+                say(f"  run {rep + 1}: {figure.path}: {figure.requests_per_s:,.0f} requests/s, "
+                    f"{figure.client_cores:.2f} client cores")
     load_after = os.getloadavg()[0]
     by_path = {path: median_figure(figures) for path, figures in runs.items()}
     reference = by_path["vllm bench serve, rate inf (streaming)"]
     say()
     table(list(by_path.values()), reference)
     say()
-    lines = budgets(by_path, reference, args.workers)
+    lines = budgets(by_path, reference, args.workers, mlcommons=args.mlcommons is not None)
     busy = max(load_before, load_after) > 0.5 * cores
     say(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after, {cores} CPUs"
         + (" -- BUSY MACHINE" if busy else ""))

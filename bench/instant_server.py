@@ -28,6 +28,7 @@ import socket
 import sys
 
 MODEL = "instant"
+CREATED = 1795547127  # vLLM's answers carry a `created` time, which MLCommons' client requires
 DEFAULT_TOKENS = 16
 
 
@@ -67,7 +68,7 @@ class Answers:
         if n not in self.whole:
             ids = [token_id(i) for i in range(n)]
             self.whole[n] = self.json_response(json.dumps({
-                "id": "cmpl-instant", "object": "text_completion", "model": MODEL,
+                "id": "cmpl-instant", "object": "text_completion", "created": CREATED, "model": MODEL,
                 "choices": [{"index": 0, "text": " x" * n, "token_ids": ids, "finish_reason": "length"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}}).encode())
         return self.whole[n]
@@ -78,9 +79,10 @@ class Answers:
         for i in range(n):
             choice = {"index": 0, "text": " x", "token_ids": [token_id(i)], "logprobs": None,
                       "finish_reason": "length" if i == n - 1 else None}
-            event = {"id": "cmpl-instant", "object": "text_completion", "model": MODEL, "choices": [choice]}
+            event = {"id": "cmpl-instant", "object": "text_completion", "created": CREATED, "model": MODEL,
+                     "choices": [choice]}
             parts.append(chunked(b"data: %s\n\n" % json.dumps(event).encode()))
-        usage = {"id": "cmpl-instant", "object": "text_completion", "model": MODEL, "choices": [],
+        usage = {"id": "cmpl-instant", "object": "text_completion", "created": CREATED, "model": MODEL, "choices": [],
                  "usage": {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}}
         parts.append(chunked(b"data: %s\n\n" % json.dumps(usage).encode()))
         parts.append(chunked(b"data: [DONE]\n\n"))
