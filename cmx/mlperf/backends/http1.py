@@ -23,8 +23,6 @@ from collections.abc import Callable
 from typing import NamedTuple, cast
 from urllib.parse import urlsplit
 
-import httptools
-
 
 class ConnectFailed(ConnectionError):
     """No connection could be made to the server (refused, no route, unreachable); `os_error` says why."""
@@ -57,8 +55,11 @@ class _Connection(asyncio.Protocol):
     """One keep-alive connection: one request at a time, its answer parsed as it arrives."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        import httptools  # here, not at the top: vLLM brings it, and a cmx without vLLM imports this module too
+
         self._loop = loop
         self._parser = httptools.HttpResponseParser(self)
+        self._callback_error, self._parser_error = httptools.HttpParserCallbackError, httptools.HttpParserError
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
@@ -79,9 +80,9 @@ class _Connection(asyncio.Protocol):
             return  # bytes after a failed answer, or none asked for: the connection is being closed
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserCallbackError:
-            pass  # the callback's own exception is already the request's (_body)
-        except httptools.HttpParserError as exc:
+        except self._callback_error:
+            pass  # the callback's own exception is already the request's (on_body)
+        except self._parser_error as exc:
             self._fail(ServerDisconnectedError(f"the server's answer is not HTTP/1.1: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
