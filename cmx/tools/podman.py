@@ -57,6 +57,12 @@ def rootless() -> bool:
     return os.geteuid() != 0
 
 
+def runtime() -> str:
+    """The OCI runtime podman runs containers with here (crun, runc), or "" when podman cannot say."""
+    proc = _capture(["info", "--format", "{{.Host.OCIRuntime.Name}}"], what="name its runtime")
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def _capture(args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run([program(), *args], capture_output=True, text=True, errors="replace", check=False)

@@ -92,8 +92,10 @@ def test_rootless_podman_keeps_the_users_id_and_groups_and_lowers_limits_it_cann
     assert pairs(argv, "--group-add") == ["keep-groups"]  # the host's group numbers are not mapped rootless
     assert pairs(argv, "--ulimit") == ["memlock=8388608:8388608", "stack=67108864:67108864"]
     assert argv[argv.index("cmx") - 1] == "ab" * 32  # an ID runs as its hex digits
-    said = notes(spec(rocm), rootless=True, hard_limits=hard)
+    said = notes(spec(rocm), rootless=True, hard_limits=hard, runtime="crun")
     assert any("keep-groups" in n for n in said) and any("memlock -1:-1 -> 8388608:8388608" in n for n in said)
+    assert not any("install crun" in n for n in said)
+    assert any("this podman runs runc: install crun" in n for n in notes(spec(rocm), rootless=True, runtime="runc"))
     rootful = list(podman_line(spec(rocm), "img:1", name="cmx-t", rootless=False).argv)
     assert "--userns=keep-id" not in rootful and pairs(rootful, "--group-add") == ["44", "109"]
     assert pairs(rootful, "--ulimit") == ["memlock=-1:-1", "stack=67108864:67108864"]

@@ -139,9 +139,10 @@ def run_line(spec: ContainerSpec, image_ref: str, *, name: str | None = None, ro
     return RunLine((*argv, image_ref.removeprefix("sha256:"), *spec.command), hidden_values(spec))
 
 
-def notes(spec: ContainerSpec, *, rootless: bool | None = None,
-          hard_limits: Mapping[str, int] | None = None) -> list[str]:
-    """What a rootless run changes of the kind's settings, said before it runs."""
+def notes(spec: ContainerSpec, *, rootless: bool | None = None, hard_limits: Mapping[str, int] | None = None,
+          runtime: str | None = None) -> list[str]:
+    """What a rootless run changes of the kind's settings, said before it runs; `runtime`: podman's OCI runtime
+    (default: the one `podman info` names)."""
     from cmx.tools import podman
 
     if not (podman.rootless() if rootless is None else rootless):
@@ -150,6 +151,11 @@ def notes(spec: ContainerSpec, *, rootless: bool | None = None,
     if spec.device.group_add:
         out.append("rootless podman: the container keeps this user's groups (--group-add keep-groups) for the GPU "
                    "device files, instead of the groups that own them")
+        used = podman.runtime() if runtime is None else runtime
+        if used != "crun":
+            out.append(f"rootless podman keeps a user's groups only with the crun runtime, and this podman runs "
+                       f"{used or 'an unknown runtime'}: install crun (`sudo apt-get install crun`, `sudo dnf install "
+                       "crun`), which podman then prefers, or the GPUs' device files will refuse the container")
     lowered = [f"{n} {soft}:{hard} -> {s2}:{h2}" for (n, soft, hard), (_, s2, h2)
                in zip(spec.device.ulimits, user_limits(spec.device.ulimits, hard_limits), strict=True)
                if (soft, hard) != (s2, h2)]
