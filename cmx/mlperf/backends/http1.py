@@ -59,7 +59,7 @@ class _Connection(asyncio.Protocol):
 
         self._loop = loop
         self._parser = httptools.HttpResponseParser(self)
-        self._callback_error, self._parser_error = httptools.HttpParserCallbackError, httptools.HttpParserError
+        self._parser_error = httptools.HttpParserError
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
@@ -80,10 +80,10 @@ class _Connection(asyncio.Protocol):
             return  # bytes after a failed answer, or none asked for: the connection is being closed
         try:
             self._parser.feed_data(data)
-        except self._callback_error:
-            pass  # the callback's own exception is already the request's (on_body)
         except self._parser_error as exc:
             self._fail(ServerDisconnectedError(f"the server's answer is not HTTP/1.1: {exc}"))
+            return
+        self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -99,16 +99,13 @@ class _Connection(asyncio.Protocol):
         self._reusable = self._parser.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
-        if self._on_body is None or self._status != 200:
-            self._parts.append(body)  # a whole answer, or an error's body
-            return
-        try:
-            self._on_body(body)
-        except BaseException as exc:  # a malformed event or a failed check ends the request with it
-            self._fail(exc)
-            raise
+        # kept until the read is parsed: a server writes each streamed event as a chunk of its own, and a read
+        # holding many goes to the callback at once (_flush), as one read of the bytes would
+        self._parts.append(body)
 
     def on_message_complete(self) -> None:
+        if not self._flush() or self._waiter is None:
+            return  # the callback failed: the request has its error
         waiter, body = self._waiter, b"".join(self._parts)
         self._waiter, self._on_body, self._parts = None, None, []
         if not self._reusable:
@@ -124,6 +121,19 @@ class _Connection(asyncio.Protocol):
         self._on_body, self._status, self._parts, self._failed = on_body, 0, [], False
         self.transport.write(data)
         return self._waiter
+
+    def _flush(self) -> bool:
+        """A 200's body parsed so far to the request's callback, where it has one; False when the callback raised
+        (a malformed event, a failed check), which ends the request with that exception."""
+        if self._on_body is None or self._status != 200 or not self._parts:
+            return True
+        parts, self._parts = self._parts, []
+        try:
+            self._on_body(parts[0] if len(parts) == 1 else b"".join(parts))
+        except Exception as exc:  # noqa: BLE001 - a malformed event, a failed check or a sink that failed: the request's
+            self._fail(exc)
+            return False
+        return True
 
     def _fail(self, exc: BaseException) -> None:
         """End the request in flight with `exc`; the connection is not used again."""
