@@ -409,6 +409,9 @@ class SseBuffer:
             self._pending = pending
             return []
         *events, self._pending = pending.split(b"\n\n")
+        if pending.count(b"\n") == 2 * len(events) + self._pending.count(b"\n"):
+            # no event holds a line break of its own: each is one line, as every server sends them
+            return [event[5:].lstrip(b" ") for event in events if event.startswith(b"data:")]
         payloads = []
         for event in events:
             if event.startswith(b"data:") and b"\n" not in event:  # the one-line event every server sends
