@@ -147,8 +147,8 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                                    "`cmx lock --docker` or `--container`")
     if in_slurm:
         if dry_run or engine or rebuild or keep or any(docker.values()):
-            raise click.UsageError("--slurm goes with neither --dry-run nor --docker and its options: the job "
-                                   "runs the query natively on a node")
+            raise click.UsageError("--slurm goes with neither --dry-run nor a container (--docker, --container) and "
+                                   "its options: the job runs the query natively on a node")
         _submit_to_slurm(ctx, text, given, context, as_json, slurm)
         return
     if any_slurm_option(slurm):
