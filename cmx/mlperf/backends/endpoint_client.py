@@ -198,9 +198,10 @@ class EndpointClient:
         self.session: Any = None
         self.lean: Http1Client | None = None  # the hot routes' client; None: they go through aiohttp too
         self._heads: dict[str, tuple[bytes, bytes]] = {}  # a lean route's request bytes around its Content-Length
-        # a sample's encoded body, by (route path, streams, sample, max_tokens, min_tokens), kept with the prompt ids
-        # it was encoded from: LoadGen issues a sample many times, and its ids are the QSL's one sequence
-        self._bodies: dict[tuple[str, bool, int, int, int], tuple[object, bytes]] = {}
+        # a sample's encoded body, by (route path, streams, sample, max_tokens, min_tokens, whether the server's ids
+        # are asked for), kept with the prompt ids it was encoded from: LoadGen issues a sample many times, and its
+        # ids are the QSL's one sequence. The model and sampling are the run's, settled before the first sample
+        self._bodies: dict[tuple[str, bool, int, int, int, bool], tuple[object, bytes]] = {}
         self._in_flight = 0  # requests sent and not answered
         self._gone: str | None = None  # why the server is known dead
         self._dead_probe: asyncio.Future[str | None] | None = None  # the probe the failing requests share
@@ -313,7 +314,8 @@ class EndpointClient:
 
         key = None
         if request.sample is not None:
-            key = (route.path, route.streams, request.sample, request.max_tokens, request.min_tokens)
+            key = (route.path, route.streams, request.sample, request.max_tokens, request.min_tokens,
+                   context.tokens is None)
             cached = self._bodies.get(key)
             if cached is not None and cached[0] is request.prompt_ids:
                 return cached[1]
