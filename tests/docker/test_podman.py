@@ -66,7 +66,8 @@ def test_a_rootful_lock_pins_the_podman_built_image_which_replays_from_its_archi
     podman, `cmx run --locked --load-image` loads it again and replays the tiny benchmark in it: VALID, the results
     the calling user's."""
     lock, archive, results = tmp_path / "cmx.lock", tmp_path / "image.tar", tmp_path / "results"
-    proc = builtin.cmx("lock", TINY, "-o", str(lock), "--save-image", str(archive), *podman_args(), timeout=2400)
+    proc = builtin.cmx("lock", TINY, "--input", "system_name=box", "-o", str(lock), "--save-image", str(archive),
+                       *podman_args(), timeout=2400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     image = yaml.safe_load(lock.read_text())["docker"]
     assert image["engine"] == "podman" and image["base_image"] == BASE
