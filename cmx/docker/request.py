@@ -106,16 +106,19 @@ def _container(asked: DockerQuery, settings: Settings) -> tuple[ContainerSpec, D
 
 
 def print_run(asked: DockerQuery, settings: Settings) -> dict[str, Any]:
-    """`cmx docker --print-run`: the engine, the exact command it runs (a new container's name in it; secrets and
-    URL passwords named, never shown: they reach the engine through its environment), what the engine changes of
-    the kind's settings here (rootless podman), and the container's settings."""
+    """`cmx docker --print-run`: the engine, the exact command it runs (a new container's name in it; secret
+    variables and URL passwords in variables named, never shown: they reach the engine through its environment; a
+    URL password in an input shown as ***), what the engine changes of the kind's settings here (rootless podman),
+    and the container's settings."""
     from cmx.docker.engines import engine_kind
+    from cmx.secrets import mask_urls
 
     spec, request = _container(asked, settings)
     engine = engine_kind(request.engine)
     line = engine.run_line(spec, spec.image)
     notes = [request.engine_note] if request.engine_note else []
-    return {"engine": engine.name, "run": list(line.argv), "shell": shlex.join(line.argv),
+    argv = [mask_urls(a) for a in line.argv]  # an input's URL password: shown as *** here, as everywhere cmx prints
+    return {"engine": engine.name, "run": argv, "shell": shlex.join(argv),
             "from_environment": sorted(line.environment),
             "notes": notes + engine.notes(spec), **spec.to_json()}
 
