@@ -15,10 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, Home, timed_cpu_section
-
-BASE = os.environ.get("CMX_TEST_BASE_IMAGE", "cmx-test/bookworm-minbase:1")
-WHEELHOUSE = Path(os.environ.get("CMX_TEST_WHEELHOUSE", "/opt/wheels"))
-TINY = "app mlperf inference llama2 _cpu _tiny _short"
+from tests.docker.engine_tests import BASE, TINY, TRAPS_SIGTERM, build_args, ctrl_c_when_ready, engine_marks
 
 
 def _docker_ready() -> str | None:
@@ -39,19 +36,11 @@ def _docker_ready() -> str | None:
     return None
 
 
-_WHY = _docker_ready()
-if _WHY and os.environ.get("CMX_REQUIRE_DOCKER") == "1":
-    raise RuntimeError(f"CMX_REQUIRE_DOCKER=1 but {_WHY}")
-# a first build installs vLLM's CPU build into the image: minutes, more than the suite's 600 s default; the
-# tests run in order (make test runs the docker-marked tests in a pass of their own, on one process): the first
-# builds the image the later ones find up to date
-pytestmark = [pytest.mark.e2e, pytest.mark.docker, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""),
-              pytest.mark.timeout(2400)]
+pytestmark = engine_marks(_docker_ready(), pytest.mark.docker, "CMX_REQUIRE_DOCKER")
 
 
 def docker_args() -> list[str]:
-    args = ["--docker", "--base-image", BASE]
-    return args + (["--wheelhouse", str(WHEELHOUSE)] if WHEELHOUSE.is_dir() else [])
+    return build_args("--docker")
 
 
 def test_the_tiny_benchmark_runs_in_a_container_and_leaves_its_results_on_the_host(builtin: Home, tmp_path: Path):
@@ -213,8 +202,6 @@ def test_a_docker_lock_pins_the_image_replays_in_it_and_refuses_another_image_id
 def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep: bool):
     """The run inside (PID 1 of the container) gets SIGTERM, which the cmx inside handles as Ctrl-C; here a shell
     that says it got it. The container is removed, or with --keep kept, stopped."""
-    import _thread
-    import signal
     import uuid
 
     import docker
@@ -223,18 +210,10 @@ def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep
 
     client = docker.from_env()
     name = f"cmx-test-ctrl-c-{uuid.uuid4().hex[:8]}"
-    script = "trap 'exit 143' TERM; echo ready; while true; do sleep 0.1; done"
-
-    def emit(line: str) -> None:
-        if line == "ready":
-            _thread.interrupt_main()  # Ctrl-C, as the host's cmx gets it
-
-    # interrupt_main does nothing where SIGINT is ignored (tests started in the background by a shell)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with pytest.raises(KeyboardInterrupt):
-            engine.run(client, image_ref=BASE, command=["sh", "-c", script], settings={"name": name}, emit=emit,
-                       keep=keep)
+        with ctrl_c_when_ready() as emit, pytest.raises(KeyboardInterrupt):
+            engine.run(client, image_ref=BASE, command=["sh", "-c", TRAPS_SIGTERM], settings={"name": name},
+                       emit=emit, keep=keep)
         left = client.containers.list(all=True, filters={"name": name})
         if keep:
             (container,) = left
@@ -242,6 +221,5 @@ def test_ctrl_c_stops_the_container_with_sigterm_and_removes_it_unless_kept(keep
         else:
             assert left == []
     finally:
-        signal.signal(signal.SIGINT, previous)
         for container in client.containers.list(all=True, filters={"name": name}):
             container.remove(force=True)

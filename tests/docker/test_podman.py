@@ -23,11 +23,9 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, Home, timed_cpu_section
+from tests.docker.engine_tests import BASE, TINY, TRAPS_SIGTERM, build_args, ctrl_c_when_ready, engine_marks
 
-BASE = os.environ.get("CMX_TEST_BASE_IMAGE", "cmx-test/bookworm-minbase:1")
-WHEELHOUSE = Path(os.environ.get("CMX_TEST_WHEELHOUSE", "/opt/wheels"))
 ROOTLESS_USER = os.environ.get("CMX_PODMAN_ROOTLESS_USER", "cmx-rootless")
-TINY = "app mlperf inference llama2 _cpu _tiny _short"
 SCENARIO = Path("box") / "llama2-70b-99.9" / "Offline"  # the default round's (v6.1)
 
 
@@ -40,16 +38,11 @@ def _podman_ready() -> str | None:
     return None
 
 
-_WHY = _podman_ready()
-if _WHY and os.environ.get("CMX_REQUIRE_PODMAN") == "1":
-    raise RuntimeError(f"CMX_REQUIRE_PODMAN=1 but {_WHY}")
-pytestmark = [pytest.mark.e2e, pytest.mark.podman, pytest.mark.skipif(_WHY is not None, reason=_WHY or ""),
-              pytest.mark.timeout(2400)]
+pytestmark = engine_marks(_podman_ready(), pytest.mark.podman, "CMX_REQUIRE_PODMAN")
 
 
 def podman_args() -> list[str]:
-    args = ["--container", "podman", "--base-image", BASE]
-    return args + (["--wheelhouse", str(WHEELHOUSE)] if WHEELHOUSE.is_dir() else [])
+    return build_args("--container", "podman")
 
 
 def run_facts(results: Path) -> dict:
@@ -177,26 +170,13 @@ def test_a_failed_podman_build_names_the_instruction_and_its_last_lines(tmp_path
 def test_ctrl_c_stops_the_podman_container_with_sigterm_and_removes_it_unless_kept(keep: bool):
     """The run inside (PID 1) gets SIGTERM from `podman stop`; here a shell that exits on it. The container is
     removed, or with --keep kept, stopped; no podman process is left behind."""
-    import _thread
-    import signal
-
     from cmx.docker.engines.podman import container_name
     from cmx.tools import podman
 
     name = container_name()
-    script = "trap 'exit 143' TERM; echo ready; while true; do sleep 0.1; done"
-
-    def emit(line: str) -> None:
-        if line == "ready":
-            _thread.interrupt_main()  # Ctrl-C, as the host's cmx gets it
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            podman.run(["podman", "run", "--name", name, "--pull=never", BASE, "sh", "-c", script], name=name,
-                       env=dict(os.environ), emit=emit, keep=keep)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with ctrl_c_when_ready() as emit, pytest.raises(KeyboardInterrupt):
+        podman.run(["podman", "run", "--name", name, "--pull=never", BASE, "sh", "-c", TRAPS_SIGTERM], name=name,
+                   env=dict(os.environ), emit=emit, keep=keep)
     state = subprocess.run(["podman", "ps", "--all", "--filter", f"name={name}", "--format", "{{.Status}}"],
                            capture_output=True, text=True, check=True).stdout.strip()
     try:
