@@ -69,6 +69,7 @@ if [ ! -e "$user_home/.config/containers/storage.conf" ]; then
   as_user podman system reset --force >/dev/null 2>&1 || true
 fi
 if ! as_user podman image exists "$BASE"; then
+  rm -f "$archive"  # podman save will not write over an archive (the rootful load's, above)
   $SUDO podman save -q --format docker-archive -o "$archive" "$BASE"
   $SUDO chmod 644 "$archive"
   chmod 755 "$(dirname "$archive")"
