@@ -131,12 +131,17 @@ class Connection(asyncio.Protocol):
         return self.answers.not_found
 
 
+# the accept queue: create_server listens again with its own backlog (100 unless told), which a client's first
+# burst of connections overflowed (each dropped connect retried a second later)
+BACKLOG = 4096
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
-    sock.listen(4096)
+    sock.listen(BACKLOG)
     return sock
 
 
@@ -147,7 +152,8 @@ def serve(host: str, port: int, ready: multiprocessing.synchronize.Event | None 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         answers = Answers()
-        server = await loop.create_server(lambda: Connection(answers), sock=listening_socket(host, port))
+        server = await loop.create_server(lambda: Connection(answers), sock=listening_socket(host, port),
+                                          backlog=BACKLOG)
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         if ready is not None:

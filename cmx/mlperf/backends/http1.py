@@ -19,6 +19,8 @@ ServerDisconnectedError for a connection lost before its answer's head ended and
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from collections.abc import Callable
 from typing import NamedTuple, cast
 from urllib.parse import urlsplit
@@ -74,6 +76,9 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass of asyncio's, but is one
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            set_fast_acks(sock)
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._failed:
@@ -149,10 +154,30 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
 
+def set_fast_acks(sock: socket.socket) -> None:
+    """No Nagle delay on what the client writes (asyncio sets TCP_NODELAY itself, uvloop does not), and no delayed
+    ACK of what it reads (TCP_QUICKACK, Linux): against a server whose answers go out in several writes with
+    Nagle's algorithm on (a socket it was handed without TCP_NODELAY: uvicorn's --workers, bench/instant_server.py),
+    each answer otherwise waits for the client's delayed ACK, about 40 ms, and a run's rate falls to its
+    concurrency / 40 ms. MLCommons' client sets both for the same reason."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if hasattr(socket, "TCP_QUICKACK"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
+# connections being opened at once, by one client: a burst of a thousand connects (an Offline run's first requests,
+# a Server run's first second) overflows a server's accept queue (bench/instant_server.py's one accepting loop
+# dropped 1,644 of them here: each retried a second later, and a 2,000-request run took 1.3 s instead of 0.2)
+CONNECTS_AT_ONCE = 32
+
+
 class Http1Client:
     """Keep-alive connections to one http:// server, opened as requests need them and kept while idle for at most
     `keepalive_s` (below the server's own idle timeout, so that no request is written on a connection the server is
-    closing). No limit on connections: the caller bounds its requests in flight. Used on one event loop only."""
+    closing). No limit on connections: the caller bounds its requests in flight; but at most CONNECTS_AT_ONCE are
+    being opened at a time, and a request waiting to open one takes a connection another request left idle
+    meanwhile. Used on one event loop only."""
 
     def __init__(self, url: str, headers: dict[str, str], *, connect_timeout_s: float, keepalive_s: float) -> None:
         parts = urlsplit(url)
@@ -167,6 +192,7 @@ class Http1Client:
         self._keepalive_s = keepalive_s
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
+        self._connects: asyncio.Semaphore | None = None  # made on the loop that uses it
 
     def request_head(self, path: str, content_type: str = "application/json") -> tuple[bytes, bytes]:
         """The bytes of a POST to `path` before and after its Content-Length value (built once per route)."""
@@ -182,7 +208,7 @@ class Http1Client:
         deadline = loop.time() + timeout_s
         connection = self._idle_connection(loop.time())
         if connection is None:
-            connection = await self._connect(loop, min(self._connect_timeout_s, timeout_s))
+            connection = await self._new_or_idle(loop, deadline)
         waiter = connection.send(b"".join((head[0], str(len(body)).encode(), head[1], body)), on_body)
         timer = loop.call_at(deadline, _time_out, connection, waiter)
         try:
@@ -207,6 +233,23 @@ class Http1Client:
             connection.close()
             self._open.discard(connection)
         return None
+
+    async def _new_or_idle(self, loop: asyncio.AbstractEventLoop, deadline: float) -> _Connection:
+        """A new connection, once fewer than CONNECTS_AT_ONCE are being opened, or one left idle while this waited;
+        the wait counts against the request's own deadline, as a connect does."""
+        if self._connects is None:
+            self._connects = asyncio.Semaphore(CONNECTS_AT_ONCE)
+        try:
+            await asyncio.wait_for(self._connects.acquire(), max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            raise asyncio.TimeoutError() from None
+        try:
+            idle = self._idle_connection(loop.time())
+            if idle is not None:
+                return idle
+            return await self._connect(loop, min(self._connect_timeout_s, max(0.0, deadline - loop.time())))
+        finally:
+            self._connects.release()
 
     async def _connect(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> _Connection:
         try:

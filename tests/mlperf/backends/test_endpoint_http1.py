@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -314,3 +314,37 @@ def test_https_and_a_url_with_credentials_take_the_aiohttp_path():
 
 async def _lean_of(client: EndpointClient) -> Http1Client | None:
     return client.lean
+
+
+def test_a_burst_of_requests_opens_at_most_a_few_connections_at_once_and_all_are_answered():
+    """Three hundred requests at once (a Server run's first second) open their connections CONNECTS_AT_ONCE at a
+    time: a server's accept queue would drop the rest of a burst, and each dropped connect costs a second."""
+    from cmx.mlperf.backends.http1 import CONNECTS_AT_ONCE
+
+    with RawServer() as server:
+        client = EndpointClient(EndpointConfig(server.url), logging.getLogger("test"))
+        opening, most = 0, 0
+
+        async def posts() -> list[GenResult]:
+            nonlocal opening, most
+            await client.post(STREAMED, GenRequest(id=0, prompt_ids=[1], max_tokens=3))  # the lean client exists
+            lean = client.lean
+            assert lean is not None
+            connect = lean._connect
+
+            async def counted(*args: Any) -> Any:
+                nonlocal opening, most
+                opening += 1
+                most = max(most, opening)
+                try:
+                    return await connect(*args)
+                finally:
+                    opening -= 1
+
+            lean._connect = counted  # type: ignore[method-assign]
+            return await asyncio.gather(*(client.post(STREAMED, GenRequest(id=i, prompt_ids=[1], max_tokens=3))
+                                          for i in range(1, 301)))
+
+        results = run(client, posts)
+    assert [r.token_ids for r in results] == [[7, 7, 7]] * 300
+    assert 1 < most <= CONNECTS_AT_ONCE
