@@ -340,7 +340,10 @@ APPS = (
                    "/ViT-B-32.pt", "tag2text_swin_14m.pth", "amt-s.pth"),
         plan_never=("_tiny", "get-vllm", "video_width = 64"),  # a diffusers pipeline in process: no vLLM
         tiny="app mlperf inference wan-2.2-t2v-a14b _cpu _tiny _short _submission",
-        inputs=("scenarios=Offline,SingleStream", "modes=performance,accuracy,test04", "submitter=cmx-test",
+        # TEST04 is judged against the performance run: the two timed runs go back to back, not either side of
+        # VBench's scoring (about 2.6 minutes a scenario here), over which CI's load changes (a Docker build beside
+        # the serial tests made an Offline TEST04 fail once)
+        inputs=("scenarios=Offline,SingleStream", "modes=performance,test04,accuracy", "submitter=cmx-test",
                 f"system_file={SYSTEM_FILE}"), timeout=1500,
         scenarios=("Offline", "SingleStream"), accuracy_keys=frozenset({"vbench_score", "hash"}),
         scenario_checks=_wan_scenario, after=_wan_after, timed=True,
