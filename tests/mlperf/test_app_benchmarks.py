@@ -218,15 +218,12 @@ def _wan_scenario(folder: Path, values: dict[str, Any], facts: dict[str, Any]) -
     assert 0.0 <= values["vbench_score"] <= 100.0
     scored = (folder / "accuracy" / "accuracy.txt").read_text()  # the checker reads vbench_score; each dimension too
     assert all(f"'{d}': " in scored for d in WAN_DIMENSIONS), scored
-    verified = (folder / "TEST04" / "verify_performance.txt").read_text()
-    assert verified.rstrip().endswith("TEST PASS"), verified
 
 
 def _wan_after(run: TinyRun) -> None:
     packaged = run.submission / "open" / "cmx-test" / "results" / "cpu-box" / "wan-2.2-t2v-a14b"
     assert sorted(p.name for p in packaged.iterdir()) == ["Offline", "SingleStream"]
     for scenario in ("Offline", "SingleStream"):
-        assert (packaged / scenario / "TEST04" / "verify_performance.txt").is_file()
         # the round's 10 videos are samples up to 238: the tiny run's 4 samples hold none (accuracy.extra-files)
         assert not (packaged / scenario / "accuracy" / "videos").exists()
 
@@ -340,10 +337,10 @@ APPS = (
                    "/ViT-B-32.pt", "tag2text_swin_14m.pth", "amt-s.pth"),
         plan_never=("_tiny", "get-vllm", "video_width = 64"),  # a diffusers pipeline in process: no vLLM
         tiny="app mlperf inference wan-2.2-t2v-a14b _cpu _tiny _short _submission",
-        # TEST04 is judged against the performance run: the two timed runs go back to back, not either side of
-        # VBench's scoring (about 2.6 minutes a scenario here), over which CI's load changes (a Docker build beside
-        # the serial tests made an Offline TEST04 fail once)
-        inputs=("scenarios=Offline,SingleStream", "modes=performance,test04,accuracy", "submitter=cmx-test",
+        # no TEST04 here: it is judged on speed, and beside CI's Docker build the tiny Offline run's two 9-second
+        # measurements differed by 13.5 % in two trials running (6.80 and 7.71 videos/s; the limit is 10 %), back to
+        # back or not. Its flow is tested on recorded logs (tests/mlperf/test_app_test04.py, loadgen/test_test04.py)
+        inputs=("scenarios=Offline,SingleStream", "modes=performance,accuracy", "submitter=cmx-test",
                 f"system_file={SYSTEM_FILE}"), timeout=1500,
         scenarios=("Offline", "SingleStream"), accuracy_keys=frozenset({"vbench_score", "hash"}),
         scenario_checks=_wan_scenario, after=_wan_after, timed=True,
