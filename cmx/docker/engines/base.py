@@ -66,7 +66,6 @@ class EngineKind:
     """
 
     name: str
-    label: str
     present: Callable[[], bool]
     connect: Callable[[], ContainerEngine]
     run_line: Callable[[ContainerSpec, str], RunLine]

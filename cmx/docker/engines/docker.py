@@ -127,5 +127,5 @@ def run_line(spec: ContainerSpec, image_ref: str) -> RunLine:
     return RunLine((*argv, image_ref, *spec.command), hidden_values(spec))
 
 
-DOCKER = EngineKind(name="docker", label="Docker", present=present, connect=connect, run_line=run_line,
+DOCKER = EngineKind(name="docker", present=present, connect=connect, run_line=run_line,
                     notes=lambda spec: [])

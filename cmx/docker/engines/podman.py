@@ -187,4 +187,4 @@ def _hard_limit(name: str) -> int | None:
     return -1 if hard == resource.RLIM_INFINITY else hard
 
 
-PODMAN = EngineKind(name="podman", label="podman", present=present, connect=connect, run_line=run_line, notes=notes)
+PODMAN = EngineKind(name="podman", present=present, connect=connect, run_line=run_line, notes=notes)

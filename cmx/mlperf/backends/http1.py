@@ -239,10 +239,7 @@ class Http1Client:
         the wait counts against the request's own deadline, as a connect does."""
         if self._connects is None:
             self._connects = asyncio.Semaphore(CONNECTS_AT_ONCE)
-        try:
-            await asyncio.wait_for(self._connects.acquire(), max(0.0, deadline - loop.time()))
-        except asyncio.TimeoutError:
-            raise asyncio.TimeoutError() from None
+        await asyncio.wait_for(self._connects.acquire(), max(0.0, deadline - loop.time()))
         try:
             idle = self._idle_connection(loop.time())
             if idle is not None:
