@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CMX    := $(VENV)/bin/cmx
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: venv test test-serial test-docker test-podman serial-then-podman test-ray test-fast test-install lint demo bench clean
+.PHONY: venv test test-serial test-docker test-podman serial-then-podman docker-then-rootless test-ray test-fast test-install lint demo bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,27 +25,29 @@ $(STAMP): pyproject.toml | $(PY)
 
 # three passes: the unit tests on two workers; the end-to-end tests on two workers, a test file per worker (its
 # tests run in order, its shared engine, server or image made once), each worker's vLLM engines on a core of
-# their own; then, one at a time, the end-to-end tests marked `serial`: those judged on time (a LoadGen Server
-# run's TTFT and TPOT, a deadline), which must not share the CPUs with another test of theirs, and after them the
-# `podman` ones (rootful, then rootless). Beside those run the `docker` ones: mostly an image build, pip in a
-# container on one core, where the serial tests leave about three quarters of a core idle (their judged
-# latencies are a tenth of their limits here); the container tests' benchmark runs and each serial module hold
-# one lock (tests/conftest.py, timed_cpu_section), so that those never overlap (a Server test beside the
-# container's vLLM run failed at 20 times its latency). The build itself (pip, dockerd's layer commits) can
-# still take both cores for a while, so the serial tests run at a higher CPU priority where the user may raise
-# it (root; elsewhere as they are): a Server test beside two busy loops had a TPOT p99 of 484 ms, over its
-# 200 ms limit, and passed at nice -10 (CI failed once on it). podman's two image builds wait for the serial
-# tests, so that only the Docker build overlaps them, as before podman. The Ray tests come last, alone: their two
-# replicas hold a core each (beside the build, they took 70 % longer). Each part's output is printed whole when
-# it ends (--output-sync).
+# their own; then the container and serial ones in two lanes. One lane runs, one at a time, the end-to-end tests
+# marked `serial`: those judged on time (a LoadGen Server run's TTFT and TPOT, a deadline), which must not share
+# the CPUs with another test of theirs; then podman's rootful ones. The other runs the `docker` ones, then podman's
+# rootless one: mostly an image build each, pip in a container on one core, where the serial tests leave about
+# three quarters of a core idle (their judged latencies are a tenth of their limits here). The container tests'
+# benchmark runs and each serial module hold one lock (tests/conftest.py, timed_cpu_section), so that those never
+# overlap (a Server test beside the container's vLLM run failed at 20 times its latency). A build itself (pip, the
+# engine's layer commits) can still take both cores for a while, so the serial tests run at a higher CPU priority
+# where the user may raise it (root; elsewhere as they are): a Server test beside two busy loops had a TPOT p99 of
+# 484 ms, over its 200 ms limit, and passed at nice -10 (CI failed once on it). podman's two builds sit one in
+# each lane, so that the lanes end close together (both after the serial tests, they made that lane the longer by
+# about five minutes). The Ray tests come last, alone: their two replicas hold a core each (beside a build, they
+# took 70 % longer). Each part's output is printed whole when it ends (--output-sync).
 RAY_TESTS := tests/mlperf/backends/test_ray_replicas.py
+PODMAN_ROOTLESS_TESTS := tests/docker/test_podman_rootless.py
 TIMED_PRIORITY := $(shell [ "$$(id -u)" = 0 ] && echo nice -n -10)
 test: $(STAMP)  ## every test, the slow end-to-end ones (-m e2e) included
 	$(PY) -m pytest -q -m "not e2e" -n 2 --durations=10
 	$(PY) -m pytest -q -m "e2e and not serial and not docker and not podman" -n 2 --dist loadfile --durations=25
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-ray
 
-# make test's last pass, in four parts: make -j2 runs the serial tests and then podman's beside Docker's, then Ray's
+# make test's last pass, in lanes: make -j2 runs the serial tests and then podman's rootful ones, beside Docker's and
+# then podman's rootless one; then Ray's
 test-serial: $(STAMP)  ## the serial e2e tests but Ray's, one at a time
 	$(TIMED_PRIORITY) $(PY) -m pytest -q -m "e2e and serial" --ignore=$(RAY_TESTS) -p no:cacheprovider --durations=25
 
@@ -56,9 +58,12 @@ test-podman: $(STAMP)  ## the e2e tests on podman, rootful and rootless
 	$(PY) -m pytest -q -m "e2e and podman" -p no:cacheprovider --durations=10
 
 serial-then-podman: test-serial
-	@$(MAKE) --no-print-directory test-podman
+	$(PY) -m pytest -q -m "e2e and podman" --ignore=$(PODMAN_ROOTLESS_TESTS) -p no:cacheprovider --durations=10
 
-test-ray: serial-then-podman test-docker  ## the Ray e2e tests (two one-CPU nodes), after the serial, podman and Docker ones
+docker-then-rootless: test-docker
+	$(PY) -m pytest -q -m "e2e and podman" $(PODMAN_ROOTLESS_TESTS) -p no:cacheprovider --durations=10
+
+test-ray: serial-then-podman docker-then-rootless  ## the Ray e2e tests (two one-CPU nodes), after the serial, podman and Docker ones
 	$(PY) -m pytest -q -m "e2e and serial" $(RAY_TESTS) -p no:cacheprovider --durations=10
 
 # cmx as a user installs it: the sdist, the wheel built from it, installed with the cpu extra into a fresh venv

@@ -3,7 +3,8 @@
 The flags are checked against what the vendors document for podman: NVIDIA's "Support for Container Device
 Interface" (`podman run --device nvidia.com/gpu=all --security-opt=label=disable`) and AMD's "Running ROCm Docker
 containers" (`--device /dev/kfd --device /dev/dri --security-opt seccomp=unconfined`), with podman's own rootless
-pieces (`--userns=keep-id`, `--group-add keep-groups`). tests/docker/test_podman.py runs them on a real podman.
+pieces (`--userns=keep-id`, `--group-add keep-groups`). tests/docker/test_podman.py (rootful) and
+test_podman_rootless.py run them on a real podman.
 """
 
 from __future__ import annotations

@@ -1,56 +1,26 @@
-"""`--container podman` on a real podman (Debian's), rootful and rootless: build, run, lock, save, load, replay.
+"""`--container podman` on a real podman (Debian's), rootful: build, run, lock, save, load, replay; a failed build;
+Ctrl-C. test_podman_rootless.py runs the tiny benchmark as another user, with rootless podman.
 
-.ci/podman-setup.sh installs podman, loads the base image the Docker tests build on and makes a user for rootless
-podman (CMX_PODMAN_ROOTLESS_USER, `cmx-rootless`) with that image in its own storage. The tests skip when podman or
-the base image is missing, unless CMX_REQUIRE_PODMAN=1 (CI sets it): then they fail. Each builds the tiny llama2's
-image once in its own storage (a few minutes, mostly pip on one core) and holds the one lock of the timed sections
-while its benchmark runs (tests/conftest.py, timed_cpu_section), as the Docker tests do.
+.ci/podman-setup.sh installs podman and loads the base image the Docker tests build on. The tests skip when podman
+or the base image is missing, unless CMX_REQUIRE_PODMAN=1 (CI sets it): then they fail. The lock test builds the
+tiny llama2's image (a few minutes, mostly pip on one core) and holds the one lock of the timed sections while its
+benchmark runs (tests/conftest.py, timed_cpu_section), as the Docker tests do.
 """
-
 from __future__ import annotations
 
 import json
 import os
-import pwd
-import shutil
 import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import REPO, Home, timed_cpu_section
-from tests.docker.engine_tests import BASE, TINY, TRAPS_SIGTERM, build_args, ctrl_c_when_ready, engine_marks
+from tests.conftest import Home, timed_cpu_section
+from tests.docker.engine_tests import BASE, TINY, TRAPS_SIGTERM, ctrl_c_when_ready
+from tests.docker.podman_tests import owners, podman_args, podman_marks, run_facts
 
-ROOTLESS_USER = os.environ.get("CMX_PODMAN_ROOTLESS_USER", "cmx-rootless")
-SCENARIO = Path("box") / "llama2-70b-99.9" / "Offline"  # the default round's (v6.1)
-
-
-def _podman_ready() -> str | None:
-    """Why podman or its base image is missing (None when both are there)."""
-    if shutil.which("podman") is None:
-        return "podman is not installed (run .ci/podman-setup.sh)"
-    if subprocess.run(["podman", "image", "exists", BASE], capture_output=True).returncode != 0:
-        return f"podman has no base image {BASE} (run .ci/podman-setup.sh)"
-    return None
-
-
-pytestmark = engine_marks(_podman_ready(), pytest.mark.podman, "CMX_REQUIRE_PODMAN")
-
-
-def podman_args() -> list[str]:
-    return build_args("--container", "podman")
-
-
-def run_facts(results: Path) -> dict:
-    return json.loads((results / SCENARIO / "cmx_run.json").read_text())
-
-
-def owners(folder: Path) -> set[int]:
-    return {p.stat().st_uid for p in folder.rglob("*")}
+pytestmark = podman_marks()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="rootful podman is root's")
@@ -84,70 +54,6 @@ def test_a_rootful_lock_pins_the_podman_built_image_which_replays_from_its_archi
     assert facts["origin"]["container"]["engine"] == "podman"
     assert facts["origin"]["container"]["image_id"] == image["image_id"]
     assert owners(results) == {os.getuid()}
-
-
-@pytest.fixture(scope="module")
-def rootless() -> Iterator[tuple[str, Path]]:
-    """The rootless user, and a folder of theirs holding a venv with this checkout's cmx installed from its wheel
-    (as a user installs it; the image then installs the same wheel)."""
-    if os.geteuid() != 0:
-        pytest.skip("the rootless test starts cmx as another user, which takes root")
-    try:
-        user = pwd.getpwnam(ROOTLESS_USER)
-    except KeyError:
-        why = f"no user {ROOTLESS_USER} for rootless podman (.ci/podman-setup.sh makes one where it can)"
-        if os.environ.get("CMX_REQUIRE_PODMAN") == "1" and os.environ.get("CMX_PODMAN_ROOTLESS") != "0":
-            raise RuntimeError(why) from None
-        pytest.skip(why)
-    folder = Path(tempfile.mkdtemp(prefix="cmx-rootless-", dir="/tmp"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder / "dist"),
-                    str(REPO)], check=True, capture_output=True)
-    os.chmod(folder, 0o755)
-    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(folder)], check=True)
-    wheel = next((folder / "dist").glob("*.whl"))
-    as_user(user.pw_name, ["/usr/bin/python3", "-m", "venv", str(folder / "venv")], check=True)
-    as_user(user.pw_name, [str(folder / "venv/bin/pip"), "install", "--quiet", str(wheel)], check=True, timeout=600)
-    try:
-        yield user.pw_name, folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def as_user(name: str, argv: list[str], *, check: bool = False, timeout: float = 600,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`argv` as the user `name`, with their home, and pip's and TLS's settings of this environment."""
-    home = pwd.getpwnam(name).pw_dir
-    passed = {k: v for k, v in os.environ.items() if k.startswith(("PIP_", "SSL_", "REQUESTS_", "HTTP", "NO_PROXY"))
-              or k in ("PATH", "LANG")}
-    full = {**passed, "HOME": home, **(env or {})}
-    proc = subprocess.run(["runuser", "-u", name, "--", "env", "-i", *(f"{k}={v}" for k, v in full.items()), *argv],
-                          capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{argv} as {name} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
-                             f"{proc.stderr[-3000:]}")
-    return proc
-
-
-def test_a_rootless_user_builds_runs_and_owns_the_results(rootless: tuple[str, Path]):
-    """A user other than root runs the tiny benchmark with rootless podman, in an image their podman builds: VALID,
-    and every file the run left in the results, the cache and the run records is theirs (`--userns=keep-id`)."""
-    name, folder = rootless
-    uid = pwd.getpwnam(name).pw_uid
-    results, home = folder / "results", folder / "home"
-    wheel = next((folder / "dist").glob("*.whl"))
-    with timed_cpu_section():
-        proc = as_user(name, [str(folder / "venv/bin/cmx"), "run", TINY, "--input", f"results_dir={results}",
-                              "--input", "system_name=box", "--cmx-wheel", str(wheel), *podman_args()],
-                       env={"CMX_HOME": str(home)}, timeout=2400)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert "(podman)" in proc.stdout and "rootless podman" not in proc.stderr  # the CPU kind has no groups, limits
-    facts = run_facts(results)
-    assert facts["validity"]["performance"] == "VALID"
-    assert facts["origin"]["container"]["engine"] == "podman"
-    for written in (results, home / "cache", home / "runs"):
-        assert owners(written) == {uid}, written
-    listed = as_user(name, ["podman", "images", "--format", "{{.Repository}}"], check=True).stdout
-    assert "cmx-app-mlperf-inference-llama2" in listed  # in the user's own storage, built by their podman
 
 
 def test_a_failed_podman_build_names_the_instruction_and_its_last_lines(tmp_path: Path):
