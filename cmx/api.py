@@ -72,6 +72,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "reporter": ("cmx.execute.progress", "make_reporter"),  # "live", "plain", "none"; "auto" picks
     "redacted_command": ("cmx.execute.record", "redact_argv"),
     "read_inputs_file": ("cmx.recipe.inputs_file", "read_inputs_file"),
+    "read_input_envs": ("cmx.execute.input_env", "read"),
     "check_text": ("cmx.mlperf.submission.check.report", "format_report"),
     "check_expectation": ("cmx.mlperf.submission.check.report", "expectation"),
     "write_check_csv": ("cmx.mlperf.submission.check.report", "write_csv"),

@@ -81,17 +81,22 @@ INPUT_HELP = "An input of the root recipe; RECIPE.NAME=VALUE sets it on every st
 CONTEXT_HELP = "A run-wide context value, as a variation would set it (device=rocm)."
 INPUTS_FILE_HELP = ("YAML of NAME: VALUE inputs, each as if given with --input (an explicit --input wins); "
                     "`cmx tune` writes one.")
+INPUT_ENV_HELP = ("An input whose value is the environment variable's, for a value no command line should show (a URL "
+                  "with a password); cmx hands such values to its containers and Slurm jobs this way.")
 
 
 def query_options(*, input_help: str = INPUT_HELP, context_help: str = CONTEXT_HELP) -> Callable[[Callable], Callable]:
-    """`--input`, `--inputs-file` and `--context`, in that order in --help (every verb that takes a query takes
-    all three); the command takes them as `inputs`, `inputs_file` and `contexts`, which `parse_query` reads."""
+    """`--input`, `--input-env`, `--inputs-file` and `--context`, in that order in --help (every verb that takes a
+    query takes all four); the command takes them as `inputs`, `input_envs`, `inputs_file` and `contexts`, which
+    `parse_query` reads."""
 
     def apply(fn: Callable) -> Callable:
         # click lists a command's options in the reverse order of the decorators' calls: the last applied is first
         fn = click.option("--context", "-c", "contexts", multiple=True, metavar="KEY=VALUE", help=context_help)(fn)
         fn = click.option("--inputs-file", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
                           help=INPUTS_FILE_HELP)(fn)
+        fn = click.option("--input-env", "input_envs", multiple=True, metavar="NAME=VARIABLE",
+                          help=INPUT_ENV_HELP)(fn)
         return click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE", help=input_help)(fn)
 
     return apply
@@ -107,10 +112,22 @@ class QueryArgs:
 
 
 def parse_query(words: tuple[str, ...], inputs: tuple[str, ...], contexts: tuple[str, ...],
-                inputs_file: str | None = None) -> QueryArgs:
+                inputs_file: str | None = None, input_envs: tuple[str, ...] = ()) -> QueryArgs:
     """The values of `query_arg` and `query_options`, parsed; a bad --input is reported before a bad --context.
-    The --inputs-file's pairs go under the explicit --input ones, which win."""
+    The --inputs-file's pairs go under the explicit --input and --input-env ones, which win; an input given by
+    both of those is an error."""
     given = parse_pairs(inputs, "--input")
+    if input_envs:
+        import os
+
+        from cmx import api
+
+        by_env = parse_pairs(input_envs, "--input-env")
+        both = sorted(set(by_env) & set(given))
+        if both:
+            raise click.BadParameter(f"{', '.join(both)} is given with --input too; give each input once",
+                                     param_hint="--input-env")
+        given.update(api.read_input_envs(by_env, os.environ))
     if inputs_file:
         from cmx import api
 

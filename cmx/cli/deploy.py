@@ -144,8 +144,9 @@ builds; push it to a registry the cluster pulls from and pass --image.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], do_apply: bool, do_delete: bool, detach: bool,
-            ready_timeout: float, as_json: bool, crd_files: tuple[Path, ...], **options: Any) -> None:
+            inputs_file: str | None, input_envs: tuple[str, ...], contexts: tuple[str, ...], do_apply: bool,
+            do_delete: bool, detach: bool, ready_timeout: float, as_json: bool, crd_files: tuple[Path, ...],
+            **options: Any) -> None:
     """`options`: the K8sOptions and StackOptions, by their own names."""
     stack_fields = {f.name for f in fields(api.StackOptions)}
     params = {STACK_PARAMS.get(p, p): p for p in list(options)
@@ -154,7 +155,7 @@ def command(ctx: click.Context, query: tuple[str, ...], out_dir: Path, inputs: t
     api.refuse_foreign(stack, {field for field, param in params.items() if _given(ctx, param)})
     k8s = api.K8sOptions(**{**options, "supplemental_groups": _groups(options["supplemental_groups"])},
                          stack=stack, crd_files=crd_files)
-    q = parse_query(query, inputs, contexts, inputs_file)
+    q = parse_query(query, inputs, contexts, inputs_file, input_envs)
     result = api.deploy_k8s(q.query, inputs=q.inputs, context=q.context, out_dir=out_dir, options=k8s,
                             apply=do_apply, delete=do_delete, detach=detach,
                             waits=api.Waits(ready_s=ready_timeout),

@@ -59,12 +59,13 @@ def verb(name: str, engine: str | None) -> click.Command:
 
 # options: click's values, of the types the option decorators give
 def _show(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
-          contexts: tuple[str, ...], dockerfile_only: bool, print_run: bool, **options: Any) -> None:
+          input_envs: tuple[str, ...], contexts: tuple[str, ...], dockerfile_only: bool, print_run: bool,
+          **options: Any) -> None:
     from cmx import api
 
     if dockerfile_only == print_run:
         raise click.UsageError("give one of --dockerfile-only and --print-run")
-    q = parse_query(query, inputs, contexts, inputs_file)
+    q = parse_query(query, inputs, contexts, inputs_file, input_envs)
     options_, settings = docker_options_of(**options), app(ctx).settings()
     if dockerfile_only:
         rendered = api.docker_file(q.query, inputs=q.inputs, context=q.context, options=options_, settings=settings)

@@ -58,8 +58,8 @@ submission packaged from its results carries it in src/.
 @click.pass_context
 # options: click's values, of the types the option decorators give
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
-            contexts: tuple[str, ...], out: Path, as_json: bool, in_docker: bool, container: str | None,
-            save_image: Path | None, **options: Any) -> None:
+            input_envs: tuple[str, ...], contexts: tuple[str, ...], out: Path, as_json: bool, in_docker: bool,
+            container: str | None, save_image: Path | None, **options: Any) -> None:
     from cmx import api
 
     if options["gpus"]:
@@ -71,7 +71,7 @@ def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...],
                                "--docker or --container")
     docker = docker_options_of(**options, container=engine) if engine else None
     # the build's lines go to stderr: stdout is the summary (or the JSON)
-    q = parse_query(query, inputs, contexts, inputs_file)
+    q = parse_query(query, inputs, contexts, inputs_file, input_envs)
     lock = api.lock(q.query, inputs=q.inputs, context=q.context, settings=app(ctx).settings(), docker=docker,
                     emit=lambda line: click.echo(line, err=True), save_image=save_image)
     path = lock.write(out)

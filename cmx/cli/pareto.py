@@ -65,15 +65,15 @@ both curves overlaid.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
-            contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool, compare: Path | None,
-            **request: Any) -> None:
+            input_envs: tuple[str, ...], contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
+            compare: Path | None, **request: Any) -> None:
     from cmx import api
     from cmx.errors import CmxError
 
     text = join_query(query)
     state = app(ctx)
     try:
-        q = parse_query(query, inputs, contexts, inputs_file)
+        q = parse_query(query, inputs, contexts, inputs_file, input_envs)
         asked = {k: v for k, v in request.items() if v is not None}  # what is not given: ParetoRequest's default
         result = api.pareto(q.query, inputs=q.inputs, context=q.context, **asked,
                             jobs=jobs or api.default_jobs(), settings=state.settings(),

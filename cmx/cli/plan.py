@@ -40,6 +40,6 @@ downloaded, built or executed.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], inputs: tuple[str, ...], inputs_file: str | None,
-            contexts: tuple[str, ...], verbose: bool, as_json: bool) -> None:
-    q = parse_query(query, inputs, contexts, inputs_file)
+            input_envs: tuple[str, ...], contexts: tuple[str, ...], verbose: bool, as_json: bool) -> None:
+    q = parse_query(query, inputs, contexts, inputs_file, input_envs)
     print_plan(q.query, q.inputs, q.context, as_json, verbose, ctx)

@@ -109,9 +109,9 @@ inside (--gpus and --keep apply).
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, dry_run: bool, as_json: bool,
-            install_missing: bool | None, progress: str, in_docker: bool, container: str | None, rebuild: bool,
-            keep: bool, load_image: Path | None, in_slurm: bool,
+            inputs_file: str | None, input_envs: tuple[str, ...], contexts: tuple[str, ...], jobs: int | None,
+            dry_run: bool, as_json: bool, install_missing: bool | None, progress: str, in_docker: bool,
+            container: str | None, rebuild: bool, keep: bool, load_image: Path | None, in_slurm: bool,
             **options: Any) -> None:  # click's values, of the types the option decorators give
     if bool(query) == bool(locked):
         raise click.UsageError("give a QUERY, or --locked FILE (whose query runs), not both" if query else
@@ -123,7 +123,7 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                                "--context, --dry-run, --slurm nor --docker")
     if load_image and not locked:
         raise click.UsageError("--load-image goes with --locked: it loads the lock's image")
-    q = parse_query(query, inputs, contexts, inputs_file)
+    q = parse_query(query, inputs, contexts, inputs_file, input_envs)
     text, given, context = q.query, q.inputs, q.context
     slurm = {k: options.pop(k) for k in ("partition", "account", "time_limit", "gpus_per_node", "nodes",
                                          "cpus_per_task", "mem", "job_name")}
@@ -180,8 +180,8 @@ def command(ctx: click.Context, query: tuple[str, ...], locked: Path | None, inp
                          locked=locked,
                          # the next identical command line may be answered from a memo (cmx.cli.main), which
                          # knows only a query and --input pairs, with the home from the environment (the API
-                         # itself declines a lock or a context)
-                         memo=not (inputs_file or state.registry))
+                         # itself declines a lock or a context); a value read from a file or a variable may change
+                         memo=not (inputs_file or input_envs or state.registry))
     except CmxError as exc:
         if not as_json:
             raise

@@ -83,9 +83,9 @@ the build.
 @registry_option
 @click.pass_context
 def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: tuple[str, ...],
-            inputs_file: str | None, contexts: tuple[str, ...], jobs: int | None, progress: str, as_json: bool,
-            no_confirm: bool, in_docker: bool, container: str | None, rebuild: bool, keep: bool,
-            base_image: str | None, gpus: str | None,
+            inputs_file: str | None, input_envs: tuple[str, ...], contexts: tuple[str, ...], jobs: int | None,
+            progress: str, as_json: bool, no_confirm: bool, in_docker: bool, container: str | None, rebuild: bool,
+            keep: bool, base_image: str | None, gpus: str | None,
             ca_bundle: Path | None, wheelhouse: Path | None, cmx_wheel: Path | None, **search: Any) -> None:
     """`search`: the TuneRequest's options by their own names (start_qps, out, tolerance, max_probes,
     probe_seconds, confirm_tries)."""
@@ -101,7 +101,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
         if as_json:
             raise click.UsageError("--json does not go with --docker or --container: the tune inside prints its "
                                    "table; read its run.json (the path is printed at the end)")
-        q = parse_query(query, inputs, contexts, inputs_file)
+        q = parse_query(query, inputs, contexts, inputs_file, input_envs)
         code = api.tune_docker(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,
                                options=docker, confirm=not no_confirm, **search, jobs=jobs,
                                argv=["cmx", *sys.argv[1:]], settings=state.settings(), emit=click.echo)
@@ -111,7 +111,7 @@ def command(ctx: click.Context, query: tuple[str, ...], scenario: str, inputs: t
         return
     refuse_without_docker(rebuild, keep, base_image, gpus, ca_bundle, wheelhouse, cmx_wheel)
     try:  # a bad inputs file is answered as JSON too under --json
-        q = parse_query(query, inputs, contexts, inputs_file)
+        q = parse_query(query, inputs, contexts, inputs_file, input_envs)
         result = api.tune(q.query, scenario=scenario.capitalize(), inputs=q.inputs, context=q.context,
                           confirm=not no_confirm, **search,
                           jobs=jobs or api.default_jobs(), settings=state.settings(),

@@ -23,6 +23,7 @@ from cmx.container import CONTAINER_ENV
 from cmx.docker import DockerError, profile_for
 from cmx.docker.render import BuildOptions, Rendered, plan_device, render, write_context
 from cmx.docker.spec import ContainerSpec, Mount
+from cmx.execute import input_env
 from cmx.resolve.plan import Plan
 from cmx.secrets import Secret
 from cmx.settings import Settings
@@ -69,8 +70,8 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
                ["cmx", "lock", plan.query, "--output", str(request.lock_to)] if request.lock_to else
                ["cmx", "tune", plan.query] if request.tune else
                ["cmx", "run", plan.query])
-    for name, value in inputs:
-        command += ["--input", f"{name}={value}"]
+    by_env = input_env.by_environment(inputs)  # a URL's password: in the environment, off every command line
+    command += by_env.arguments()
     for key, value in request.context.items():
         command += ["--context", f"{key}={_context_text(value)}"]
     if request.jobs and not request.lock_to:
@@ -83,7 +84,7 @@ def container_spec(plan: Plan, request: DockerRun, settings: Settings, *, image:
     environment = {"CMX_CACHE": str(settings.cache), "CMX_RUNS": str(settings.runs), "PYTHONUNBUFFERED": "1",
                    **{CONTAINER_ENV[k]: v for k, v in labels.items() if k in CONTAINER_ENV},
                    **{k: env_in[k] for k in PROXY_VARIABLES if env_in.get(k)},
-                   **variables, **dict(device.environment), **secrets}
+                   **variables, **by_env.environment, **dict(device.environment), **secrets}
     user = request.build.user
     return ContainerSpec(image=image, command=tuple(command), user=f"{user.uid}:{user.gid}" if user else None,
                          environment=tuple(sorted(environment.items())), secret_names=tuple(sorted(secrets)),

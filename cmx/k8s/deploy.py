@@ -17,6 +17,7 @@ from cmx.k8s.devices import PodDeviceProfile
 from cmx.k8s.manifests import ServingSpec
 from cmx.k8s.output import Rendered
 from cmx.k8s.stack_options import StackOptions
+from cmx.secrets import mask_urls
 from cmx.settings import Settings
 
 # the inputs the benchmark Job sets itself: a user's value would point it somewhere else
@@ -110,6 +111,8 @@ def default_name(repo: str) -> str:
 
 
 def refuse_job_inputs(given: Mapping[str, Any]) -> None:
+    """Refuse what the benchmark Job cannot be given: an input it sets itself, or a URL's credentials (its manifest
+    is written to --out and readable in the cluster)."""
     clash = [k for k in JOB_INPUTS if k in given]
     if clash:
         raise K8sError(f"--input {', '.join(clash)} cannot be given to deploy --k8s: the benchmark Job sets "
@@ -117,6 +120,12 @@ def refuse_job_inputs(given: Mapping[str, Any]) -> None:
                        "volume, the model cache)",
                        hint="to benchmark a server you already run, use `cmx run 'QUERY _endpoint' --input "
                             "endpoint_url=...` instead")
+    credentials = [k for k, v in given.items() if isinstance(v, str) and mask_urls(v) != v]
+    if credentials:
+        raise K8sError(f"--input {', '.join(credentials)} holds a URL with credentials, which the benchmark Job's "
+                       "manifest would show to everyone who may read the Job",
+                       hint="give a URL the cluster reaches without credentials; cmx passes no input to a "
+                            "Kubernetes Job through a Secret (HF_TOKEN is the one it takes from one)")
 
 
 def pod_profile_for(device: str | None, options: K8sOptions) -> PodDeviceProfile:

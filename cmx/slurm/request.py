@@ -41,7 +41,9 @@ def submit_query(request: JobRequest, settings: Settings, environ: Mapping[str, 
     """Submit the query as a Slurm batch job on a node with the submitter's interpreter and CMX_* settings; the
     job's record. The plan is resolved here first, so a query that cannot run fails before anything is
     submitted. A secret input given on the command line is refused (the script would hold it): the job reads
-    secrets from its environment."""
+    secrets from its environment. So it does an input whose value holds a URL's credentials, which cmx puts in
+    sbatch's environment itself (`--input-env`)."""
+    from cmx.execute import input_env
     from cmx.execute.plan_check import check_plan
     from cmx.execute.record import redact_argv
     from cmx.execute.request import Runtime, resolved
@@ -55,7 +57,10 @@ def submit_query(request: JobRequest, settings: Settings, environ: Mapping[str, 
     check_plan(p)  # before the job waits in the queue, not when it starts
     args = list(request.cmx_args) if request.cmx_args is not None else run_args(request.query, request.inputs,
                                                                                 request.context)
-    secrets = []
+    # a URL's password goes by the job's environment (sbatch exports sbatch's own), never into the script
+    args, by_env = input_env.hide_in_argv(args)
+    secrets = [f"{name}: ${variable} (a URL with credentials; cmx sets it for sbatch)"
+               for name, variable in by_env.by_variable]
     for step in p:
         for name, value in step.inputs.items():
             if not isinstance(value, Secret) or not value.reveal():
@@ -71,7 +76,7 @@ def submit_query(request: JobRequest, settings: Settings, environ: Mapping[str, 
     host = tuple(redact_argv(list(request.host_command), p)) if request.host_command else ()
     return submit(Submission(query=request.query, recipe=p.root_step.name, cmx_args=tuple(args),
                              options=request.options, results_dir=str(results_dir) if results_dir else None,
-                             secrets=tuple(secrets), host_command=host), settings, environ)
+                             secrets=tuple(secrets), host_command=host), settings, {**environ, **by_env.environment})
 
 
 def job_statuses(settings: Settings, environ: Mapping[str, str], *, all_jobs: bool = False, limit: int = 20,

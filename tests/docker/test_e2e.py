@@ -132,30 +132,36 @@ def test_a_failed_build_names_the_instruction_and_its_last_lines(home: Home):
     assert "cmx-no-such-package-xyz" in proc.stderr
 
 
-def test_a_secret_input_reaches_the_run_but_no_layer_of_the_image(home: Home):
+def test_a_secret_and_a_url_password_reach_the_run_but_no_layer_of_the_image(home: Home):
+    """A secret input goes by its `env:` variable, an input holding a URL's password by CMX_INPUT_URL (read inside
+    with --input-env): the step gets both whole, and neither is in an image layer, a file of the image or a record."""
     import hashlib
 
     import docker
 
-    secret = "cmx-secret-0b5e7d"
+    secret, url = "cmx-secret-0b5e7d", "http://alice:pw-url-3e9@mirror.example/v1"
     digest = hashlib.sha256(secret.encode()).hexdigest()  # the recipe compares hashes: no copy of it in the image
     home.recipe("secretive", "name: secretive\ntags: [secretive]\ninputs:\n  token: {type: secret, env: APP_TOKEN}\n"
-                             "outputs: {seen: {type: bool}}\n",
+                             "  url: {type: str, default: none}\n"
+                             "outputs: {seen: {type: bool}, whole: {type: bool}}\n",
                 "import hashlib\n\n\ndef run(ctx):\n"
                 "    return {'seen': hashlib.sha256(ctx.inputs['token'].reveal().encode()).hexdigest()"
-                f" == '{digest}'}}\n")
-    proc = home.cmx("run", "secretive", "--input", f"token={secret}", *docker_args(), timeout=2400)
+                f" == '{digest}', 'whole': ctx.inputs['url'].endswith('-3e9@mirror.example/v1')}}\n")
+    proc = home.cmx("run", "secretive", "--input", f"token={secret}", "--input", f"url={url}", *docker_args(),
+                    timeout=2400)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "seen = True" in proc.stdout  # the step got it, through the environment
+    assert "seen = True" in proc.stdout and "whole = True" in proc.stdout  # through the environment, both
+    assert "pw-url-3e9" not in proc.stdout + proc.stderr
     client = docker.from_env()
     started = next(line for line in proc.stdout.splitlines() if line.startswith("running `cmx run secretive` in "))
     image = client.images.get(started.split("` in ", 1)[1].split(" ")[0])  # "... in TAG (docker)"
-    assert all(secret not in json.dumps(layer) for layer in image.history())
-    found = client.containers.run(image.id, ["sh", "-c", f"grep -rl {secret} /opt /etc /home /root || true"],
-                                  remove=True, user="0")
+    assert all(secret not in json.dumps(layer) and "pw-url-3e9" not in json.dumps(layer) for layer in image.history())
+    grep = f"grep -rlE '{secret}|pw-url-3e9' /opt /etc /home /root || true"
+    found = client.containers.run(image.id, ["sh", "-c", grep], remove=True, user="0")
     assert found.strip() == b""
     runs = list((home.root / "runs").glob("*/run.json"))
-    assert runs and all(secret not in p.read_text() for p in runs)
+    assert runs and all(secret not in p.read_text() and "pw-url-3e9" not in p.read_text() for p in runs)
+    assert any("--input-env" in p.read_text() for p in runs)  # the container's command, as its run recorded it
 
 
 def test_a_docker_lock_pins_the_image_replays_in_it_and_refuses_another_image_id(builtin: Home, tmp_path: Path):

@@ -206,6 +206,29 @@ def test_variables_inputs_read_go_to_the_container_and_the_entrypoint_is_reset(h
     assert "ENTRYPOINT []" in render(plan, BuildOptions(), home.settings).dockerfile
 
 
+def test_an_input_with_a_url_password_reaches_the_container_by_its_environment_on_either_engine(home: Home):
+    """The inner command reads it with --input-env; neither engine's command line (another user's `ps` shows
+    podman's) nor --print-run holds the password."""
+    from cmx.docker.engines.docker import run_line as docker_line
+    from cmx.docker.engines.podman import run_line as podman_line
+
+    home.recipe("app", "name: app\ntags: [app]\ninputs:\n  endpoint_url: {type: str, default: x}\n"
+                       "  word: {type: str, default: y}\n")
+    given = {"endpoint_url": "http://alice:pw-Zk4@10.0.0.7:8000/v1", "word": "hi"}
+    plan = api.plan("app", inputs=given, settings=home.settings).plan
+    spec = container_spec(plan, DockerRun("app", given, {}, BuildOptions()), home.settings, image="x", labels={},
+                          environ={})
+    assert spec.command[:8] == ("cmx", "run", "app", "--input", "word=hi", "--input-env",
+                                "endpoint_url=CMX_INPUT_ENDPOINT_URL", "--progress")
+    assert dict(spec.environment)["CMX_INPUT_ENDPOINT_URL"] == given["endpoint_url"]
+    for line in (podman_line, docker_line):
+        run = line(spec, "img:1")
+        assert not any("pw-Zk4" in a for a in run.argv)
+        assert "CMX_INPUT_ENDPOINT_URL" in run.argv and dict(run.environment)["CMX_INPUT_ENDPOINT_URL"] == \
+            given["endpoint_url"]
+    assert "pw-Zk4" not in json.dumps(spec.to_json())
+
+
 def test_rocm_groups_are_the_host_device_owners_by_id(tmp_path: Path):
     from cmx.devices import ROCM
     from cmx.docker.profiles import device_groups

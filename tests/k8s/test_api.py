@@ -90,6 +90,15 @@ def test_inputs_the_job_sets_itself_are_refused(repo_settings: Settings, tmp_pat
                        settings=repo_settings)
 
 
+def test_an_input_with_url_credentials_is_refused_before_a_manifest_holds_it(repo_settings: Settings,
+                                                                              tmp_path: Path) -> None:
+    with pytest.raises(K8sError) as err:
+        api.deploy_k8s(f"{QUERY} _cuda", inputs={"system_name": "https://u:pw-K8@mirror/x"},
+                       out_dir=tmp_path / "out", options=IMAGE, settings=repo_settings)
+    assert "--input system_name holds a URL with credentials" in err.value.message
+    assert "pw-K8" not in err.value.render() and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("device, options", [("rocm", replace(IMAGE, runtime_class="nvidia")),
                                              ("cuda", replace(IMAGE, supplemental_groups=(44,)))])
 def test_a_vendor_option_on_the_other_vendor_is_refused(repo_settings: Settings, tmp_path: Path, device: str,

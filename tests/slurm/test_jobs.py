@@ -125,6 +125,25 @@ def test_a_secret_on_the_command_line_is_refused_before_anything_is_submitted(sh
     assert not (shome.home.root / "runs" / "slurm").exists()
 
 
+def test_a_url_password_reaches_the_job_by_its_environment_never_the_script_or_the_record(shome: SlurmHome) -> None:
+    from tests.execute.test_input_env import ECHO, ECHO_PY, URL
+
+    shome.home.recipe("echo-url", ECHO, ECHO_PY)
+    proc = shome.cmx("run", "echo url", "--input", f"url={URL}", "-i", "word=yo", "--slurm")
+    job_id = submitted_id(proc)
+    assert "pw-Q7x" not in proc.stdout + proc.stderr
+    record_file = shome.home.root / "runs" / "slurm" / f"{job_id}.json"
+    record = json.loads(record_file.read_text())
+    script = Path(record["script"]).read_text()
+    assert record["argv"][3:] == ["run", "echo url", "--input-env", "url=CMX_INPUT_URL", "-i", "word=yo"]
+    assert "url: $CMX_INPUT_URL" in script
+    assert "pw-Q7x" not in script and "pw-Q7x" not in record_file.read_text()
+    job = wait_for(shome, job_id, {"COMPLETED", "FAILED", "CANCELLED"})
+    assert job["state"] == "COMPLETED", Path(job["stderr"]).read_text()
+    run = json.loads(Path(job["run_record"]).read_text())
+    assert run["results"]["echo-url"]["outputs"] == {"whole": True, "word": "yo"}  # the job had the URL whole
+
+
 def test_a_cancelled_job_is_reported_cancelled_and_its_results_never_valid(shome: SlurmHome, tmp_path: Path) -> None:
     shome.home.recipe("sleeper", SLEEPER, SLEEPER_PY)
     results = tmp_path / "results"
