@@ -78,6 +78,13 @@ def mask_urls(text: str) -> str:
     return _USERINFO.sub(_masked_userinfo, text) if "@" in text else text
 
 
+def withheld_credentials(text: str) -> bool:
+    """Whether `text` holds a URL whose credentials were masked (by masked_url): `user:***@`, `***@`. A record or
+    lock holds the URL so; whoever reuses it must give the credentials again."""
+    return "***@" in text and any(m.group(1) == "***" or m.group(1).endswith(":***")
+                                  for m in _USERINFO.finditer(text))
+
+
 def _masked_userinfo(match: re.Match[str]) -> str:
     user, colon, _ = match.group(1).partition(":")
     if colon:

@@ -40,7 +40,7 @@ from cmx.errors import CmxError
 from cmx.recipe.types import to_json
 from cmx.registry.sources import Source
 from cmx.resolve.plan import Plan, Step
-from cmx.secrets import public_value
+from cmx.secrets import public_value, withheld_credentials
 
 LOCK_VERSION = 1
 LOCK_NAME = "cmx.lock"
@@ -287,16 +287,32 @@ def folder_commit(folder: Path) -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
-def check_moves(lock: Lock, root_inputs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
-    """A replay may give root inputs of type path only (`root_inputs`: the root recipe's declarations): where
-    outputs go. Anything else would change what runs: LockError."""
-    for name in given:
+def check_moves(lock: Lock, root_inputs: Mapping[str, Any], given: Mapping[str, Any]) -> frozenset[str]:
+    """The inputs `given` to a replay that move where outputs go: root inputs of type path (`root_inputs`: the root
+    recipe's declarations). A lock keeps a URL's credentials masked (`user:***@`), so such an input must be given
+    again, the same URL with its credentials; anything else given would change what runs: LockError."""
+    withheld = {name: value for name, value in lock.inputs.items()
+                if isinstance(value, str) and withheld_credentials(value)}
+    for name, value in given.items():
+        if name in withheld:
+            if public_value(value) != withheld[name]:
+                raise LockError(f"--input {name} is {public_value(value)!r}, the lock has {withheld[name]!r}: a "
+                                "replay gives a locked URL its credentials again, nothing else",
+                                hint="give the lock's URL with its credentials, or lock again with this one")
+            continue
         spec = root_inputs.get(name)
         if spec is None or spec.type != "path":
             movable = ", ".join(n for n, s in root_inputs.items() if s.type == "path") or "none"
             raise LockError(f"--input {name} would change what the locked run does, not only where it writes",
                             hint=f"a replay may move its outputs ({movable}); for anything else, lock again: "
                                  f"`cmx lock {lock.query!r} --input {name}=... -o FILE`")
+    missing = sorted(set(withheld) - set(given))
+    if missing:
+        name = missing[0]
+        raise LockError(f"the lock's input {name} is {withheld[name]!r}: a lock keeps no credentials, and this run "
+                        "needs them", hint=f"give them again, the whole URL in a variable: `cmx run --locked FILE "
+                                           f"--input-env {name}=VARIABLE` (or --input {name}=URL, which `ps` shows)")
+    return frozenset(name for name in given if name not in withheld)
 
 
 def check_container(lock: Lock, facts: Mapping[str, str] | None) -> None:

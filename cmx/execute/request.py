@@ -142,12 +142,12 @@ def root_recipe(query: str | Query, settings: Settings) -> Recipe:
 
 def replay_lock(path: str | os.PathLike[str], given: Mapping[str, Any],
                 settings: Settings) -> tuple[Lock, frozenset[str]]:
-    """The lock at `path`, and the root inputs `given` moves (only where outputs go: LockError otherwise)."""
+    """The lock at `path`, and the root inputs `given` moves (only where outputs go; besides those, a replay gives
+    only the credentials of a locked URL again: LockError otherwise)."""
     from cmx.execute.lockfile import Lock, check_moves
 
     lock = Lock.read(Path(path))
-    check_moves(lock, root_recipe(lock.query, settings).inputs, given)
-    return lock, frozenset(given)
+    return lock, check_moves(lock, root_recipe(lock.query, settings).inputs, given)
 
 
 def lock_plan(plan: Plan, settings: Settings, notes: Mapping[str, tuple[str, ...]] | None = None) -> Lock:

@@ -180,3 +180,29 @@ def test_a_native_lock_of_a_gpu_plan_on_cpu_packages_is_refused(builtin: Home) -
     refuse_other_device(plan, image_packages(ROCM, "+rocm7.0"))
     proc = builtin.cmx("lock", "app mlperf inference llama2 _rocm _tiny", "-o", str(builtin.root / "x.lock"))
     assert proc.returncode == 1 and "a lock of a _rocm plan" in proc.stderr
+
+
+def test_a_replay_asks_for_a_locked_urls_credentials_again_and_takes_only_those(home: Home, tmp_path: Path):
+    """A lock holds a URL as `user:***@`: replayed as it is, the step would get a URL that is not the one locked.
+    The replay is refused until the credentials are given again (--input-env, or --input), for that URL only."""
+    from tests.execute.test_input_env import ECHO, ECHO_PY, URL
+
+    home.recipe("echo-url", ECHO, ECHO_PY)
+    lock = tmp_path / "cmx.lock"
+    home.cmx("lock", "echo url", "--input", f"url={URL}", "-o", str(lock), check=True)
+    assert "pw-Q7x" not in lock.read_text() and "alice:***@mirror.example" in lock.read_text()
+
+    def replay(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*CMX, "run", "--locked", str(lock), *args, "--json"], env={**home.env, **env},
+                              cwd=home.root, capture_output=True, text=True, timeout=120)
+
+    bare = replay()
+    assert bare.returncode == 1
+    assert "the lock's input url is 'https://alice:***@mirror.example/v1': a lock keeps no credentials" in bare.stdout
+    assert "--input-env url=VARIABLE" in bare.stdout
+    other = replay("--input", "url=https://bob:pw-2@mirror.example/v1")
+    assert other.returncode == 1 and "a replay gives a locked URL its credentials again" in other.stdout
+    assert "pw-2" not in other.stdout + other.stderr
+    whole = replay("--input-env", "url=MIRROR", MIRROR=URL)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert json.loads(whole.stdout)["outputs"] == {"whole": True, "word": "hi"}
