@@ -60,7 +60,8 @@ options) with this Python interpreter, and the cache and run records of this cmx
 home (CMX_CACHE, CMX_RUNS, exported into the job): they must be on storage every
 node sees at the same path, or the job stops at once saying so. A secret input
 reaches the job through its environment (export it before submitting), never the
-script. `cmx jobs` follows the jobs; the script is templates/slurm/run.sbatch.j2.
+script; so does an input holding a URL's password, which cmx puts there itself
+(--input-env). `cmx jobs` follows the jobs; the script is templates/slurm/run.sbatch.j2.
 
 \b
     cmx run "app mlperf inference llama2 _cuda" --slurm --partition gpu \\
@@ -73,7 +74,9 @@ checking that nothing differs: the installed vLLM, torch, LoadGen..., every reci
 files, the variations, inputs, context and cache keys, and the checksums of what
 the cache holds. The first difference refuses the run and says what changed. Only
 --input values that move outputs (inputs of type path, like results_dir) may be
-given; after the run, a step that built other files than the lock records fails it.
+given, and the credentials of a locked URL, which a lock never keeps (the replay asks
+for them: --input-env NAME=VARIABLE); after the run, a step that built other files
+than the lock records fails it.
 A lock made with `cmx lock --docker` replays in its image: the Dockerfile and build
 context rendered now must be the locked ones and the image with the locked ID must be
 in the engine that locked it (--container names another); --load-image FILE loads
