@@ -54,14 +54,16 @@ test-serial: $(STAMP)  ## the serial e2e tests but Ray's, one at a time
 test-docker: $(STAMP)  ## the e2e tests on a Docker engine
 	$(PY) -m pytest -q -m "e2e and docker" -p no:cacheprovider --durations=10
 
+PODMAN_PYTEST := $(PY) -m pytest -q -m "e2e and podman" -p no:cacheprovider --durations=10
+
 test-podman: $(STAMP)  ## the e2e tests on podman, rootful and rootless
-	$(PY) -m pytest -q -m "e2e and podman" -p no:cacheprovider --durations=10
+	$(PODMAN_PYTEST)
 
 serial-then-podman: test-serial
-	$(PY) -m pytest -q -m "e2e and podman" --ignore=$(PODMAN_ROOTLESS_TESTS) -p no:cacheprovider --durations=10
+	$(PODMAN_PYTEST) --ignore=$(PODMAN_ROOTLESS_TESTS)
 
 docker-then-rootless: test-docker
-	$(PY) -m pytest -q -m "e2e and podman" $(PODMAN_ROOTLESS_TESTS) -p no:cacheprovider --durations=10
+	$(PODMAN_PYTEST) $(PODMAN_ROOTLESS_TESTS)
 
 test-ray: serial-then-podman docker-then-rootless  ## the Ray e2e tests (two one-CPU nodes), after the serial, podman and Docker ones
 	$(PY) -m pytest -q -m "e2e and serial" $(RAY_TESTS) -p no:cacheprovider --durations=10

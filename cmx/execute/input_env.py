@@ -35,21 +35,27 @@ def by_environment(pairs: Iterable[tuple[str, str]]) -> InputsByEnvironment:
     """`pairs` split (see InputsByEnvironment): each value whose URL credentials `mask_urls` would mask goes by a
     variable named for its input, CMX_INPUT_ENDPOINT_URL for endpoint_url (a RECIPE.NAME's dots and dashes as
     underscores; a name taken already gets _2, _3 ...)."""
-    plain: list[tuple[str, str]] = []
-    hidden: list[tuple[str, str]] = []
-    environment: dict[str, str] = {}
+    listed = list(pairs)
+    named = list(zip(listed, _variables(listed), strict=True))
+    return InputsByEnvironment(pairs=tuple(pair for pair, variable in named if variable is None),
+                               by_variable=tuple((pair[0], variable) for pair, variable in named if variable),
+                               environment={variable: pair[1] for pair, variable in named if variable})
+
+
+def _variables(pairs: list[tuple[str, str]]) -> list[str | None]:
+    """For each pair, the variable its value goes by, or None for a value without URL credentials."""
+    out: list[str | None] = []
     for name, value in pairs:
         if mask_urls(value) == value:
-            plain.append((name, value))
+            out.append(None)
             continue
         base = PREFIX + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
         variable, n = base, 1
-        while variable in environment:
+        while variable in out:
             n += 1
             variable = f"{base}_{n}"
-        environment[variable] = value
-        hidden.append((name, variable))
-    return InputsByEnvironment(tuple(plain), tuple(hidden), environment)
+        out.append(variable)
+    return out
 
 
 def hide_in_argv(argv: Sequence[str]) -> tuple[list[str], InputsByEnvironment]:
@@ -69,18 +75,15 @@ def hide_in_argv(argv: Sequence[str]) -> tuple[list[str], InputsByEnvironment]:
         if sep and name:
             found.append((at, name, value))
         at += 1
-    split = by_environment((name, value) for _, name, value in found)
-    variables = iter(split.by_variable)
     out = list(argv)
-    for index, name, value in found:
-        if mask_urls(value) == value:
+    for (index, name, _), variable in zip(found, _variables([(name, value) for _, name, value in found]), strict=True):
+        if variable is None:
             continue
-        _, variable = next(variables)
         if out[index].startswith("--input="):
             out[index] = f"--input-env={name}={variable}"
         else:
             out[index - 1], out[index] = "--input-env", f"{name}={variable}"
-    return out, split
+    return out, by_environment((name, value) for _, name, value in found)
 
 
 def read(pairs: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
