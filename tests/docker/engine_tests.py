@@ -4,7 +4,7 @@ and the marks that skip them where the engine is missing, or fail them where CI 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,3 +53,19 @@ def ctrl_c_when_ready() -> Iterator[Callable[[str], None]]:
         yield emit
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def images_removed_after(listing: Callable[[], set[str]], remove: Callable[[Collection[str]], None]) -> Iterator[None]:
+    """Remove, when the block ends, every image made in it: the IDs `listing` gives then and not before (tags and
+    build steps alike), with `remove`, a few passes, since an image with children stays until they go. The tiny
+    llama2's image is GBs, and CI's disk, of no set size, filled once with three engines' images and builds."""
+    before = listing()
+    try:
+        yield
+    finally:
+        for _ in range(3):
+            made = listing() - before
+            if not made:
+                break
+            remove(made)

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.docker.engine_tests import BASE, build_args, engine_marks
+from tests.docker.engine_tests import BASE, build_args, engine_marks, images_removed_after
 
 SCENARIO = Path("box") / "llama2-70b-99.9" / "Offline"  # the default round's (v6.1)
 
@@ -39,3 +41,16 @@ def run_facts(results: Path) -> dict:
 
 def owners(folder: Path) -> set[int]:
     return {p.stat().st_uid for p in folder.rglob("*")}
+
+
+@contextmanager
+def podman_images_removed(podman: Callable[[Sequence[str]], str] | None = None) -> Iterator[None]:
+    """The images made in the block removed after it (engine_tests.images_removed_after), in the storage of the
+    user `podman` runs as: given `podman(args) -> stdout`, another user's (rootless); by default root's."""
+    def run(args: Sequence[str]) -> str:
+        return subprocess.run(["podman", *args], capture_output=True, text=True, check=True).stdout
+
+    call = podman or run
+    with images_removed_after(lambda: set(call(["images", "--all", "--quiet", "--no-trunc"]).split()),
+                              lambda ids: call(["rmi", "--force", "--ignore", *ids])):
+        yield

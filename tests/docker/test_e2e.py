@@ -7,15 +7,25 @@ engine or base image is there, unless CMX_REQUIRE_DOCKER=1 (CI sets it): then th
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, Home, timed_cpu_section
-from tests.docker.engine_tests import BASE, TINY, TRAPS_SIGTERM, build_args, ctrl_c_when_ready, engine_marks
+from tests.docker.engine_tests import (
+    BASE,
+    TINY,
+    TRAPS_SIGTERM,
+    build_args,
+    ctrl_c_when_ready,
+    engine_marks,
+    images_removed_after,
+)
 
 
 def _docker_ready() -> str | None:
@@ -41,6 +51,23 @@ pytestmark = engine_marks(_docker_ready(), pytest.mark.docker, "CMX_REQUIRE_DOCK
 
 def docker_args() -> list[str]:
     return build_args("--docker")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _images_removed() -> Iterator[None]:
+    """The images the module's tests build are removed after its last one (GBs each; CI's disk has no set size)."""
+    import docker
+    from docker.errors import APIError
+
+    client = docker.from_env()
+
+    def remove(ids: Collection[str]) -> None:
+        for image_id in ids:  # a parent of another made image fails: it goes in a later pass, its children gone
+            with contextlib.suppress(APIError):
+                client.images.remove(image_id, force=True)
+
+    with images_removed_after(lambda: {image.id for image in client.images.list(all=True)}, remove):
+        yield
 
 
 def test_the_tiny_benchmark_runs_in_a_container_and_leaves_its_results_on_the_host(builtin: Home, tmp_path: Path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,16 @@ import yaml
 
 from tests.conftest import Home, timed_cpu_section
 from tests.docker.engine_tests import BASE, TINY, TRAPS_SIGTERM, ctrl_c_when_ready
-from tests.docker.podman_tests import owners, podman_args, podman_marks, run_facts
+from tests.docker.podman_tests import owners, podman_args, podman_images_removed, podman_marks, run_facts
 
 pytestmark = podman_marks()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _images_removed() -> Iterator[None]:
+    """The images the module's tests build or load are removed after its last one (GBs each)."""
+    with podman_images_removed():
+        yield
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="rootful podman is root's")
@@ -45,7 +53,7 @@ def test_a_rootful_lock_pins_the_podman_built_image_which_replays_from_its_archi
             proc = builtin.cmx("run", "--locked", str(lock), "--load-image", str(archive), "--input",
                                f"results_dir={results}", timeout=1800)
     finally:
-        archive.unlink()  # 4.5 GB: CI's disk holds both engines' images too
+        archive.unlink()  # the whole image: CI's disk holds the other engines' images too
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert f"loading {archive} into podman" in proc.stdout
     assert f"replaying {lock} in {image['tag']} ({image['image_id'][:19]}, podman)" in proc.stdout

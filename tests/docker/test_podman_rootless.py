@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import REPO, timed_cpu_section
 from tests.docker.engine_tests import TINY
-from tests.docker.podman_tests import owners, podman_args, podman_marks, run_facts
+from tests.docker.podman_tests import owners, podman_args, podman_images_removed, podman_marks, run_facts
 
 ROOTLESS_USER = os.environ.get("CMX_PODMAN_ROOTLESS_USER", "cmx-rootless")
 
@@ -33,7 +33,8 @@ pytestmark = podman_marks()
 @pytest.fixture(scope="module")
 def rootless() -> Iterator[tuple[str, Path]]:
     """The rootless user, and a folder of theirs holding a venv with this checkout's cmx installed from its wheel
-    (as a user installs it; the image then installs the same wheel)."""
+    (as a user installs it; the image then installs the same wheel). The images their podman makes are removed
+    after the module, as the folder is."""
     if os.geteuid() != 0:
         pytest.skip("the rootless test starts cmx as another user, which takes root")
     try:
@@ -52,7 +53,8 @@ def rootless() -> Iterator[tuple[str, Path]]:
     as_user(user.pw_name, ["/usr/bin/python3", "-m", "venv", str(folder / "venv")], check=True)
     as_user(user.pw_name, [str(folder / "venv/bin/pip"), "install", "--quiet", str(wheel)], check=True, timeout=600)
     try:
-        yield user.pw_name, folder
+        with podman_images_removed(lambda args: as_user(user.pw_name, ["podman", *args], check=True).stdout):
+            yield user.pw_name, folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
