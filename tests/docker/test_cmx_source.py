@@ -26,6 +26,8 @@ from cmx.docker.cmx_source import WHEEL_NAME, choose, given_wheel, not_on_the_in
 from tests.conftest import REPO, Home
 
 CPU_QUERY = "app mlperf inference llama2 _cpu _tiny _short"
+# the cpu profile's removal, in the install's own layer
+REMOVED = " \\\n && /opt/cmx/venv/bin/python -m pip uninstall --yes torchvision torchaudio torchcodec triton\n"
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +175,7 @@ def test_a_checkouts_image_copies_the_wheel_it_builds_and_installs_it(builtin: H
     assert proc.returncode == 0, proc.stderr
     assert "# this cmx: cmx-bench 0.2.0, a wheel built from the checkout that rendered this file\n" \
            "COPY dist /opt/cmx/dist\n" \
-           f"RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir '/opt/cmx/dist/{WHEEL_NAME}[cpu]'\n" \
+           f"RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir '/opt/cmx/dist/{WHEEL_NAME}[cpu]'" + REMOVED \
            in proc.stdout
     assert f"#      (built)  dist/{WHEEL_NAME}\n" in proc.stdout
     run = json.loads(builtin.cmx("docker", CPU_QUERY, "--print-run", check=True).stdout)
@@ -191,7 +193,7 @@ def test_an_installed_cmx_installs_its_recorded_wheel_else_from_the_index_and_th
     recorded = installed_cmx(site, outside, "docker", CPU_QUERY, "--dockerfile-only", home=builtin)
     assert recorded.returncode == 0, recorded.stderr
     assert "COPY dist /opt/cmx/dist\n" \
-           f"RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir '/opt/cmx/dist/{WHEEL_NAME}[cpu]'\n" \
+           f"RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir '/opt/cmx/dist/{WHEEL_NAME}[cpu]'" + REMOVED \
            in recorded.stdout
     assert f"# this cmx: cmx-bench 0.2.0, the wheel {WHEEL_NAME}\n" in recorded.stdout
     assert f"  {copy.stat().st_size}  dist/{WHEEL_NAME}\n" in recorded.stdout  # the file itself, not built
@@ -200,7 +202,7 @@ def test_an_installed_cmx_installs_its_recorded_wheel_else_from_the_index_and_th
     index = installed_cmx(site, outside, "docker", CPU_QUERY, "--dockerfile-only", home=builtin)
     assert index.returncode == 0, index.stderr
     assert "# this cmx: cmx-bench 0.2.0 from the package index\n" \
-           "RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir 'cmx-bench[cpu]==0.2.0'\n" in index.stdout
+           "RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir 'cmx-bench[cpu]==0.2.0'" + REMOVED in index.stdout
     assert "COPY dist" not in index.stdout and "dist/" not in index.stdout
     printed = installed_cmx(site, outside, "docker", CPU_QUERY, "--print-run", home=builtin)
     assert json.loads(printed.stdout)["cmx_install"] == \
@@ -209,7 +211,7 @@ def test_an_installed_cmx_installs_its_recorded_wheel_else_from_the_index_and_th
     given = installed_cmx(site, outside, "docker", CPU_QUERY, "--dockerfile-only", "--cmx-wheel", str(wheel),
                           home=builtin)
     assert given.returncode == 0, given.stderr
-    assert f"'/opt/cmx/dist/{WHEEL_NAME}[cpu]'\n" in given.stdout
+    assert f"'/opt/cmx/dist/{WHEEL_NAME}[cpu]'" + REMOVED in given.stdout
     assert _tag(given.stdout) == _tag(recorded.stdout) != _tag(index.stdout)  # the same wheel, the same image
     (tmp_path / "rebuilt").mkdir()
     rebuilt = Path(shutil.copy(wheel, tmp_path / "rebuilt" / wheel.name))
