@@ -202,7 +202,8 @@ def test_an_installed_cmx_installs_its_recorded_wheel_else_from_the_index_and_th
     index = installed_cmx(site, outside, "docker", CPU_QUERY, "--dockerfile-only", home=builtin)
     assert index.returncode == 0, index.stderr
     assert "# this cmx: cmx-bench 0.2.0 from the package index\n" \
-           "RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir 'cmx-bench[cpu]==0.2.0'" + REMOVED in index.stdout
+           "RUN /opt/cmx/venv/bin/python -m pip install --no-cache-dir 'cmx-bench[cpu]==0.2.0'" + REMOVED \
+           in index.stdout
     assert "COPY dist" not in index.stdout and "dist/" not in index.stdout
     printed = installed_cmx(site, outside, "docker", CPU_QUERY, "--print-run", home=builtin)
     assert json.loads(printed.stdout)["cmx_install"] == \
